@@ -1,0 +1,2 @@
+//! Lectern: a terminal narration workstation.
+pub mod model;

@@ -1,0 +1,189 @@
+//! Checkpoint loading: upstream `.pt` (PyTorch zip + pickle state dict) or `.safetensors`.
+//!
+//! Every tensor request names the file, the tensor and, on a shape mismatch, both shapes, so a
+//! user holding a wrong or damaged download learns exactly what is wrong. Weight-norm folding
+//! lives here too because it is a property of how upstream *stores* convolutions, not of the math.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use candle::{DType, Device, Tensor};
+
+/// Errors of the model layer. Loading errors always carry the file path.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("model file not found: {path}")]
+    MissingFile { path: PathBuf },
+    #[error("cannot read {path}: {reason}")]
+    CorruptFile { path: PathBuf, reason: String },
+    #[error("{path}: tensor `{name}` is missing")]
+    MissingTensor { path: PathBuf, name: String },
+    #[error("{path}: tensor `{name}` has shape {actual:?}, expected {expected:?}")]
+    ShapeMismatch { path: PathBuf, name: String, expected: Vec<usize>, actual: Vec<usize> },
+    #[error("{path}: {reason}")]
+    BadConfig { path: PathBuf, reason: String },
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    #[error(transparent)]
+    Candle(#[from] candle::Error),
+}
+
+pub type Result<T> = std::result::Result<T, ModelError>;
+
+/// All tensors of one checkpoint file, keyed by their state-dict names.
+#[derive(Debug)]
+pub struct Checkpoint {
+    path: PathBuf,
+    tensors: HashMap<String, Tensor>,
+}
+
+impl Checkpoint {
+    /// Loads `path` onto `device`, choosing the format by extension (`.safetensors`, else pickle).
+    pub fn load(path: &Path, device: &Device) -> Result<Self> {
+        if !path.exists() {
+            return Err(ModelError::MissingFile { path: path.to_path_buf() });
+        }
+        let corrupt = |e: candle::Error| ModelError::CorruptFile {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        };
+        let is_safetensors = path.extension().is_some_and(|e| e == "safetensors");
+        let tensors: HashMap<String, Tensor> = if is_safetensors {
+            candle::safetensors::load(path, device).map_err(corrupt)?
+        } else {
+            let mut map = HashMap::new();
+            for (name, t) in candle::pickle::read_all(path).map_err(corrupt)? {
+                map.insert(name, t.to_device(device)?);
+            }
+            map
+        };
+        if tensors.is_empty() {
+            return Err(ModelError::CorruptFile {
+                path: path.to_path_buf(),
+                reason: "no tensors found".into(),
+            });
+        }
+        Ok(Self { path: path.to_path_buf(), tensors })
+    }
+
+    /// Wraps tensors built in memory (seeded random weights for benchmarks, tests).
+    pub fn from_tensors(label: impl Into<PathBuf>, tensors: HashMap<String, Tensor>) -> Self {
+        Self { path: label.into(), tensors }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tensors.keys().map(String::as_str)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.tensors.contains_key(name)
+    }
+
+    /// Removes every occurrence of `pattern` from the keys (upstream strips `generator.` from
+    /// HiFT keys so GAN-wrapper checkpoints also load).
+    pub fn strip_key_substring(mut self, pattern: &str) -> Self {
+        self.tensors = self.tensors.into_iter().map(|(k, v)| (k.replace(pattern, ""), v)).collect();
+        self
+    }
+
+    /// The tensor `name`, checked against `shape`, converted to `dtype`.
+    pub fn get(&self, name: &str, shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let t = self.get_unchecked(name)?;
+        if t.dims() != shape {
+            return Err(ModelError::ShapeMismatch {
+                path: self.path.clone(),
+                name: name.to_string(),
+                expected: shape.to_vec(),
+                actual: t.dims().to_vec(),
+            });
+        }
+        Ok(t.to_dtype(dtype)?)
+    }
+
+    /// The tensor `name` as stored, whatever its shape.
+    pub fn get_unchecked(&self, name: &str) -> Result<Tensor> {
+        self.tensors.get(name).cloned().ok_or_else(|| ModelError::MissingTensor {
+            path: self.path.clone(),
+            name: name.to_string(),
+        })
+    }
+
+    /// A view that prefixes every name with `prefix.` (like candle's `VarBuilder::pp`).
+    pub fn pp(self: &Arc<Self>, prefix: &str) -> Weights {
+        Weights { ckpt: Arc::clone(self), prefix: prefix.to_string(), dtype: DType::F32 }
+    }
+}
+
+/// A prefixed, typed view into a [`Checkpoint`].
+#[derive(Debug, Clone)]
+pub struct Weights {
+    ckpt: Arc<Checkpoint>,
+    prefix: String,
+    dtype: DType,
+}
+
+impl Weights {
+    pub fn root(ckpt: Arc<Checkpoint>) -> Self {
+        Self { ckpt, prefix: String::new(), dtype: DType::F32 }
+    }
+
+    /// Same view, tensors converted to `dtype` when fetched.
+    pub fn with_dtype(&self, dtype: DType) -> Self {
+        Self { dtype, ..self.clone() }
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn device(&self) -> Device {
+        self.ckpt.tensors.values().next().map_or(Device::Cpu, |t| t.device().clone())
+    }
+
+    pub fn checkpoint(&self) -> &Arc<Checkpoint> {
+        &self.ckpt
+    }
+
+    fn full(&self, name: &str) -> String {
+        if self.prefix.is_empty() { name.to_string() } else { format!("{}.{name}", self.prefix) }
+    }
+
+    pub fn pp(&self, sub: impl std::fmt::Display) -> Self {
+        Self { prefix: self.full(&sub.to_string()), ..self.clone() }
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.ckpt.contains(&self.full(name))
+    }
+
+    pub fn get(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        self.ckpt.get(&self.full(name), shape, self.dtype)
+    }
+
+    /// Fetches a weight-normalised conv weight `(out, in, k)`: the plain `weight`, the torch
+    /// parametrizations pair (`parametrizations.weight.original0/1`) or the legacy
+    /// `weight_g`/`weight_v` pair, folded as `g · v / ‖v‖` (norm over `in, k`, no epsilon)
+    /// in the view's dtype.
+    pub fn get_weight_norm(&self, shape: &[usize]) -> Result<Tensor> {
+        if self.contains("weight") {
+            return self.get("weight", shape);
+        }
+        let (g_name, v_name) = if self.contains("parametrizations.weight.original0") {
+            ("parametrizations.weight.original0", "parametrizations.weight.original1")
+        } else {
+            ("weight_g", "weight_v")
+        };
+        let mut g_shape = vec![1; shape.len()];
+        g_shape[0] = shape[0];
+        let g = self.get(g_name, &g_shape)?;
+        let v = self.get(v_name, shape)?;
+        let norm = v.sqr()?.flatten_from(1)?.sum_keepdim(1)?.sqrt()?; // (out, 1)
+        let norm = norm.reshape(g_shape.as_slice())?;
+        Ok(v.broadcast_mul(&g.broadcast_div(&norm)?)?)
+    }
+}
