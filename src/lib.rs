@@ -1,2 +1,10 @@
 //! Lectern: a terminal narration workstation.
+//!
+//! Modules, with dependencies pointing down the list:
+//! - `cli`: subcommands (the binary's edge);
+//! - `parity`: `lectern parity`, model stages against reference fixtures;
+//! - `model`: CosyVoice3 in candle — pure math, no threads, no I/O beyond loading.
+
+pub mod cli;
 pub mod model;
+pub mod parity;

@@ -1,0 +1,70 @@
+//! Command-line interface: every subcommand's arguments and dispatch.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+use crate::parity;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "lectern",
+    version,
+    about = "Terminal narration workstation (CosyVoice3 in candle)"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one model stage on a reference fixture case and write Lectern's outputs.
+    Parity {
+        /// Model directory in upstream layout (llm.pt, flow.pt, hift.pt, CosyVoice-BlankEN/).
+        #[arg(long)]
+        model: PathBuf,
+        /// Case file (e.g. fixtures/cosyvoice3-tiny-a/llm.safetensors).
+        #[arg(long)]
+        case: PathBuf,
+        /// Where to write the outputs (safetensors).
+        #[arg(long)]
+        out: PathBuf,
+        /// Stage; inferred from the case file's name when omitted.
+        #[arg(long, value_enum)]
+        stage: Option<parity::Stage>,
+        /// cpu (default) or cuda / cuda:N / metal.
+        #[arg(long, default_value = "cpu")]
+        device: String,
+    },
+}
+
+/// Parses a `--device` value.
+pub fn parse_device(spec: &str) -> Result<candle::Device> {
+    Ok(match spec {
+        "cpu" => candle::Device::Cpu,
+        "cuda" => candle::Device::new_cuda(0)?,
+        "metal" => candle::Device::new_metal(0)?,
+        s if s.starts_with("cuda:") => candle::Device::new_cuda(s[5..].parse()?)?,
+        other => anyhow::bail!("unknown device `{other}` (cpu, cuda, cuda:N, metal)"),
+    })
+}
+
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Some(Command::Parity { model, case, out, stage, device }) => {
+            let req = parity::ParityRequest {
+                model_dir: model,
+                case,
+                out,
+                stage,
+                device: parse_device(&device)?,
+            };
+            let (stage, n) = parity::run(&req)?;
+            eprintln!("parity {stage:?}: wrote {n} tensors to {}", req.out.display());
+            Ok(())
+        }
+        None => anyhow::bail!("the workstation is not wired yet; see `lectern --help`"),
+    }
+}
