@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::parity;
+use crate::{bench, parity};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -38,6 +38,21 @@ pub enum Command {
         #[arg(long, default_value = "cpu")]
         device: String,
     },
+    /// Benchmark a stage on full-size, seeded random weights.
+    Bench {
+        /// The stage to benchmark.
+        #[arg(long, value_enum)]
+        stage: bench::BenchStage,
+        /// cpu (default) or cuda / cuda:N / metal.
+        #[arg(long, default_value = "cpu")]
+        device: String,
+        /// Print the figures as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// A smaller sweep, for quick checks.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 /// Parses a `--device` value.
@@ -63,6 +78,15 @@ pub fn run(cli: Cli) -> Result<()> {
             };
             let (stage, n) = parity::run(&req)?;
             eprintln!("parity {stage:?}: wrote {n} tensors to {}", req.out.display());
+            Ok(())
+        }
+        Some(Command::Bench { stage, device, json, quick }) => {
+            let opts =
+                bench::BenchOptions { device: parse_device(&device)?, weights_seed: 0, quick };
+            let report = bench::run_stage(stage, &opts)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            }
             Ok(())
         }
         None => anyhow::bail!("the workstation is not wired yet; see `lectern --help`"),

@@ -1,0 +1,40 @@
+//! `lectern bench`: per-stage and end-to-end benchmarks on full-size, seeded random weights
+//! (../shared/bench/README.md). Figures are printed as a table and returned as JSON.
+
+use candle::Device;
+
+pub mod flow;
+pub mod hift;
+pub mod lm;
+
+/// Which benchmark to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchStage {
+    Lm,
+    Flow,
+    Hift,
+}
+
+/// Options shared by every stage benchmark.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub device: Device,
+    /// Seed of the random weights (the standard workloads use 0).
+    pub weights_seed: u64,
+    /// Smaller, quicker variant of the stage's sweep (CI smoke runs).
+    pub quick: bool,
+}
+
+/// Runs one stage benchmark; prints a table to stdout and returns the figures as JSON.
+pub fn run_stage(stage: BenchStage, opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
+    match stage {
+        BenchStage::Lm => lm::run(opts),
+        BenchStage::Flow => flow::run(opts),
+        BenchStage::Hift => hift::run(opts),
+    }
+}
+
+/// Blocks until the device has finished queued work, so a clock read after it is honest.
+pub fn sync(device: &Device) -> candle::Result<()> {
+    device.synchronize()
+}
