@@ -4,9 +4,11 @@
 //! - `cli`: subcommands (the binary's edge);
 //! - `bench`: `lectern bench`, stage benchmarks on full-size random weights;
 //! - `parity`: `lectern parity`, model stages against reference fixtures;
+//! - `engine`: background synthesis thread, scheduler, telemetry, takes;
 //! - `model`: CosyVoice3 in candle — pure math, no threads, no I/O beyond loading.
 
 pub mod bench;
 pub mod cli;
+pub mod engine;
 pub mod model;
 pub mod parity;

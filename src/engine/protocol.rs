@@ -1,0 +1,216 @@
+//! The engine's protocol: commands in, events out. These are the only engine types the UI and
+//! the store import; everything crosses threads by value over channels.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// Stable id of a manuscript segment (assigned by the caller; survives re-segmentation when
+/// the text is unchanged).
+pub type SegmentId = u64;
+
+/// Id of one take of a segment, unique within an engine run.
+pub type TakeId = u64;
+
+/// LM weight precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Precision {
+    #[default]
+    F32,
+    F16,
+    Bf16,
+    Q8_0,
+}
+
+/// Which stop ids the minimum-length guard blocks (spec §6.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum MinLenRule {
+    /// Upstream exactly: only id 6561 is blocked, so the minimum is not enforced.
+    #[default]
+    Upstream,
+    /// The intended rule: every stop id is blocked below min_len.
+    AllStopIds,
+}
+
+/// Parameters that shape a render; live-adjustable, applied at the next group boundary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenderParams {
+    /// Flow Euler steps (NFE).
+    pub nfe: usize,
+    /// Target generated mel frames per flow group (0 = one segment per group).
+    pub group_target_frames: usize,
+    /// Max LM lanes decoded together.
+    pub lanes: usize,
+    pub precision: Precision,
+    pub min_len_rule: MinLenRule,
+}
+
+impl Default for RenderParams {
+    fn default() -> Self {
+        Self {
+            nfe: 10,
+            group_target_frames: 2000,
+            lanes: 8,
+            precision: Precision::F32,
+            min_len_rule: MinLenRule::Upstream,
+        }
+    }
+}
+
+/// One segment to synthesise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SegmentSpec {
+    pub id: SegmentId,
+    /// Normalised text as the LM receives it.
+    pub text: String,
+    /// Sampling seed of this segment's take.
+    pub seed: u64,
+}
+
+/// Commands to the engine thread. None blocks the sender.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// Append segments to the queue, in order.
+    Enqueue(Vec<SegmentSpec>),
+    /// Drop queued or in-flight work for these segments.
+    Cancel(Vec<SegmentId>),
+    CancelAll,
+    /// Move a queued segment to the front.
+    Prioritise(SegmentId),
+    /// Render a new take of a segment with another seed (the old take is kept by the caller).
+    Reseed {
+        id: SegmentId,
+        seed: u64,
+    },
+    SetNfe(usize),
+    SetGroupTarget(usize),
+    SetLanes(usize),
+    Pause,
+    Resume,
+    /// Re-render a take from its record (bit-identical on the same backend).
+    Regenerate(Box<TakeRecord>),
+    Shutdown,
+}
+
+/// Where a segment is in the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SegmentState {
+    Queued,
+    Lm,
+    Flow,
+    Vocoder,
+    Ready,
+    Cancelled,
+    Failed(String),
+}
+
+/// Wall time per stage, seconds, device synchronised before each clock read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageTimings {
+    pub lm_s: f64,
+    pub flow_s: f64,
+    pub vocoder_s: f64,
+}
+
+/// The flow group a take was rendered in: its audio depends on the whole group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupInfo {
+    /// Segments of the group, in order.
+    pub segment_ids: Vec<SegmentId>,
+    /// Speech tokens of each segment of the group, in order.
+    pub token_counts: Vec<usize>,
+    /// This take's index within the group.
+    pub index: usize,
+}
+
+/// Everything a take's audio is a function of, plus how long it took.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TakeRecord {
+    pub segment_id: SegmentId,
+    pub text: String,
+    pub voice_id: String,
+    pub model_id: String,
+    pub seed: u64,
+    pub nfe: usize,
+    pub cfg_rate: f64,
+    pub precision: Precision,
+    pub min_len_rule: MinLenRule,
+    /// e.g. "cpu", "cuda:0".
+    pub backend: String,
+    pub group: GroupInfo,
+    /// The flow noise buffer used, e.g. "mt19937-seed0" (rebuilt) or a file path.
+    pub noise_source: String,
+    pub engine_version: String,
+    /// The speech tokens the LM produced (after the silent-run filter).
+    pub tokens: Vec<u32>,
+    /// This take's share of the group's stage times.
+    pub timings: StageTimings,
+}
+
+/// A finished take: record + 24 kHz mono samples (exactly tokens × 960).
+#[derive(Debug, Clone)]
+pub struct Take {
+    pub id: TakeId,
+    pub record: TakeRecord,
+    pub samples: Arc<Vec<f32>>,
+}
+
+/// KV-cache memory of one LM lane.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LaneMemory {
+    pub lane: usize,
+    /// By arithmetic: 2 × kv_heads × used positions × head_dim × bytes × layers.
+    pub used_bytes: u64,
+    /// Bytes allocated for the lane's capacity.
+    pub capacity_bytes: u64,
+}
+
+/// Process and device memory, bytes; `None` where the platform has no such metric.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemorySample {
+    pub rss: Option<u64>,
+    pub swap: Option<u64>,
+    pub pss: Option<u64>,
+    /// macOS phys_footprint (the metric Activity Monitor and jetsam use).
+    pub phys_footprint: Option<u64>,
+    pub device_used: Option<u64>,
+    /// The metric stayed identical while inputs changed: do not trust it.
+    pub suspect: bool,
+}
+
+/// One telemetry sample, emitted after each group.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TelemetrySample {
+    /// Milliseconds since the engine started.
+    pub at_ms: u64,
+    /// Per-stage RTF of the last group (stage time / audio seconds produced).
+    pub lm_rtf: f64,
+    pub flow_rtf: f64,
+    pub vocoder_rtf: f64,
+    /// Wall time / audio seconds of the last group.
+    pub total_rtf: f64,
+    pub lm_tokens_per_s: f64,
+    pub flow_frames_per_s: f64,
+    /// Time to first audio of this run, once known.
+    pub time_to_first_audio_ms: Option<u64>,
+    pub audio_s_total: f64,
+    pub lanes: Vec<LaneMemory>,
+    pub memory: MemorySample,
+}
+
+/// Events from the engine thread.
+#[derive(Debug, Clone)]
+pub enum EngineEvent {
+    SegmentState {
+        id: SegmentId,
+        state: SegmentState,
+    },
+    TakeReady(Take),
+    Telemetry(TelemetrySample),
+    ParamsChanged(RenderParams),
+    /// Nothing queued or in flight.
+    Idle,
+    Log(String),
+}
