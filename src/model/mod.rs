@@ -4,7 +4,9 @@
 //! 80-bin mel frames (50 Hz) from the flow to the vocoder, 24 kHz samples out.
 
 pub mod config;
+pub mod lm;
 pub mod noise;
+pub mod sampling;
 pub mod weights;
 
 pub use weights::{Checkpoint, ModelError, Result, Weights};

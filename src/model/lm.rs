@@ -1,0 +1,764 @@
+//! The speech-token LM of CosyVoice3 (`CosyVoice3LM` on a Qwen2 backbone, spec §6, §1.1, §2.2).
+//!
+//! * Input is a sequence of *embeddings* (§6.3): `[sos, prompt_text ++ text, task_id,
+//!   prompt_speech_tokens]`; the text head `lm_head` is never used, the speech head is
+//!   `llm_decoder`; log-softmax in float32.
+//! * Every lane (segment being decoded) owns a [`KvCache`] preallocated to its capacity; new
+//!   keys/values are written in place (`slice_set`), attention reads a `narrow`ed view.
+//! * Lanes: [`LaneMode::Batched`] (default) stacks one row per lane into each projection/MLP
+//!   matmul and runs attention per lane over its own cache, with its own RoPE positions starting
+//!   at 0 — no padding, so no mask is needed across lanes. The CPU gemm may round a row of a
+//!   batched product differently from a 1-row product (last bits only); the tests measure it
+//!   and require identical sampled tokens. [`LaneMode::Solo`] runs every lane on its own and is
+//!   bit-identical to solo decoding by construction.
+//! * Weights: f32 (default), f16/bf16 projections (activations cast per matmul, results back to
+//!   f32), or q8_0 projections (`QMatMul`; needs every inner dim divisible by 32). Embedding
+//!   tables, norms, biases and the KV cache stay f32.
+
+use std::sync::Arc;
+
+use candle::quantized::{GgmlDType, QMatMul, QTensor};
+use candle::{D, DType, Device, Module, Tensor};
+
+use super::config::{LmConfig, ModelConfig, ModelFiles};
+use super::sampling::{SamplingConfig, SilentFilter, sampling_ids, segment_rng};
+use super::weights::{Checkpoint, ModelError, Result, Weights};
+
+/// `<|endofprompt|>`: upstream asserts it occurs in `prompt_text ++ text`.
+pub const END_OF_PROMPT_ID: u32 = 151_646;
+/// Default number of lanes decoded together.
+pub const DEFAULT_MAX_LANES: usize = 8;
+
+/// Storage precision of the projection weights (and the speech head).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LmPrecision {
+    #[default]
+    F32,
+    F16,
+    Bf16,
+    /// GGML q8_0 blocks of 32 along the inner dimension.
+    Q8_0,
+}
+
+impl LmPrecision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::Bf16 => "bf16",
+            Self::Q8_0 => "q8_0",
+        }
+    }
+}
+
+/// How lanes share the work of one decode step (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LaneMode {
+    #[default]
+    Batched,
+    Solo,
+}
+
+/// A linear layer `y = x·Wᵀ (+ b)` on rows `x: (n, in)` in f32.
+#[derive(Debug, Clone)]
+enum Linear {
+    Dense { weight: Tensor, bias: Option<Tensor> },
+    Quant { weight: QMatMul, bias: Option<Tensor> },
+}
+
+impl Linear {
+    fn load(
+        w: &Weights,
+        out_dim: usize,
+        in_dim: usize,
+        bias: bool,
+        prec: LmPrecision,
+    ) -> Result<Self> {
+        let weight = w.get("weight", &[out_dim, in_dim])?;
+        let bias = if bias { Some(w.get("bias", &[out_dim])?) } else { None };
+        Self::from_tensor(weight, bias, prec)
+    }
+
+    fn from_tensor(weight: Tensor, bias: Option<Tensor>, prec: LmPrecision) -> Result<Self> {
+        Ok(match prec {
+            LmPrecision::F32 => Self::Dense { weight, bias },
+            LmPrecision::F16 => Self::Dense { weight: weight.to_dtype(DType::F16)?, bias },
+            LmPrecision::Bf16 => Self::Dense { weight: weight.to_dtype(DType::BF16)?, bias },
+            LmPrecision::Q8_0 => {
+                let in_dim = weight.dim(1)?;
+                if in_dim % 32 != 0 {
+                    return Err(ModelError::InvalidInput(format!(
+                        "q8_0 needs inner dimensions divisible by 32, got {in_dim}"
+                    )));
+                }
+                let q = QTensor::quantize(&weight, GgmlDType::Q8_0)?;
+                Self::Quant { weight: QMatMul::from_qtensor(q)?, bias }
+            }
+        })
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let (y, bias) = match self {
+            Self::Dense { weight, bias } => {
+                let y = if weight.dtype() == DType::F32 {
+                    x.matmul(&weight.t()?)?
+                } else {
+                    x.to_dtype(weight.dtype())?.matmul(&weight.t()?)?.to_dtype(DType::F32)?
+                };
+                (y, bias)
+            }
+            Self::Quant { weight, bias } => (weight.forward(x)?, bias),
+        };
+        Ok(match bias {
+            Some(b) => y.broadcast_add(b)?,
+            None => y,
+        })
+    }
+
+    /// Bytes held by the weight (for telemetry).
+    fn weight_bytes(&self) -> usize {
+        match self {
+            Self::Dense { weight, .. } => weight.elem_count() * weight.dtype().size_in_bytes(),
+            Self::Quant { weight, .. } => match weight {
+                QMatMul::QTensor(q) => q.storage_size_in_bytes(),
+                QMatMul::Tensor(t) | QMatMul::TensorF16(t) => {
+                    t.elem_count() * t.dtype().size_in_bytes()
+                }
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Attention {
+    q_proj: Linear,
+    k_proj: Linear,
+    v_proj: Linear,
+    o_proj: Linear,
+}
+
+#[derive(Debug, Clone)]
+struct Mlp {
+    gate_proj: Linear,
+    up_proj: Linear,
+    down_proj: Linear,
+}
+
+impl Mlp {
+    fn forward(&self, h: &Tensor) -> Result<Tensor> {
+        let gate = candle_nn::ops::silu(&self.gate_proj.forward(h)?)?;
+        self.down_proj.forward(&(gate * self.up_proj.forward(h)?)?)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct DecoderLayer {
+    self_attn: Attention,
+    mlp: Mlp,
+    input_layernorm: Tensor,
+    post_attention_layernorm: Tensor,
+}
+
+/// Keys and values of one lane, `(kv_heads, capacity, head_dim)` per layer, f32.
+#[derive(Debug)]
+pub struct KvCache {
+    k: Vec<Tensor>,
+    v: Vec<Tensor>,
+    len: usize,
+    capacity: usize,
+}
+
+impl KvCache {
+    /// Positions written so far (= the RoPE position of the next row).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+    /// A deep copy (new storage: the original is written in place, so a shallow clone would
+    /// alias it). Used to fork one prefilled prompt into several lanes.
+    pub fn duplicate(&self) -> Result<Self> {
+        let copy = |v: &[Tensor]| v.iter().map(Tensor::copy).collect::<candle::Result<Vec<_>>>();
+        Ok(Self { k: copy(&self.k)?, v: copy(&self.v)?, len: self.len, capacity: self.capacity })
+    }
+
+    /// Bytes actually allocated by this cache's tensors.
+    pub fn allocated_bytes(&self) -> usize {
+        self.k.iter().chain(&self.v).map(|t| t.elem_count() * t.dtype().size_in_bytes()).sum()
+    }
+}
+
+/// One lane of a decode step: its cache and the number of new rows it contributes.
+struct LaneRows<'a> {
+    cache: &'a mut KvCache,
+    rows: usize,
+}
+
+/// The CosyVoice3 speech LM with its Qwen2 backbone.
+#[derive(Debug)]
+pub struct SpeechLm {
+    cfg: LmConfig,
+    precision: LmPrecision,
+    device: Device,
+    embed_tokens: Tensor,     // (vocab, H)
+    speech_embedding: Tensor, // (6761, H)
+    layers: Vec<DecoderLayer>,
+    norm: Tensor,
+    llm_decoder: Linear,
+    inv_freq: Vec<f32>,
+}
+
+impl SpeechLm {
+    /// Loads `llm.pt` (or a `.safetensors` with the same keys) of a model directory.
+    pub fn from_dir(
+        dir: &std::path::Path,
+        precision: LmPrecision,
+        device: &Device,
+    ) -> Result<Self> {
+        let cfg = ModelConfig::from_dir(dir)?;
+        let files = ModelFiles::in_dir(dir);
+        let ckpt = Arc::new(Checkpoint::load(&files.llm, device)?);
+        Self::new(&cfg.lm, &Weights::root(ckpt), precision)
+    }
+
+    /// Builds the LM from the `llm.pt` keys under `w` (§1.1); every shape is checked.
+    pub fn new(cfg: &LmConfig, w: &Weights, precision: LmPrecision) -> Result<Self> {
+        let q = &cfg.qwen;
+        let (h, hd) = (q.hidden_size, q.head_dim());
+        if q.num_attention_heads % q.num_key_value_heads != 0 || h % q.num_attention_heads != 0 {
+            return Err(ModelError::InvalidInput(format!(
+                "Qwen2 config: {} heads, {} kv heads, hidden {h} are inconsistent",
+                q.num_attention_heads, q.num_key_value_heads
+            )));
+        }
+        let w = w.with_dtype(DType::F32);
+        let m = w.pp("llm.model.model");
+        let kv_dim = q.num_key_value_heads * hd;
+        let mut layers = Vec::with_capacity(q.num_hidden_layers);
+        for i in 0..q.num_hidden_layers {
+            let l = m.pp(format!("layers.{i}"));
+            let a = l.pp("self_attn");
+            let p = l.pp("mlp");
+            let inter = q.intermediate_size;
+            layers.push(DecoderLayer {
+                self_attn: Attention {
+                    q_proj: Linear::load(&a.pp("q_proj"), h, h, true, precision)?,
+                    k_proj: Linear::load(&a.pp("k_proj"), kv_dim, h, true, precision)?,
+                    v_proj: Linear::load(&a.pp("v_proj"), kv_dim, h, true, precision)?,
+                    o_proj: Linear::load(&a.pp("o_proj"), h, h, false, precision)?,
+                },
+                mlp: Mlp {
+                    gate_proj: Linear::load(&p.pp("gate_proj"), inter, h, false, precision)?,
+                    up_proj: Linear::load(&p.pp("up_proj"), inter, h, false, precision)?,
+                    down_proj: Linear::load(&p.pp("down_proj"), h, inter, false, precision)?,
+                },
+                input_layernorm: l.get("input_layernorm.weight", &[h])?,
+                post_attention_layernorm: l.get("post_attention_layernorm.weight", &[h])?,
+            });
+        }
+        let sv = cfg.speech_vocab();
+        let inv_freq = (0..hd / 2)
+            .map(|i| 1.0 / (q.rope_theta as f32).powf((2 * i) as f32 / hd as f32))
+            .collect();
+        Ok(Self {
+            cfg: cfg.clone(),
+            precision,
+            device: w.device(),
+            embed_tokens: m.get("embed_tokens.weight", &[q.vocab_size, h])?,
+            speech_embedding: w.get("speech_embedding.weight", &[sv, h])?,
+            layers,
+            norm: m.get("norm.weight", &[h])?,
+            llm_decoder: Linear::load(&w.pp("llm_decoder"), sv, h, false, precision)?,
+            inv_freq,
+        })
+    }
+
+    pub fn config(&self) -> &LmConfig {
+        &self.cfg
+    }
+    pub fn precision(&self) -> LmPrecision {
+        self.precision
+    }
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// Bytes of the projection weights and the speech head as stored (telemetry).
+    pub fn projection_bytes(&self) -> usize {
+        let per_layer = |l: &DecoderLayer| {
+            let a = &l.self_attn;
+            [
+                &a.q_proj,
+                &a.k_proj,
+                &a.v_proj,
+                &a.o_proj,
+                &l.mlp.gate_proj,
+                &l.mlp.up_proj,
+                &l.mlp.down_proj,
+            ]
+            .iter()
+            .map(|p| p.weight_bytes())
+            .sum::<usize>()
+        };
+        self.layers.iter().map(per_layer).sum::<usize>() + self.llm_decoder.weight_bytes()
+    }
+
+    /// KV bytes of a lane of `capacity` positions by arithmetic:
+    /// 2 × kv_heads × capacity × head_dim × 4 bytes (f32) × layers.
+    pub fn kv_bytes_per_lane(&self, capacity: usize) -> usize {
+        let q = &self.cfg.qwen;
+        2 * q.num_key_value_heads
+            * capacity
+            * q.head_dim()
+            * DType::F32.size_in_bytes()
+            * q.num_hidden_layers
+    }
+
+    /// A zeroed cache for `capacity` positions.
+    pub fn new_cache(&self, capacity: usize) -> Result<KvCache> {
+        let q = &self.cfg.qwen;
+        let shape = (q.num_key_value_heads, capacity, q.head_dim());
+        let mk = || Tensor::zeros(shape, DType::F32, &self.device);
+        let n = q.num_hidden_layers;
+        Ok(KvCache {
+            k: (0..n).map(|_| mk()).collect::<candle::Result<_>>()?,
+            v: (0..n).map(|_| mk()).collect::<candle::Result<_>>()?,
+            len: 0,
+            capacity,
+        })
+    }
+
+    /// The prompt embeddings of §6.3, `(L0, H)`, after checking the inputs.
+    pub fn lm_input(
+        &self,
+        prompt_text_ids: &[u32],
+        text_ids: &[u32],
+        prompt_speech_tokens: &[u32],
+    ) -> Result<Tensor> {
+        if text_ids.is_empty() {
+            return Err(ModelError::InvalidInput(
+                "the text to speak is empty (no text ids)".into(),
+            ));
+        }
+        let all_text: Vec<u32> = prompt_text_ids.iter().chain(text_ids).copied().collect();
+        if !all_text.contains(&END_OF_PROMPT_ID) {
+            return Err(ModelError::InvalidInput(format!(
+                "prompt text + text must contain <|endofprompt|> (id {END_OF_PROMPT_ID})"
+            )));
+        }
+        let vocab = self.cfg.qwen.vocab_size;
+        if let Some(bad) = all_text.iter().find(|&&t| t as usize >= vocab) {
+            return Err(ModelError::InvalidInput(format!(
+                "text id {bad} is outside the vocabulary of {vocab}"
+            )));
+        }
+        let sts = self.cfg.speech_token_size;
+        if let Some(bad) = prompt_speech_tokens.iter().find(|&&t| t as usize >= sts) {
+            return Err(ModelError::InvalidInput(format!(
+                "prompt speech token {bad} is not below {sts}"
+            )));
+        }
+        let text =
+            self.embed_tokens.index_select(&Tensor::new(all_text.as_slice(), &self.device)?, 0)?;
+        let mut speech_ids = vec![self.cfg.sos()];
+        speech_ids.push(self.cfg.task_id());
+        speech_ids.extend_from_slice(prompt_speech_tokens);
+        let speech = self
+            .speech_embedding
+            .index_select(&Tensor::new(speech_ids.as_slice(), &self.device)?, 0)?;
+        let sos = speech.narrow(0, 0, 1)?;
+        let rest = speech.narrow(0, 1, speech_ids.len() - 1)?; // task_id, prompt speech
+        Ok(Tensor::cat(&[&sos, &text, &rest], 0)?)
+    }
+
+    /// Runs the prompt of one lane through the backbone, filling `cache` from position 0;
+    /// returns the log-probs at the last position, `(speech_vocab,)`.
+    pub fn prefill(&self, lm_input: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        if !cache.is_empty() {
+            return Err(ModelError::InvalidInput("prefill needs an empty cache".into()));
+        }
+        let rows = lm_input.dim(0)?;
+        let logp = self.forward(lm_input, &mut [LaneRows { cache, rows }])?;
+        Ok(logp.squeeze(0)?)
+    }
+
+    /// Feeds one speech token per lane; returns `(lanes, speech_vocab)` log-probs.
+    /// `mode` decides whether the lanes' matmuls are stacked (see the module doc).
+    pub fn step(
+        &self,
+        caches: &mut [&mut KvCache],
+        tokens: &[u32],
+        mode: LaneMode,
+    ) -> Result<Tensor> {
+        if caches.len() != tokens.len() {
+            return Err(ModelError::InvalidInput(format!(
+                "{} caches but {} tokens",
+                caches.len(),
+                tokens.len()
+            )));
+        }
+        let sv = self.cfg.speech_vocab();
+        if let Some(bad) = tokens.iter().find(|&&t| t as usize >= sv) {
+            return Err(ModelError::InvalidInput(format!("speech token {bad} is not below {sv}")));
+        }
+        let ids = Tensor::new(tokens, &self.device)?;
+        let x = self.speech_embedding.index_select(&ids, 0)?; // (n, H)
+        match mode {
+            LaneMode::Batched => {
+                let mut lanes: Vec<LaneRows> =
+                    caches.iter_mut().map(|c| LaneRows { cache: c, rows: 1 }).collect();
+                self.forward(&x, &mut lanes)
+            }
+            LaneMode::Solo => {
+                let mut rows = Vec::with_capacity(tokens.len());
+                for (i, c) in caches.iter_mut().enumerate() {
+                    let xi = x.narrow(0, i, 1)?;
+                    rows.push(self.forward(&xi, &mut [LaneRows { cache: c, rows: 1 }])?);
+                }
+                Ok(Tensor::cat(&rows, 0)?)
+            }
+        }
+    }
+
+    /// The backbone over the stacked new rows of several lanes `x: (Σ rows, H)`; returns the
+    /// log-probs of each lane's last row, `(lanes, speech_vocab)`.
+    fn forward(&self, x: &Tensor, lanes: &mut [LaneRows]) -> Result<Tensor> {
+        for lane in lanes.iter() {
+            if lane.cache.len + lane.rows > lane.cache.capacity {
+                return Err(ModelError::InvalidInput(format!(
+                    "KV cache full: {} + {} positions exceed its capacity of {}",
+                    lane.cache.len, lane.rows, lane.cache.capacity
+                )));
+            }
+        }
+        let eps = self.cfg.qwen.rms_norm_eps as f32;
+        let rope: Vec<(Tensor, Tensor)> =
+            lanes.iter().map(|l| self.rope_tables(l.cache.len, l.rows)).collect::<Result<_>>()?;
+        let mut x = x.clone();
+        for (li, layer) in self.layers.iter().enumerate() {
+            let h = candle_nn::ops::rms_norm(&x, &layer.input_layernorm, eps)?;
+            let a = &layer.self_attn;
+            let (q, k, v) = (a.q_proj.forward(&h)?, a.k_proj.forward(&h)?, a.v_proj.forward(&h)?);
+            let mut outs = Vec::with_capacity(lanes.len());
+            let mut row = 0;
+            for (lane, (cos, sin)) in lanes.iter_mut().zip(&rope) {
+                let n = lane.rows;
+                let (qi, ki, vi) =
+                    (q.narrow(0, row, n)?, k.narrow(0, row, n)?, v.narrow(0, row, n)?);
+                outs.push(self.attend(&qi, &ki, &vi, lane.cache, li, cos, sin)?);
+                row += n;
+            }
+            let attn = Tensor::cat(&outs, 0)?;
+            x = (x + a.o_proj.forward(&attn)?)?;
+            let h = candle_nn::ops::rms_norm(&x, &layer.post_attention_layernorm, eps)?;
+            x = (&x + layer.mlp.forward(&h)?)?;
+        }
+        // Last row of each lane.
+        let mut last = Vec::with_capacity(lanes.len());
+        let mut row = 0;
+        for lane in lanes.iter_mut() {
+            row += lane.rows;
+            last.push(x.narrow(0, row - 1, 1)?);
+            lane.cache.len += lane.rows;
+        }
+        let y = Tensor::cat(&last, 0)?;
+        let y = candle_nn::ops::rms_norm(&y, &self.norm, eps)?; // (lanes, H)
+        let logits = self.llm_decoder.forward(&y)?; // (lanes, V)
+        log_softmax_rows(&logits)
+    }
+
+    /// cos/sin of RoPE for positions `start..start+n`, `(n, head_dim/2)` each; angles `p·θ_i`
+    /// in f32 as HF computes them.
+    fn rope_tables(&self, start: usize, n: usize) -> Result<(Tensor, Tensor)> {
+        let half = self.inv_freq.len();
+        let mut cos = Vec::with_capacity(n * half);
+        let mut sin = Vec::with_capacity(n * half);
+        for p in start..start + n {
+            for &f in &self.inv_freq {
+                let angle = p as f32 * f;
+                cos.push(angle.cos());
+                sin.push(angle.sin());
+            }
+        }
+        Ok((
+            Tensor::from_vec(cos, (n, half), &self.device)?,
+            Tensor::from_vec(sin, (n, half), &self.device)?,
+        ))
+    }
+
+    /// GQA attention of one lane's `t` new rows over its cache (written here, post-RoPE).
+    /// q: (t, heads·d), k/v: (t, kv·d) → (t, heads·d).
+    #[allow(clippy::too_many_arguments)]
+    fn attend(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        cache: &mut KvCache,
+        layer: usize,
+        cos: &Tensor,
+        sin: &Tensor,
+    ) -> Result<Tensor> {
+        let qc = &self.cfg.qwen;
+        let (nh, nkv, d) = (qc.num_attention_heads, qc.num_key_value_heads, qc.head_dim());
+        let groups = nh / nkv;
+        let t = q.dim(0)?;
+        let pos = cache.len;
+        let heads = |x: &Tensor, n: usize| -> candle::Result<Tensor> {
+            x.reshape((t, n, d))?.transpose(0, 1)?.contiguous()?.unsqueeze(0) // (1, n, t, d)
+        };
+        let q = candle_nn::rotary_emb::rope(&heads(q, nh)?, cos, sin)?.squeeze(0)?; // (nh, t, d)
+        let k = candle_nn::rotary_emb::rope(&heads(k, nkv)?, cos, sin)?.squeeze(0)?; // (nkv, t, d)
+        let v = heads(v, nkv)?.squeeze(0)?;
+        cache.k[layer].slice_set(&k, 1, pos)?;
+        cache.v[layer].slice_set(&v, 1, pos)?;
+        let len = pos + t;
+        let kc = cache.k[layer].narrow(1, 0, len)?; // (nkv, len, d)
+        let vc = cache.v[layer].narrow(1, 0, len)?;
+        // Query head h uses KV head h / groups: heads are grouped contiguously.
+        let q = q.reshape((nkv, groups * t, d))?;
+        let scale = 1.0 / (d as f64).sqrt();
+        let mut scores = (q.matmul(&kc.t()?)? * scale)?; // (nkv, groups·t, len)
+        if t > 1 {
+            let mask = causal_mask(t, pos, &self.device)?; // (t, len)
+            scores = scores.reshape((nkv, groups, t, len))?.broadcast_add(&mask)?.reshape((
+                nkv,
+                groups * t,
+                len,
+            ))?;
+        }
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        let out = probs.matmul(&vc)?; // (nkv, groups·t, d)
+        Ok(out.reshape((nh, t, d))?.transpose(0, 1)?.reshape((t, nh * d))?)
+    }
+
+    /// Decodes several segments together (at most `opts.max_lanes` at a time; a finished lane's
+    /// slot is refilled from the queue). Results are in request order.
+    pub fn generate(
+        &self,
+        requests: &[LaneRequest],
+        opts: &GenerateOptions,
+    ) -> Result<Vec<Generated>> {
+        let max_lanes = opts.max_lanes.max(1);
+        let mut results: Vec<Option<Generated>> = (0..requests.len()).map(|_| None).collect();
+        let mut queue = 0usize;
+        let mut active: Vec<LaneState> = Vec::new();
+        loop {
+            while active.len() < max_lanes && queue < requests.len() {
+                active.push(LaneState::start(self, queue, &requests[queue])?);
+                queue += 1;
+            }
+            if active.is_empty() {
+                break;
+            }
+            // Sample every lane from its pending log-probs; finished lanes leave.
+            let mut tokens = Vec::with_capacity(active.len());
+            let mut i = 0;
+            while i < active.len() {
+                let req = &requests[active[i].index];
+                match active[i].sample(self, req) {
+                    Some(tok) if active[i].out.step_choice.len() < req.max_len => {
+                        tokens.push(tok);
+                        i += 1;
+                    }
+                    _ => {
+                        let done = active.remove(i);
+                        let index = done.index;
+                        results[index] = Some(done.finish());
+                    }
+                }
+            }
+            if active.is_empty() {
+                continue;
+            }
+            let logp = {
+                let mut caches: Vec<&mut KvCache> =
+                    active.iter_mut().map(|l| &mut l.cache).collect();
+                self.step(&mut caches, &tokens, opts.mode)?
+            };
+            let rows = logp.to_vec2::<f32>()?; // the one device→host move per step
+            for (lane, row) in active.iter_mut().zip(rows) {
+                lane.logp = row;
+            }
+        }
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.ok_or_else(|| ModelError::InvalidInput(format!("lane {i} did not finish")))
+            })
+            .collect()
+    }
+}
+
+/// `(t, pos + t)` additive causal mask: row i sees keys `0..=pos+i`.
+fn causal_mask(t: usize, pos: usize, device: &Device) -> Result<Tensor> {
+    let len = pos + t;
+    let data: Vec<f32> = (0..t)
+        .flat_map(|i| (0..len).map(move |j| if j <= pos + i { 0.0 } else { f32::NEG_INFINITY }))
+        .collect();
+    Ok(Tensor::from_vec(data, (t, len), device)?)
+}
+
+/// Row-wise log-softmax in f32: `x − max − log Σ exp(x − max)`.
+fn log_softmax_rows(x: &Tensor) -> Result<Tensor> {
+    let shifted = x.broadcast_sub(&x.max_keepdim(D::Minus1)?)?;
+    let lse = shifted.exp()?.sum_keepdim(D::Minus1)?.log()?;
+    Ok(shifted.broadcast_sub(&lse)?)
+}
+
+/// One segment to decode.
+#[derive(Debug, Clone)]
+pub struct LaneRequest {
+    pub prompt_text_ids: Vec<u32>,
+    pub text_ids: Vec<u32>,
+    pub prompt_speech_tokens: Vec<u32>,
+    /// Seeds this segment's own random stream (`sampling::segment_rng`).
+    pub seed: u64,
+    pub sampling: SamplingConfig,
+    /// Steps below this mask the min-length ids (upstream `2·N_text`).
+    pub min_len: usize,
+    /// At most this many decode steps (upstream `20·N_text`).
+    pub max_len: usize,
+    /// Benchmarks: never stop on a stop id; decode exactly `max_len` tokens (stop ids are fed
+    /// back like any other token).
+    pub ignore_stop: bool,
+    /// Keep every step's unmasked log-prob row in [`Generated::step_logp`] (parity).
+    pub record_logp: bool,
+}
+
+impl LaneRequest {
+    /// A request with upstream's length rule (`min_len = 2·N_text`, `max_len = 20·N_text`).
+    pub fn new(
+        prompt_text_ids: Vec<u32>,
+        text_ids: Vec<u32>,
+        prompt_speech_tokens: Vec<u32>,
+        seed: u64,
+    ) -> Self {
+        let n = text_ids.len();
+        Self {
+            prompt_text_ids,
+            text_ids,
+            prompt_speech_tokens,
+            seed,
+            sampling: SamplingConfig::default(),
+            min_len: 2 * n,
+            max_len: 20 * n,
+            ignore_stop: false,
+            record_logp: false,
+        }
+    }
+}
+
+/// Options of [`SpeechLm::generate`].
+#[derive(Debug, Clone, Copy)]
+pub struct GenerateOptions {
+    pub max_lanes: usize,
+    pub mode: LaneMode,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        Self { max_lanes: DEFAULT_MAX_LANES, mode: LaneMode::Batched }
+    }
+}
+
+/// Why a lane ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    StopToken(u32),
+    MaxLen,
+}
+
+/// The result of one segment.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// Tokens for the flow: after the silent-run filter (§6.6).
+    pub tokens: Vec<u32>,
+    /// Every token the LM emitted (its history), stop id excluded.
+    pub lm_tokens: Vec<u32>,
+    /// The id chosen at each step, including a final stop id.
+    pub step_choice: Vec<u32>,
+    pub stop: StopReason,
+    /// Unmasked log-probs of each step (`record_logp` only).
+    pub step_logp: Vec<Vec<f32>>,
+    pub prompt_len: usize,
+    pub kv_capacity: usize,
+    pub kv_allocated_bytes: usize,
+}
+
+/// A lane in flight inside [`SpeechLm::generate`].
+struct LaneState {
+    index: usize,
+    cache: KvCache,
+    logp: Vec<f32>,
+    rng: rand_chacha::ChaCha8Rng,
+    filter: SilentFilter,
+    out: Generated,
+}
+
+impl LaneState {
+    fn start(lm: &SpeechLm, index: usize, req: &LaneRequest) -> Result<Self> {
+        let input = lm.lm_input(&req.prompt_text_ids, &req.text_ids, &req.prompt_speech_tokens)?;
+        let prompt_len = input.dim(0)?;
+        let capacity = prompt_len + req.max_len;
+        let mut cache = lm.new_cache(capacity)?;
+        let logp = lm.prefill(&input, &mut cache)?.to_vec1::<f32>()?;
+        let kv_allocated_bytes = cache.allocated_bytes();
+        Ok(Self {
+            index,
+            cache,
+            logp,
+            rng: segment_rng(req.seed),
+            filter: SilentFilter::default(),
+            out: Generated {
+                tokens: Vec::new(),
+                lm_tokens: Vec::new(),
+                step_choice: Vec::new(),
+                stop: StopReason::MaxLen,
+                step_logp: Vec::new(),
+                prompt_len,
+                kv_capacity: capacity,
+                kv_allocated_bytes,
+            },
+        })
+    }
+
+    /// Chooses this step's token from `self.logp`; `None` when the lane is done.
+    fn sample(&mut self, lm: &SpeechLm, req: &LaneRequest) -> Option<u32> {
+        let step = self.out.step_choice.len();
+        if step >= req.max_len {
+            return None; // stop stays MaxLen
+        }
+        if req.record_logp {
+            self.out.step_logp.push(self.logp.clone());
+        }
+        let ignore_eos = step < req.min_len;
+        let tok = sampling_ids(
+            &mut self.logp,
+            &self.out.lm_tokens,
+            &req.sampling,
+            ignore_eos,
+            lm.cfg.speech_token_size,
+            &mut self.rng,
+        );
+        self.out.step_choice.push(tok);
+        if lm.cfg.is_stop(tok) && !req.ignore_stop {
+            self.out.stop = StopReason::StopToken(tok);
+            return None;
+        }
+        self.out.lm_tokens.push(tok);
+        if self.filter.keep(tok) {
+            self.out.tokens.push(tok);
+        }
+        Some(tok)
+    }
+
+    fn finish(self) -> Generated {
+        self.out
+    }
+}

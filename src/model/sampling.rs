@@ -1,0 +1,274 @@
+//! Speech-token sampling exactly as upstream (spec/COSYVOICE3.md §6.5, §6.6).
+//!
+//! `ras_sampling`: nucleus sampling (top-p 0.8, top-k 25, stable sort, float32 running sum), a
+//! repetition check over the last 10 emitted tokens and, when it fires, a re-draw from the full
+//! softmax with the repeated candidate masked to −∞. The minimum-length guard reproduces
+//! upstream's quirk by default (only id 6561 is masked, see [`MinLenRule`]).
+//!
+//! Randomness: every segment owns a `ChaCha8Rng` seeded with `seed_from_u64(segment_seed)`
+//! (rand_chacha 0.3), so the tokens depend only on (inputs, seed) — never on which other
+//! segments share a decode batch. Each draw consumes exactly one `f64` from the stream. PyTorch's
+//! `multinomial` stream cannot be reproduced; parity tests force tokens or decode greedily.
+//!
+//! All functions work on host slices: the LM moves each step's log-prob row to the host once,
+//! so nothing here touches a device.
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::SeedableRng;
+
+/// Silent / breath tokens that the post-filter limits to runs of [`MAX_SILENT_RUN`] (§6.6).
+pub const SILENT_TOKENS: [u32; 11] = [1, 2, 28, 29, 55, 248, 494, 2241, 2242, 2322, 2323];
+/// Longest run of silent tokens that reaches the flow.
+pub const MAX_SILENT_RUN: usize = 5;
+
+/// Which ids the minimum-length guard masks while `step < min_len`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MinLenRule {
+    /// Upstream CosyVoice3: only `speech_token_size` (6561, the sos id) is masked, so the other
+    /// 199 stop ids can end a segment early. Bit-faithful default.
+    #[default]
+    SosOnly,
+    /// The intended behaviour: every stop id (6561..6761) is masked below `min_len`.
+    AllStopIds,
+}
+
+/// How a token is chosen from one step's log-probs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SamplingMode {
+    /// Upstream `ras_sampling` (the default).
+    #[default]
+    Ras,
+    /// Argmax (lowest id among ties), for tests and parity with the greedy fixtures.
+    Greedy,
+}
+
+/// Sampling hyper-parameters (`cosyvoice3.yaml`: `ras_sampling(top_p 0.8, top_k 25, win_size
+/// 10, tau_r 0.1)`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SamplingConfig {
+    pub mode: SamplingMode,
+    pub top_p: f32,
+    pub top_k: usize,
+    pub win_size: usize,
+    pub tau_r: f32,
+    pub min_len_rule: MinLenRule,
+}
+
+impl Default for SamplingConfig {
+    fn default() -> Self {
+        Self {
+            mode: SamplingMode::Ras,
+            top_p: 0.8,
+            top_k: 25,
+            win_size: 10,
+            tau_r: 0.1,
+            min_len_rule: MinLenRule::SosOnly,
+        }
+    }
+}
+
+impl SamplingConfig {
+    pub fn greedy() -> Self {
+        Self { mode: SamplingMode::Greedy, ..Self::default() }
+    }
+}
+
+/// The per-segment random stream (see the module doc).
+pub fn segment_rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+/// `softmax` in float32 like torch's CPU kernel: subtract the max, exponentiate, sum, divide.
+/// `-inf` entries get probability 0. (Within 1e-7 of torch's probabilities on every fixture case.)
+pub fn softmax(scores: &[f32]) -> Vec<f32> {
+    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    // exp evaluated in f64 and rounded: the correctly rounded f32 result, as torch's vectorised
+    // exp gives on the fixture cases (libm's expf is off by an ulp on some of them).
+    let mut out: Vec<f32> = scores.iter().map(|&s| ((s - max) as f64).exp() as f32).collect();
+    // Accumulate in f64: torch's vectorised (multi-lane) f32 sum is far closer to the exact sum
+    // than a sequential f32 loop, which loses ~1e-6 when one term dominates.
+    let sum = out.iter().map(|&p| p as f64).sum::<f64>() as f32;
+    out.iter_mut().for_each(|p| *p /= sum);
+    out
+}
+
+/// Upstream `nucleus_sampling`'s candidate list, in sampling order: probabilities sorted
+/// descending with a stable sort (ties keep ascending ids); an item is kept while the float32
+/// running sum is `< top_p` and fewer than `top_k` are kept, so the item that crosses `top_p` is
+/// included and the first item always is.
+pub fn nucleus_candidates(probs: &[f32], top_p: f32, top_k: usize) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..probs.len() as u32).collect();
+    // `sort_by` is stable; descending by probability.
+    order.sort_by(|&a, &b| probs[b as usize].total_cmp(&probs[a as usize]));
+    let mut cum = 0f32;
+    let mut cands = Vec::with_capacity(top_k);
+    for id in order {
+        if cum < top_p && cands.len() < top_k {
+            cum += probs[id as usize];
+            cands.push(id);
+        } else {
+            break;
+        }
+    }
+    cands
+}
+
+/// One multinomial draw over non-negative `weights` (not necessarily normalised). Consumes one
+/// `f64` from `rng`; never returns an index of weight 0.
+pub fn draw(weights: &[f32], rng: &mut ChaCha8Rng) -> usize {
+    let total: f64 = weights.iter().map(|&w| w as f64).sum();
+    let target = rng.r#gen::<f64>() * total;
+    let mut cum = 0f64;
+    let mut last_positive = 0;
+    for (i, &w) in weights.iter().enumerate() {
+        if w <= 0.0 {
+            continue;
+        }
+        cum += w as f64;
+        last_positive = i;
+        if target < cum {
+            return i;
+        }
+    }
+    last_positive
+}
+
+/// How many times `pick` occurs in the last `win_size` tokens of `history`.
+pub fn repetition_count(history: &[u32], pick: u32, win_size: usize) -> usize {
+    let start = history.len().saturating_sub(win_size);
+    history[start..].iter().filter(|&&t| t == pick).count()
+}
+
+/// Whether upstream's repetition-aware fallback fires: `rep_num >= win_size · tau_r`, compared
+/// in float32 as Python does with the product 10·0.1 = 1.0.
+pub fn ras_triggers(rep_num: usize, cfg: &SamplingConfig) -> bool {
+    rep_num as f32 >= cfg.win_size as f32 * cfg.tau_r
+}
+
+/// The fallback distribution: sets `scores[pick] = -inf` in place (as upstream does) and
+/// returns the softmax over the whole vocabulary.
+pub fn fallback_distribution(scores: &mut [f32], pick: u32) -> Vec<f32> {
+    scores[pick as usize] = f32::NEG_INFINITY;
+    softmax(scores)
+}
+
+/// What one `ras_sampling` call did (for tests and telemetry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RasTrace {
+    pub nucleus_pick: u32,
+    pub rep_num: usize,
+    pub resampled: bool,
+    pub returned: u32,
+}
+
+/// Upstream `ras_sampling(weighted_scores, decoded_tokens, ...)`. `scores` is modified in place
+/// exactly as upstream does when the fallback fires.
+pub fn ras_sampling(
+    scores: &mut [f32],
+    history: &[u32],
+    cfg: &SamplingConfig,
+    rng: &mut ChaCha8Rng,
+) -> RasTrace {
+    let probs = softmax(scores);
+    let cands = nucleus_candidates(&probs, cfg.top_p, cfg.top_k);
+    let cand_probs: Vec<f32> = cands.iter().map(|&i| probs[i as usize]).collect();
+    let nucleus_pick = cands[draw(&cand_probs, rng)];
+    let rep_num = repetition_count(history, nucleus_pick, cfg.win_size);
+    if ras_triggers(rep_num, cfg) {
+        let full = fallback_distribution(scores, nucleus_pick);
+        let returned = draw(&full, rng) as u32;
+        RasTrace { nucleus_pick, rep_num, resampled: true, returned }
+    } else {
+        RasTrace { nucleus_pick, rep_num, resampled: false, returned: nucleus_pick }
+    }
+}
+
+/// Argmax, lowest id among ties (torch.argmax).
+pub fn argmax(scores: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, &s) in scores.iter().enumerate() {
+        if s > scores[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+/// The ids the minimum-length guard masks (upstream `sampling_ids(ignore_eos=True)`).
+pub fn min_len_masked_ids(
+    rule: MinLenRule,
+    speech_token_size: usize,
+    speech_vocab: usize,
+) -> Vec<u32> {
+    match rule {
+        MinLenRule::SosOnly => vec![speech_token_size as u32],
+        MinLenRule::AllStopIds => (speech_token_size as u32..speech_vocab as u32).collect(),
+    }
+}
+
+/// Upstream `CosyVoice3LM.sampling_ids`: masks the guarded ids while `ignore_eos`, then samples
+/// (or takes the argmax in greedy mode). `scores` is the step's log-prob row, modified in place.
+pub fn sampling_ids(
+    scores: &mut [f32],
+    history: &[u32],
+    cfg: &SamplingConfig,
+    ignore_eos: bool,
+    speech_token_size: usize,
+    rng: &mut ChaCha8Rng,
+) -> u32 {
+    if ignore_eos {
+        for id in min_len_masked_ids(cfg.min_len_rule, speech_token_size, scores.len()) {
+            scores[id as usize] = f32::NEG_INFINITY;
+        }
+    }
+    match cfg.mode {
+        SamplingMode::Greedy => argmax(scores),
+        SamplingMode::Ras => ras_sampling(scores, history, cfg, rng).returned,
+    }
+}
+
+/// The silent-run post-filter of `CosyVoice3Model.llm_job` (§6.6): the 6th and later tokens of
+/// a run of silent tokens are dropped from the stream sent to the flow. The LM is unaffected.
+#[derive(Debug, Clone, Default)]
+pub struct SilentFilter {
+    run: usize,
+}
+
+impl SilentFilter {
+    /// Whether `token` is kept.
+    pub fn keep(&mut self, token: u32) -> bool {
+        if SILENT_TOKENS.contains(&token) {
+            self.run += 1;
+            self.run <= MAX_SILENT_RUN
+        } else {
+            self.run = 0;
+            true
+        }
+    }
+
+    /// Filters a whole token list.
+    pub fn apply(tokens: &[u32]) -> Vec<u32> {
+        let mut f = Self::default();
+        tokens.iter().copied().filter(|&t| f.keep(t)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draw_never_returns_zero_weight() {
+        let mut rng = segment_rng(3);
+        for _ in 0..1000 {
+            let i = draw(&[0.0, 0.5, 0.0, 0.5, 0.0], &mut rng);
+            assert!(i == 1 || i == 3);
+        }
+    }
+
+    #[test]
+    fn argmax_takes_lowest_id_on_ties() {
+        assert_eq!(argmax(&[0.0, 2.0, 1.0, 2.0]), 1);
+    }
+}

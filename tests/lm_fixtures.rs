@@ -1,0 +1,279 @@
+//! The speech LM against `fixtures/cosyvoice3-tiny-a/llm.safetensors` (PARITY.md: logp 1e-4,
+//! tokens identical), lanes against solo decoding, bad inputs, and reduced precisions.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use candle::{Device, Tensor};
+use lectern::model::lm::{GenerateOptions, LaneMode, LaneRequest, LmPrecision, SpeechLm};
+use lectern::model::{Checkpoint, Weights};
+
+const TOL: f32 = 1e-4;
+
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cosyvoice3-tiny-a")
+}
+fn model_dir() -> PathBuf {
+    fixture_dir().join("model")
+}
+fn case() -> HashMap<String, Tensor> {
+    candle::safetensors::load(fixture_dir().join("llm.safetensors"), &Device::Cpu).unwrap()
+}
+fn load(prec: LmPrecision) -> SpeechLm {
+    SpeechLm::from_dir(&model_dir(), prec, &Device::Cpu).unwrap()
+}
+fn ids(c: &HashMap<String, Tensor>, name: &str) -> Vec<u32> {
+    c[name].flatten_all().unwrap().to_vec1::<i64>().unwrap().into_iter().map(|v| v as u32).collect()
+}
+fn f32s(t: &Tensor) -> Vec<f32> {
+    t.flatten_all().unwrap().to_vec1::<f32>().unwrap()
+}
+fn max_abs(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| if x == y { 0.0 } else { (x - y).abs() }).fold(0.0, f32::max)
+}
+
+/// Runs the parity stage in-process; returns (max prefill/teacher-forced logp deviation,
+/// greedy tokens identical in every case, greedy tokens agreeing / total).
+fn parity_deviation(lm: &SpeechLm) -> (f32, bool, usize, usize) {
+    let c = case();
+    let out = lectern::parity::lm::run_with(lm, &c).unwrap();
+    let (mut dev, mut same, mut agree, mut total) = (0f32, true, 0, 0);
+    for n in 0..3 {
+        let k = |s: &str| format!("case{n}.{s}");
+        dev = dev.max(max_abs(&f32s(&out[&k("prefill_logp")]), &f32s(&c[&k("prefill_logp")])));
+        if c.contains_key(&k("tf_logp")) {
+            dev = dev.max(max_abs(&f32s(&out[&k("tf_logp")]), &f32s(&c[&k("tf_logp")])));
+        }
+        let got = ids(&out, &k("greedy_step_choice"));
+        let want = ids(&c, &k("greedy_step_choice"));
+        same &= got == want;
+        agree += got.iter().zip(&want).take_while(|(a, b)| a == b).count();
+        total += want.len();
+    }
+    (dev, same, agree, total)
+}
+
+#[test]
+fn prefill_teacher_forcing_and_greedy_match_the_fixture() {
+    let lm = load(LmPrecision::F32);
+    let c = case();
+    let out = lectern::parity::lm::run_with(&lm, &c).unwrap();
+    for n in 0..3 {
+        let k = |s: &str| format!("case{n}.{s}");
+        let d = max_abs(&f32s(&out[&k("lm_input")]), &f32s(&c[&k("lm_input")]));
+        assert_eq!(d, 0.0, "case{n} lm_input");
+        let d = max_abs(&f32s(&out[&k("prefill_logp")]), &f32s(&c[&k("prefill_logp")]));
+        assert!(d <= TOL, "case{n} prefill_logp deviates by {d}");
+        if c.contains_key(&k("tf_logp")) {
+            assert_eq!(out[&k("tf_logp")].dims(), c[&k("tf_logp")].dims());
+            let d = max_abs(&f32s(&out[&k("tf_logp")]), &f32s(&c[&k("tf_logp")]));
+            assert!(d <= TOL, "case{n} tf_logp deviates by {d}");
+        }
+        assert_eq!(ids(&out, &k("greedy_tokens")), ids(&c, &k("greedy_tokens")), "case{n} tokens");
+        assert_eq!(
+            ids(&out, &k("greedy_step_choice")),
+            ids(&c, &k("greedy_step_choice")),
+            "case{n}"
+        );
+        assert_eq!(ids(&out, &k("greedy_step_ignore_eos")), ids(&c, &k("greedy_step_ignore_eos")));
+        assert_eq!(out[&k("greedy_step_logp")].dims(), c[&k("greedy_step_logp")].dims());
+        let d = max_abs(&f32s(&out[&k("greedy_step_logp")]), &f32s(&c[&k("greedy_step_logp")]));
+        assert!(d <= TOL, "case{n} greedy_step_logp deviates by {d}");
+    }
+    // case1 stops early on stop id 6649 (only 6561 is masked below min_len).
+    assert_eq!(*ids(&out, "case1.greedy_step_choice").last().unwrap(), 6649);
+}
+
+#[test]
+fn parity_binary_writes_every_output_within_tolerance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_path = tmp.path().join("out.safetensors");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_lectern"))
+        .arg("parity")
+        .arg("--model")
+        .arg(model_dir())
+        .arg("--case")
+        .arg(fixture_dir().join("llm.safetensors"))
+        .arg("--out")
+        .arg(&out_path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = candle::safetensors::load(&out_path, &Device::Cpu).unwrap();
+    let c = case();
+    for n in 0..3 {
+        let k = |s: &str| format!("case{n}.{s}");
+        let mut names = vec!["prefill_logp", "greedy_tokens", "greedy_step_logp"];
+        if c.contains_key(&k("tf_tokens")) {
+            names.push("tf_logp");
+        }
+        for s in names {
+            let (got, want) = (&out[&k(s)], &c[&k(s)]);
+            assert_eq!((got.dtype(), got.dims()), (want.dtype(), want.dims()), "{}", k(s));
+            if s == "greedy_tokens" {
+                assert_eq!(ids(&out, &k(s)), ids(&c, &k(s)));
+            } else {
+                let d = max_abs(&f32s(got), &f32s(want));
+                assert!(d <= TOL, "{} deviates by {d}", k(s));
+            }
+        }
+    }
+}
+
+/// Four segments with different prompt and text lengths (all from the fixture's id ranges).
+fn four_requests(seed0: u64) -> Vec<LaneRequest> {
+    let c = case();
+    let r = |pt: &str, t: &str, ps: &str, seed: u64| {
+        let mut req = LaneRequest::new(ids(&c, pt), ids(&c, t), ids(&c, ps), seed);
+        req.max_len = req.max_len.min(30);
+        req.record_logp = true;
+        req
+    };
+    vec![
+        r("case0.prompt_text_ids", "case0.text_ids", "case0.prompt_speech_tokens", seed0),
+        r("case1.prompt_text_ids", "case1.text_ids", "case1.prompt_speech_tokens", seed0 + 1),
+        r("case2.prompt_text_ids", "case2.text_ids", "case2.prompt_speech_tokens", seed0 + 2),
+        r("case1.prompt_text_ids", "case2.text_ids", "case0.prompt_speech_tokens", seed0 + 3),
+    ]
+}
+
+#[test]
+fn four_sampled_lanes_equal_solo_decoding() {
+    let lm = load(LmPrecision::F32);
+    let reqs = four_requests(1000);
+    let solo: Vec<_> = reqs
+        .iter()
+        .map(|r| {
+            lm.generate(std::slice::from_ref(r), &GenerateOptions::default()).unwrap().remove(0)
+        })
+        .collect();
+    for (max_lanes, mode) in [(8, LaneMode::Batched), (2, LaneMode::Batched), (4, LaneMode::Solo)] {
+        let opts = GenerateOptions { max_lanes, mode };
+        let lanes = lm.generate(&reqs, &opts).unwrap();
+        let mut dev = 0f32;
+        for (a, b) in lanes.iter().zip(&solo) {
+            assert_eq!(a.lm_tokens, b.lm_tokens, "{mode:?} x{max_lanes}");
+            assert_eq!(a.step_choice, b.step_choice);
+            assert_eq!(a.tokens, b.tokens);
+            for (x, y) in a.step_logp.iter().zip(&b.step_logp) {
+                dev = dev.max(max_abs(x, y));
+            }
+        }
+        println!("lanes {mode:?} max_lanes={max_lanes}: max logp deviation from solo {dev:e}");
+        if mode == LaneMode::Solo {
+            assert_eq!(dev, 0.0);
+        }
+        assert!(dev <= 1e-5);
+    }
+    // Sampled, several steps each (not all lanes stop at once).
+    assert!(
+        solo.iter().any(|g| g.step_choice.len() > 3),
+        "{:?}",
+        solo.iter().map(|g| g.step_choice.len()).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn seeds_decide_the_tokens() {
+    let lm = load(LmPrecision::F32);
+    let opts = GenerateOptions::default();
+    let a = lm.generate(&four_requests(1), &opts).unwrap();
+    let b = lm.generate(&four_requests(1), &opts).unwrap();
+    let c = lm.generate(&four_requests(50), &opts).unwrap();
+    let toks = |g: &Vec<lectern::model::lm::Generated>| {
+        g.iter().map(|x| x.step_choice.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(toks(&a), toks(&b));
+    assert_ne!(toks(&a), toks(&c));
+}
+
+#[test]
+fn kv_cache_bytes_arithmetic_matches_allocation() {
+    let lm = load(LmPrecision::F32);
+    let cache = lm.new_cache(77).unwrap();
+    // 2 × kv_heads 2 × 77 × head_dim 8 × 4 bytes × 2 layers.
+    assert_eq!(lm.kv_bytes_per_lane(77), 2 * 2 * 77 * 8 * 4 * 2);
+    assert_eq!(cache.allocated_bytes(), lm.kv_bytes_per_lane(77));
+    let g = lm.generate(&four_requests(3)[..1], &GenerateOptions::default()).unwrap();
+    assert_eq!(g[0].kv_allocated_bytes, lm.kv_bytes_per_lane(g[0].kv_capacity));
+}
+
+#[test]
+fn truncated_checkpoint_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = model_dir();
+    std::fs::create_dir_all(tmp.path().join("CosyVoice-BlankEN")).unwrap();
+    for f in ["tiny.json", "CosyVoice-BlankEN/config.json"] {
+        std::fs::copy(src.join(f), tmp.path().join(f)).unwrap();
+    }
+    let bytes = std::fs::read(src.join("llm.pt")).unwrap();
+    std::fs::write(tmp.path().join("llm.pt"), &bytes[..bytes.len() / 2]).unwrap();
+    let err =
+        SpeechLm::from_dir(tmp.path(), LmPrecision::F32, &Device::Cpu).unwrap_err().to_string();
+    assert!(err.contains("llm.pt"), "{err}");
+}
+
+#[test]
+fn wrong_shape_tensor_is_named() {
+    let ckpt = Checkpoint::load(&model_dir().join("llm.pt"), &Device::Cpu).unwrap();
+    let mut map = HashMap::new();
+    for name in ckpt.names() {
+        let t = ckpt.get_unchecked(name).unwrap();
+        let name_s = name.to_string();
+        let t = if name_s == "llm.model.model.layers.1.self_attn.k_proj.weight" {
+            t.t().unwrap().contiguous().unwrap()
+        } else {
+            t
+        };
+        map.insert(name_s, t);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("llm.safetensors");
+    candle::safetensors::save(&map, &path).unwrap();
+    let ckpt = Arc::new(Checkpoint::load(&path, &Device::Cpu).unwrap());
+    let cfg = lectern::model::config::ModelConfig::from_dir(&model_dir()).unwrap();
+    let err =
+        SpeechLm::new(&cfg.lm, &Weights::root(ckpt), LmPrecision::F32).unwrap_err().to_string();
+    assert!(err.contains("layers.1.self_attn.k_proj.weight") && err.contains("[32, 16]"), "{err}");
+}
+
+#[test]
+fn missing_config_file_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::copy(model_dir().join("llm.pt"), tmp.path().join("llm.pt")).unwrap();
+    let err =
+        SpeechLm::from_dir(tmp.path(), LmPrecision::F32, &Device::Cpu).unwrap_err().to_string();
+    assert!(err.contains("config.json"), "{err}");
+}
+
+#[test]
+fn empty_text_and_missing_endofprompt_are_clear_errors() {
+    let lm = load(LmPrecision::F32);
+    let opts = GenerateOptions::default();
+    let empty = LaneRequest::new(vec![151_646, 10], vec![], vec![1, 2], 0);
+    let err = lm.generate(&[empty], &opts).unwrap_err().to_string();
+    assert!(err.contains("empty"), "{err}");
+    let no_eop = LaneRequest::new(vec![10, 11], vec![12], vec![1, 2], 0);
+    let err = lm.generate(&[no_eop], &opts).unwrap_err().to_string();
+    assert!(err.contains("<|endofprompt|>"), "{err}");
+    let bad_speech = LaneRequest::new(vec![151_646], vec![12], vec![7000], 0);
+    let err = lm.generate(&[bad_speech], &opts).unwrap_err().to_string();
+    assert!(err.contains("7000"), "{err}");
+}
+
+#[test]
+fn reduced_precisions_report_their_deviation() {
+    let (d32, same32, _, _) = parity_deviation(&load(LmPrecision::F32));
+    assert!(d32 <= TOL && same32);
+    for prec in [LmPrecision::F16, LmPrecision::Bf16, LmPrecision::Q8_0] {
+        let (d, same, agree, total) = parity_deviation(&load(prec));
+        println!(
+            "{}: max prefill/teacher-forced logp deviation from the f32 fixture {d:.3e}; \
+             greedy choices agreeing (prefix per case) {agree}/{total}, identical: {same}",
+            prec.name()
+        );
+        assert!(d.is_finite(), "{}: {d}", prec.name());
+    }
+}
