@@ -32,7 +32,7 @@ impl std::fmt::Debug for NoiseCache {
 #[derive(Debug)]
 enum NoiseBuffer {
     /// Upstream's buffer rebuilt from the seed-0 MT19937 stream at this word offset (§10.3).
-    Rebuilt(Mutex<NoiseCache>),
+    Rebuilt(Box<Mutex<NoiseCache>>),
     /// An explicit buffer `(rows, width)` row-major (a parity case's `buffer.sine_waves`).
     Explicit(Vec<f32>),
 }
@@ -81,7 +81,7 @@ impl SourceModuleHnNsf {
             noise_std: cfg.nsf_sigma as f32,
             voiced_threshold: cfg.nsf_voiced_threshold as f32,
             samples_per_frame: cfg.upsample_scale(),
-            noise: NoiseBuffer::Rebuilt(Mutex::new(NoiseCache { rng, rows: Vec::new() })),
+            noise: NoiseBuffer::Rebuilt(Box::new(Mutex::new(NoiseCache { rng, rows: Vec::new() }))),
         })
     }
 
