@@ -1,7 +1,178 @@
-//! `lectern bench --stage hift` (to be written).
+//! `lectern bench --stage hift`: the vocoder at full size (base channels 512, F0 cond 512) on
+//! seeded random weights, for 1 s, 10 s and 60 s of mel (50, 500, 3000 frames); `--quick` runs
+//! 1 s and 10 s. Also times one full-size resblock conv both ways (candle's im2col conv1d and a
+//! tap-major sum of matmuls) so the choice of convolution stays measured.
 
-use super::BenchOptions;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
 
-pub fn run(_opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
-    anyhow::bail!("the hift benchmark is not implemented yet")
+use candle::{DType, Device, Tensor};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use super::{BenchOptions, sync};
+use crate::model::config::{ModelConfig, SAMPLES_PER_FRAME};
+use crate::model::hift::Hift;
+use crate::model::weights::{Checkpoint, Weights};
+
+/// Mel frames of each workload (50 frames per second of audio).
+const FRAMES_FULL: [usize; 3] = [50, 500, 3000];
+const FRAMES_QUICK: [usize; 2] = [50, 500];
+
+pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
+    let cfg = ModelConfig::full_size();
+    let t0 = Instant::now();
+    let weights = random_weights(&cfg, opts.weights_seed, &opts.device)?;
+    let hift = Hift::new(&cfg, &weights)?;
+    let load_s = t0.elapsed().as_secs_f64();
+    println!(
+        "hift bench: full size (base 512, F0 cond 512), seeded random weights ({load_s:.2} s to build)"
+    );
+    println!(
+        "{:>10} {:>8} {:>10} {:>12} {:>14}",
+        "audio s", "frames", "run", "wall s", "audio s / s"
+    );
+    let frames_list: &[usize] = if opts.quick { &FRAMES_QUICK } else { &FRAMES_FULL };
+    let mut rows = Vec::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(opts.weights_seed + 1);
+    for &frames in frames_list {
+        let mel: Vec<f32> = (0..80 * frames).map(|_| rng.gen_range(-8.0f32..2.0)).collect();
+        let mel = Tensor::from_vec(mel, (1, 80, frames), &opts.device)?;
+        let audio_s = (frames * SAMPLES_PER_FRAME) as f64 / 24_000.0;
+        // First run also builds the cached noise rows; report it, then one warm run.
+        let mut times = Vec::new();
+        for run in ["cold", "warm"] {
+            sync(&opts.device)?;
+            let t = Instant::now();
+            let wav = hift.forward(&mel)?;
+            sync(&opts.device)?;
+            let s = t.elapsed().as_secs_f64();
+            anyhow::ensure!(wav.len() == frames * SAMPLES_PER_FRAME, "wrong output length");
+            println!("{audio_s:>10.1} {frames:>8} {run:>10} {s:>12.3} {:>14.2}", audio_s / s);
+            times.push(s);
+        }
+        rows.push(json!({
+            "audio_s": audio_s, "frames": frames,
+            "cold_s": times[0], "warm_s": times[1], "audio_s_per_s": audio_s / times[1],
+        }));
+    }
+    if opts.quick {
+        println!("(--quick: the 60 s / 3000-frame workload is skipped)");
+    }
+    let convs = conv_comparison(&opts.device, opts.weights_seed)?;
+    Ok(json!({ "stage": "hift", "device": format!("{:?}", opts.device), "build_s": load_s,
+        "runs": rows, "conv_comparison": convs }))
+}
+
+/// One resblock conv of each stage at 10 s of audio, candle conv1d vs tap-major matmuls.
+fn conv_comparison(device: &Device, seed: u64) -> anyhow::Result<serde_json::Value> {
+    println!("\nresblock conv (10 s of audio), dilation 3: candle conv1d vs tap-major matmuls");
+    println!(
+        "{:>8} {:>8} {:>4} {:>12} {:>12}",
+        "channels", "frames", "k", "conv1d s", "tap-major s"
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(seed + 2);
+    let mut out = Vec::new();
+    for (c, frames, k) in [(256, 4000, 11), (128, 20_000, 11), (64, 60_000, 11), (64, 60_000, 3)] {
+        let d = 3;
+        let x = rand_tensor(&mut rng, &[1, c, frames + (k - 1) * d], 1.0, device)?;
+        let w = rand_tensor(&mut rng, &[c, c, k], 0.05, device)?;
+        let w_taps = w.permute((2, 0, 1))?.contiguous()?; // (k, out, in)
+        let time = |f: &dyn Fn() -> candle::Result<Tensor>| -> anyhow::Result<(f64, Tensor)> {
+            let _ = f()?;
+            sync(device)?;
+            let t = Instant::now();
+            let y = f()?;
+            sync(device)?;
+            Ok((t.elapsed().as_secs_f64(), y))
+        };
+        let (t_conv, y1) = time(&|| x.conv1d(&w, 0, 1, d, 1))?;
+        let (t_taps, y2) = time(&|| crate::model::hift::conv::conv1d_tap_major(&x, &w_taps, d))?;
+        let diff = (y1 - y2)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+        println!("{c:>8} {frames:>8} {k:>4} {t_conv:>12.4} {t_taps:>12.4}   (max diff {diff:.1e})");
+        out.push(json!({"channels": c, "frames": frames, "k": k, "dilation": d,
+            "conv1d_s": t_conv, "tap_major_s": t_taps}));
+    }
+    Ok(serde_json::Value::Array(out))
+}
+
+fn rand_tensor(
+    rng: &mut ChaCha8Rng,
+    shape: &[usize],
+    scale: f32,
+    dev: &Device,
+) -> anyhow::Result<Tensor> {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n).map(|_| rng.gen_range(-scale..scale)).collect();
+    Ok(Tensor::from_vec(v, shape, dev)?)
+}
+
+/// Every HiFT tensor at full size, plain (already folded) weights, uniform ±1/√fan_in.
+fn random_weights(cfg: &ModelConfig, seed: u64, dev: &Device) -> anyhow::Result<Weights> {
+    let h = &cfg.hift;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut map = HashMap::new();
+    let mut conv = |map: &mut HashMap<String, Tensor>, name: &str, o: usize, i: usize, k: usize| {
+        let scale = 1.0 / ((i * k) as f32).sqrt();
+        let w = rand_tensor(&mut rng, &[o, i, k], scale, dev)?;
+        let b = rand_tensor(&mut rng, &[o], 0.01, dev)?;
+        map.insert(format!("{name}.weight"), w);
+        map.insert(format!("{name}.bias"), b);
+        anyhow::Ok(())
+    };
+    let base = h.base_channels;
+    let n_fft2 = h.n_fft + 2;
+    let stage: Vec<usize> = (1..=h.upsample_rates.len()).map(|i| base >> i).collect();
+    conv(&mut map, "conv_pre", base, h.in_channels, h.conv_pre_look_right + 1)?;
+    let mut prev = base;
+    for (i, &k) in h.upsample_kernel_sizes.iter().enumerate() {
+        conv(&mut map, &format!("ups.{i}"), stage[i], prev, k)?;
+        prev = stage[i];
+    }
+    for (i, k) in [30, 6, 1].into_iter().enumerate() {
+        conv(&mut map, &format!("source_downs.{i}"), stage[i], n_fft2, k)?;
+    }
+    let mut resblock = |map: &mut HashMap<String, Tensor>, name: String, c: usize, k: usize| {
+        for j in 0..3 {
+            conv(map, &format!("{name}.convs1.{j}"), c, c, k)?;
+            conv(map, &format!("{name}.convs2.{j}"), c, c, k)?;
+            for a in ["activations1", "activations2"] {
+                map.insert(format!("{name}.{a}.{j}.alpha"), Tensor::ones(c, DType::F32, dev)?);
+            }
+        }
+        anyhow::Ok(())
+    };
+    for (i, &k) in h.source_resblock_kernel_sizes.iter().enumerate() {
+        resblock(&mut map, format!("source_resblocks.{i}"), stage[i], k)?;
+    }
+    for (i, &c) in stage.iter().enumerate() {
+        for (j, &k) in h.resblock_kernel_sizes.iter().enumerate() {
+            resblock(&mut map, format!("resblocks.{}", 3 * i + j), c, k)?;
+        }
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed + 3);
+    let mut conv = |map: &mut HashMap<String, Tensor>, name: &str, o: usize, i: usize, k: usize| {
+        let scale = 1.0 / ((i * k) as f32).sqrt();
+        map.insert(format!("{name}.weight"), rand_tensor(&mut rng, &[o, i, k], scale, dev)?);
+        map.insert(format!("{name}.bias"), rand_tensor(&mut rng, &[o], 0.01, dev)?);
+        anyhow::Ok(())
+    };
+    conv(&mut map, "conv_post", n_fft2, prev, 7)?;
+    let c = h.f0_cond_channels;
+    conv(&mut map, "f0_predictor.condnet.0", c, h.in_channels, 4)?;
+    for i in [2, 4, 6, 8] {
+        conv(&mut map, &format!("f0_predictor.condnet.{i}"), c, c, 3)?;
+    }
+    // Classifier scaled so F0 lands in a speech-like range (tens to hundreds of Hz).
+    map.insert("f0_predictor.classifier.weight".into(), rand_tensor(&mut rng, &[1, c], 20.0, dev)?);
+    map.insert("f0_predictor.classifier.bias".into(), Tensor::full(150f32, 1, dev)?);
+    map.insert(
+        "m_source.l_linear.weight".into(),
+        rand_tensor(&mut rng, &[1, h.nb_harmonics + 1], 0.3, dev)?,
+    );
+    map.insert("m_source.l_linear.bias".into(), Tensor::zeros(1, DType::F32, dev)?);
+    let ckpt = Checkpoint::from_tensors("random-hift(seeded)", map);
+    Ok(Weights::root(Arc::new(ckpt)))
 }

@@ -5,6 +5,8 @@
 
 pub mod config;
 pub mod lm;
+pub mod hift;
+pub mod mel;
 pub mod noise;
 pub mod sampling;
 pub mod weights;

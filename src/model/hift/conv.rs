@@ -1,0 +1,73 @@
+//! Causal 1-D convolutions of the vocoder (spec/COSYVOICE3.md §8 conventions): explicit zero
+//! padding on one side, then a padding-free `Conv1d`. Weight norm is folded once at load.
+
+use candle::Tensor;
+
+use crate::model::weights::{Result, Weights};
+
+/// A `Conv1d` with its causal padding. Weights `(out, in, k)`, bias `(out)`.
+#[derive(Debug, Clone)]
+pub struct CausalConv1d {
+    weight: Tensor,
+    bias: Tensor,
+    dilation: usize,
+    stride: usize,
+    pad_left: usize,
+    pad_right: usize,
+}
+
+impl CausalConv1d {
+    fn load(w: &Weights, c_in: usize, c_out: usize, k: usize) -> Result<(Tensor, Tensor)> {
+        let weight = w.get_weight_norm(&[c_out, c_in, k])?;
+        let bias = w.get("bias", &[c_out])?;
+        Ok((weight, bias))
+    }
+
+    /// Left-causal conv: left-pad `(k−1)·d` zeros, dilation `d`; output length = input length.
+    pub fn left(w: &Weights, c_in: usize, c_out: usize, k: usize, dilation: usize) -> Result<Self> {
+        let (weight, bias) = Self::load(w, c_in, c_out, k)?;
+        Ok(Self { weight, bias, dilation, stride: 1, pad_left: (k - 1) * dilation, pad_right: 0 })
+    }
+
+    /// Look-ahead conv: right-pad `k−1` zeros.
+    pub fn right(w: &Weights, c_in: usize, c_out: usize, k: usize) -> Result<Self> {
+        let (weight, bias) = Self::load(w, c_in, c_out, k)?;
+        Ok(Self { weight, bias, dilation: 1, stride: 1, pad_left: 0, pad_right: k - 1 })
+    }
+
+    /// Causal downsample by `u`: left-pad `u−1` zeros, kernel `2u`, stride `u`.
+    pub fn downsample(w: &Weights, c_in: usize, c_out: usize, u: usize) -> Result<Self> {
+        let (weight, bias) = Self::load(w, c_in, c_out, 2 * u)?;
+        Ok(Self { weight, bias, dilation: 1, stride: u, pad_left: u - 1, pad_right: 0 })
+    }
+
+    /// `x` (1, in, t) → (1, out, t') with this layer's causal padding.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let x = if self.pad_left + self.pad_right > 0 {
+            x.pad_with_zeros(2, self.pad_left, self.pad_right)?
+        } else {
+            x.clone()
+        };
+        self.forward_unpadded(&x)
+    }
+
+    /// The convolution without any padding (streaming look-ahead taken from the input).
+    pub fn forward_unpadded(&self, x: &Tensor) -> Result<Tensor> {
+        let y = x.conv1d(&self.weight, 0, self.stride, self.dilation, 1)?;
+        Ok(y.broadcast_add(&self.bias.reshape((1, (), 1))?)?)
+    }
+}
+
+/// Convolution as a sum over taps of `(out, in) @ (in, t)` matmuls on shifted views of the
+/// (already padded) input, without an im2col buffer. `x` (1, in, t + (k−1)·d), `w_taps`
+/// (k, out, in) → (1, out, t). Kept for the benchmark's comparison (docs/refutations.md).
+pub fn conv1d_tap_major(x: &Tensor, w_taps: &Tensor, dilation: usize) -> candle::Result<Tensor> {
+    let (k, _c_out, _c_in) = w_taps.dims3()?;
+    let t_out = x.dim(2)? - (k - 1) * dilation;
+    let x = x.squeeze(0)?;
+    let mut y = w_taps.get(0)?.matmul(&x.narrow(1, 0, t_out)?)?;
+    for j in 1..k {
+        y = (y + w_taps.get(j)?.matmul(&x.narrow(1, j * dilation, t_out)?)?)?;
+    }
+    y.unsqueeze(0)
+}

@@ -1,0 +1,220 @@
+//! The 24 kHz log-mel of prompt audio (spec/COSYVOICE3.md §5.6), the same features the flow
+//! generates: matcha's `mel_spectrogram(n_fft 1920, 80 mels, hop 480, win 1920, fmin 0,
+//! fmax None, center=False)`.
+//!
+//! Reflect-pad 720 each side, periodic Hann(1920) frames every 480 samples, magnitude
+//! `sqrt(re² + im² + 1e-9)`, Slaney mel filter bank (librosa, Slaney norm), `ln(max(·, 1e-5))`.
+//! Everything runs in f64 (a mixed-radix FFT, 1920 = 2⁷·3·5) and rounds once at the end; the
+//! f32 reference sits within about 1.5e-5 of that.
+
+use std::f64::consts::PI;
+
+use super::config::{N_MELS, SAMPLE_RATE_HZ};
+use super::weights::{ModelError, Result};
+
+/// FFT size and window length, samples.
+pub const N_FFT: usize = 1920;
+/// Frame hop, samples (50 frames per second).
+pub const HOP_SAMPLES: usize = 480;
+/// One-sided bins.
+pub const N_BINS: usize = N_FFT / 2 + 1;
+/// Reflect padding on each side, `(n_fft − hop)/2`.
+pub const PAD_SAMPLES: usize = (N_FFT - HOP_SAMPLES) / 2;
+
+/// Frames produced for `n_samples` input samples, `floor(n/480)`.
+pub fn n_frames(n_samples: usize) -> usize {
+    (n_samples + 2 * PAD_SAMPLES).saturating_sub(N_FFT) / HOP_SAMPLES + 1
+}
+
+/// Log-mel of 24 kHz mono audio: returns `(mel, n_frames)` with `mel` laid out `(80, n_frames)`
+/// row-major (upstream's `(1, 80, T)` without the batch).
+///
+/// Errors on audio too short to reflect-pad (≤ 720 samples) and on non-finite samples.
+pub fn log_mel_24k(wav: &[f32]) -> Result<(Vec<f32>, usize)> {
+    if wav.len() <= PAD_SAMPLES {
+        return Err(ModelError::InvalidInput(format!(
+            "prompt audio has {} samples; the 24 kHz mel needs more than {PAD_SAMPLES}",
+            wav.len()
+        )));
+    }
+    if let Some(i) = wav.iter().position(|x| !x.is_finite()) {
+        return Err(ModelError::InvalidInput(format!("prompt audio sample {i} is not finite")));
+    }
+    let basis = mel_basis();
+    let window = hann_window();
+    let padded = reflect_pad(wav, PAD_SAMPLES);
+    let frames = n_frames(wav.len());
+    let fft = Fft::new(N_FFT);
+    let mut mel = vec![0f32; N_MELS * frames];
+    let mut buf = vec![(0f64, 0f64); N_FFT];
+    let mut mag = vec![0f64; N_BINS];
+    for t in 0..frames {
+        let seg = &padded[t * HOP_SAMPLES..][..N_FFT];
+        for ((b, &x), &w) in buf.iter_mut().zip(seg).zip(&window) {
+            *b = (f64::from(x) * w, 0.0);
+        }
+        let spec = fft.forward(&buf);
+        for (m, &(re, im)) in mag.iter_mut().zip(&spec[..N_BINS]) {
+            *m = (re * re + im * im + 1e-9).sqrt();
+        }
+        for (m, row) in basis.chunks_exact(N_BINS).enumerate() {
+            let v: f64 = row.iter().zip(&mag).map(|(a, b)| a * b).sum();
+            mel[m * frames + t] = v.max(1e-5).ln() as f32;
+        }
+    }
+    Ok((mel, frames))
+}
+
+/// `torch.hann_window(1920)` (periodic), in f64.
+pub fn hann_window() -> Vec<f64> {
+    (0..N_FFT).map(|i| 0.5 - 0.5 * (2.0 * PI * i as f64 / N_FFT as f64).cos()).collect()
+}
+
+fn reflect_pad(signal: &[f32], pad: usize) -> Vec<f32> {
+    let n = signal.len();
+    let mut out = Vec::with_capacity(n + 2 * pad);
+    out.extend((1..=pad).rev().map(|i| signal[i]));
+    out.extend_from_slice(signal);
+    out.extend((0..pad).map(|i| signal[n - 2 - i]));
+    out
+}
+
+fn hz_to_mel(hz: f64) -> f64 {
+    let f_sp = 200.0 / 3.0;
+    let (min_log_hz, min_log_mel, logstep) = (1000.0, 1000.0 / f_sp, 6.4f64.ln() / 27.0);
+    if hz >= min_log_hz { min_log_mel + (hz / min_log_hz).ln() / logstep } else { hz / f_sp }
+}
+
+fn mel_to_hz(mel: f64) -> f64 {
+    let f_sp = 200.0 / 3.0;
+    let (min_log_hz, min_log_mel, logstep) = (1000.0, 1000.0 / f_sp, 6.4f64.ln() / 27.0);
+    if mel >= min_log_mel { min_log_hz * (logstep * (mel - min_log_mel)).exp() } else { f_sp * mel }
+}
+
+/// librosa `filters.mel(sr=24000, n_fft=1920, n_mels=80, fmin=0, fmax=12000)`, Slaney scale and
+/// Slaney norm, `(80, 961)` row-major, in f64.
+pub fn mel_basis() -> Vec<f64> {
+    let sr = f64::from(SAMPLE_RATE_HZ);
+    let n_points = N_MELS + 2;
+    let (lo, hi) = (hz_to_mel(0.0), hz_to_mel(sr / 2.0));
+    // numpy.linspace: start + i·step, with the last point set exactly to `stop`.
+    let step = (hi - lo) / (n_points - 1) as f64;
+    let mel_f: Vec<f64> = (0..n_points)
+        .map(|i| mel_to_hz(if i == n_points - 1 { hi } else { lo + i as f64 * step }))
+        .collect();
+    let fft_freqs: Vec<f64> = (0..N_BINS).map(|k| k as f64 * sr / N_FFT as f64).collect();
+    let mut basis = vec![0f64; N_MELS * N_BINS];
+    for i in 0..N_MELS {
+        let (d0, d1) = (mel_f[i + 1] - mel_f[i], mel_f[i + 2] - mel_f[i + 1]);
+        let enorm = 2.0 / (mel_f[i + 2] - mel_f[i]);
+        for (k, &f) in fft_freqs.iter().enumerate() {
+            let lower = (f - mel_f[i]) / d0;
+            let upper = (mel_f[i + 2] - f) / d1;
+            basis[i * N_BINS + k] = lower.min(upper).max(0.0) * enorm;
+        }
+    }
+    basis
+}
+
+/// A mixed-radix decimation-in-time complex FFT in f64 for sizes with small prime factors.
+struct Fft {
+    n: usize,
+    /// `exp(−2πij/n)` for `j < n`.
+    twiddles: Vec<(f64, f64)>,
+}
+
+impl Fft {
+    fn new(n: usize) -> Self {
+        let twiddles =
+            (0..n).map(|j| -2.0 * PI * j as f64 / n as f64).map(|a| (a.cos(), a.sin())).collect();
+        Self { n, twiddles }
+    }
+
+    fn forward(&self, input: &[(f64, f64)]) -> Vec<(f64, f64)> {
+        let mut out = vec![(0.0, 0.0); self.n];
+        self.rec(input, 0, 1, self.n, &mut out);
+        out
+    }
+
+    /// DFT of `input[offset + i·stride]`, `i < n`, into `out[..n]`.
+    fn rec(
+        &self,
+        input: &[(f64, f64)],
+        offset: usize,
+        stride: usize,
+        n: usize,
+        out: &mut [(f64, f64)],
+    ) {
+        if n == 1 {
+            out[0] = input[offset];
+            return;
+        }
+        let p = (2..=n).find(|p| n % p == 0).unwrap_or(n);
+        let m = n / p;
+        for r in 0..p {
+            self.rec(input, offset + r * stride, stride * p, m, &mut out[r * m..(r + 1) * m]);
+        }
+        let scale = self.n / n;
+        let mut tmp = [(0f64, 0f64); 8];
+        let mut big = Vec::new();
+        let ys: &mut [(f64, f64)] = if p <= 8 {
+            &mut tmp[..p]
+        } else {
+            big.resize(p, (0.0, 0.0));
+            &mut big
+        };
+        for k in 0..m {
+            for (r, y) in ys.iter_mut().enumerate() {
+                *y = out[r * m + k];
+            }
+            for q in 0..p {
+                let idx = k + q * m;
+                let (mut re, mut im) = (0.0, 0.0);
+                for (r, &(yr, yi)) in ys.iter().enumerate() {
+                    let (c, s) = self.twiddles[(r * idx % n) * scale];
+                    re += yr * c - yi * s;
+                    im += yr * s + yi * c;
+                }
+                out[idx] = (re, im);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fft_matches_naive_dft() {
+        for n in [1, 2, 6, 15, 60, 1920] {
+            let x: Vec<(f64, f64)> =
+                (0..n).map(|i| ((i as f64 * 0.7).sin(), (i as f64 * 0.3).cos())).collect();
+            let got = Fft::new(n).forward(&x);
+            for (k, g) in got.iter().enumerate() {
+                let (mut re, mut im) = (0.0, 0.0);
+                for (j, &(a, b)) in x.iter().enumerate() {
+                    let ang = -2.0 * PI * ((j * k) % n) as f64 / n as f64;
+                    re += a * ang.cos() - b * ang.sin();
+                    im += a * ang.sin() + b * ang.cos();
+                }
+                assert!((g.0 - re).abs() < 1e-9 && (g.1 - im).abs() < 1e-9, "n {n} k {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn frame_count_is_floor_of_hops() {
+        assert_eq!(n_frames(72_000), 150);
+        assert_eq!(n_frames(10_000), 20);
+        assert_eq!(n_frames(959), 1);
+    }
+
+    #[test]
+    fn short_and_non_finite_audio_are_rejected() {
+        assert!(matches!(log_mel_24k(&[0.0; 720]), Err(ModelError::InvalidInput(_))));
+        let mut wav = vec![0.1f32; 2000];
+        wav[7] = f32::NAN;
+        assert!(matches!(log_mel_24k(&wav), Err(ModelError::InvalidInput(_))));
+    }
+}

@@ -1,0 +1,163 @@
+//! The HiFT vocoder against upstream `CausalHiFTGenerator.inference` (fixtures/…/hift.safetensors),
+//! tested in layers (fixtures/README.md, "HiFT is the sensitive stage"): F0, then the source from
+//! the *recorded* F0, then the decoder from the *recorded* source, then the whole vocoder.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use candle::{Device, Tensor};
+use lectern::model::ModelError;
+use lectern::model::config::ModelConfig;
+use lectern::model::hift::Hift;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cosyvoice3-tiny-a")
+}
+
+fn case() -> HashMap<String, Tensor> {
+    candle::safetensors::load(root().join("hift.safetensors"), &Device::Cpu).unwrap()
+}
+
+fn model() -> Hift {
+    let dir = root().join("model");
+    let cfg = ModelConfig::from_dir(&dir).unwrap();
+    Hift::load(&dir.join("hift.pt"), &cfg, &Device::Cpu).unwrap()
+}
+
+fn flat(t: &Tensor) -> Vec<f32> {
+    t.flatten_all().unwrap().to_vec1::<f32>().unwrap()
+}
+
+fn max_abs(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max)
+}
+
+fn max_rel(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs() / y.abs().max(1e-3)).fold(0f32, f32::max)
+}
+
+#[test]
+fn f0_matches_in_float64() {
+    let (case, hift) = (case(), model());
+    let mel = &case["mel"];
+    let f0 = hift.f0(mel, true).unwrap();
+    let d = max_rel(&f0, &flat(&case["final.f0"]));
+    assert!(d < 1e-5, "final.f0 max rel diff {d}");
+    let f0 = hift.f0(mel, false).unwrap();
+    let d = max_rel(&f0, &flat(&case["chunk.f0"]));
+    assert!(d < 1e-5, "chunk.f0 max rel diff {d}");
+}
+
+#[test]
+fn source_from_recorded_f0_matches() {
+    let (case, hift) = (case(), model());
+    let noise = flat(&case["buffer.sine_waves"]);
+    for c in ["final", "chunk"] {
+        let f0 = flat(&case[&format!("{c}.f0")]);
+        let len = f0.len() * 480;
+        let out = hift.source_with_noise(&f0, &noise[..len * 9], true);
+        let sw = out.sine_waves.unwrap();
+        let d = max_abs(&sw, &flat(&case[&format!("{c}.sine_waves")]));
+        assert!(d < 1e-5, "{c}.sine_waves max abs diff {d}");
+        let d = max_abs(&out.uv.unwrap(), &flat(&case[&format!("{c}.uv")]));
+        assert_eq!(d, 0.0, "{c}.uv");
+        let d = max_abs(&out.source, &flat(&case[&format!("{c}.source")]));
+        assert!(d < 1e-5, "{c}.source max abs diff {d}");
+    }
+}
+
+#[test]
+fn decoder_from_recorded_source_matches() {
+    let (case, hift) = (case(), model());
+    let mel = &case["mel"];
+    let source = flat(&case["final.source"]);
+    let speech = hift.decode(mel, &source, true, None).unwrap();
+    assert_eq!(speech.len(), 480 * 100);
+    let d = max_abs(&speech, &flat(&case["final.speech"]));
+    assert!(d < 1e-4, "final.speech from recorded source: max abs diff {d}");
+    // The streaming chunk: 3 mel frames of F0 look-ahead, 4 of conv_pre look-ahead.
+    let source = flat(&case["chunk.source"]);
+    let speech = hift.decode(&mel.narrow(2, 0, 97).unwrap(), &source, false, None).unwrap();
+    let d = max_abs(&speech, &flat(&case["chunk.speech"]));
+    assert!(d < 1e-4, "chunk.speech from recorded source: max abs diff {d}");
+}
+
+#[test]
+fn whole_vocoder_matches_with_rebuilt_noise() {
+    let (case, hift) = (case(), model());
+    let mel = &case["mel"];
+    let out = hift.inference(mel, true, None).unwrap();
+    assert_eq!(out.speech.len(), 480 * 100);
+    let d = max_abs(&out.speech, &flat(&case["final.speech"]));
+    assert!(d < 2e-3, "final.speech max abs diff {d}");
+    let speech = hift.forward(mel).unwrap();
+    assert_eq!(speech, out.speech);
+    let out = hift.inference(mel, false, None).unwrap();
+    let d = max_abs(&out.speech, &flat(&case["chunk.speech"]));
+    assert!(d < 2e-3, "chunk.speech max abs diff {d}");
+}
+
+#[test]
+fn bad_mels_are_invalid_input() {
+    let hift = model();
+    let dev = Device::Cpu;
+    let wrong_bins = Tensor::zeros((1, 79, 10), candle::DType::F32, &dev).unwrap();
+    let empty = Tensor::zeros((1, 80, 0), candle::DType::F32, &dev).unwrap();
+    let flat2d = Tensor::zeros((80, 10), candle::DType::F32, &dev).unwrap();
+    let mut v = vec![0f32; 800];
+    v[123] = f32::NAN;
+    let nan = Tensor::from_vec(v, (1, 80, 10), &dev).unwrap();
+    for mel in [wrong_bins, empty, flat2d, nan] {
+        let err = hift.forward(&mel).unwrap_err();
+        assert!(matches!(err, ModelError::InvalidInput(_)), "{err}");
+    }
+    let short = Tensor::zeros((1, 80, 5), candle::DType::F32, &dev).unwrap();
+    assert!(matches!(hift.inference(&short, false, None), Err(ModelError::InvalidInput(_))));
+}
+
+#[test]
+fn one_frame_gives_480_samples() {
+    let hift = model();
+    let mel = Tensor::zeros((1, 80, 1), candle::DType::F32, &Device::Cpu).unwrap();
+    assert_eq!(hift.forward(&mel).unwrap().len(), 480);
+}
+
+#[test]
+fn parity_command_writes_hift_and_mel_outputs_within_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    for (case_name, checks) in [
+        (
+            "hift.safetensors",
+            vec![
+                ("final.f0", 1e-5, true),
+                ("final.source", 1e-4, false),
+                ("final.speech", 2e-3, false),
+            ],
+        ),
+        ("mel.safetensors", vec![("mel", 1e-4, false), ("short_mel", 1e-4, false)]),
+    ] {
+        let out = dir.path().join(format!("out-{case_name}"));
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_lectern"))
+            .args(["parity", "--model"])
+            .arg(root().join("model"))
+            .arg("--case")
+            .arg(root().join(case_name))
+            .arg("--out")
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{case_name}: lectern parity failed");
+        let got = candle::safetensors::load(&out, &Device::Cpu).unwrap();
+        let want = candle::safetensors::load(root().join(case_name), &Device::Cpu).unwrap();
+        for (name, tol, relative) in checks {
+            let (g, w) = (&got[name], &want[name]);
+            assert_eq!(g.dims(), w.dims(), "{name} shape");
+            assert_eq!(g.dtype(), w.dtype(), "{name} dtype");
+            let d =
+                if relative { max_rel(&flat(g), &flat(w)) } else { max_abs(&flat(g), &flat(w)) };
+            assert!(d < tol as f32, "{case_name} {name}: max diff {d} (tolerance {tol})");
+        }
+    }
+}
