@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::{bench, parity};
+use crate::{bench, parity, store};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -53,6 +53,36 @@ pub enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Export a project's chosen takes (with pauses) as audio plus a chapter list.
+    Export {
+        /// Project directory, or the manuscript (its project is `NAME.lectern` beside it).
+        project: PathBuf,
+        /// Output file (`book.wav`); with `--split chapters`, `book-01.wav`, ... beside it.
+        #[arg(short, long)]
+        out: PathBuf,
+        /// `chapters`: one file per chapter.
+        #[arg(long, value_enum)]
+        split: Option<ExportSplit>,
+        #[arg(long, value_enum, default_value = "wav")]
+        format: ExportFormatArg,
+        /// Bits per sample: 16 or 24 (WAV also 32 = float).
+        #[arg(long, default_value_t = 16)]
+        bits: u32,
+        /// Normalise each file to this integrated loudness, LUFS (e.g. -18).
+        #[arg(long, allow_negative_numbers = true)]
+        loudness: Option<f64>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportSplit {
+    Chapters,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormatArg {
+    Wav,
+    Flac,
 }
 
 /// Parses a `--device` value.
@@ -89,6 +119,50 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Some(Command::Export { project, out, split, format, bits, loudness }) => {
+            run_export(&project, out, split.is_some(), format, bits, loudness)
+        }
         None => anyhow::bail!("the workstation is not wired yet; see `lectern --help`"),
     }
+}
+
+fn run_export(
+    project: &std::path::Path,
+    out: PathBuf,
+    split_chapters: bool,
+    format: ExportFormatArg,
+    bits: u32,
+    loudness_lufs: Option<f64>,
+) -> Result<()> {
+    use store::export::{ExportFormat, ExportOptions, SampleFormat};
+    let dir = if project.is_file() {
+        store::Project::dir_for_manuscript(project)
+    } else {
+        project.to_path_buf()
+    };
+    anyhow::ensure!(dir.join(store::DB_FILE).is_file(), "no Lectern project at {}", dir.display());
+    let sample_format = match bits {
+        16 => SampleFormat::Int16,
+        24 => SampleFormat::Int24,
+        32 => SampleFormat::Float32,
+        other => anyhow::bail!("--bits {other}: use 16, 24 or 32"),
+    };
+    let format = match format {
+        ExportFormatArg::Wav => ExportFormat::Wav,
+        ExportFormatArg::Flac => ExportFormat::Flac,
+    };
+    let project = store::Project::open(&dir)?;
+    let opts = ExportOptions { out, format, sample_format, split_chapters, loudness_lufs };
+    let report = store::export::export(&project, &opts)?;
+    for f in &report.files {
+        let lufs = f
+            .measured_lufs
+            .map_or(String::new(), |l| format!(", {l:.2} LUFS → {:+.2} dB", f.gain_db));
+        eprintln!("wrote {} ({:.1} s{lufs})", f.path.display(), f.samples as f64 / 24_000.0);
+        if f.clipped_samples > 0 {
+            eprintln!("warning: {} samples clipped in {}", f.clipped_samples, f.path.display());
+        }
+    }
+    eprintln!("chapters: {} and {}", report.cue_path.display(), report.json_path.display());
+    Ok(())
 }

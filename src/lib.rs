@@ -5,6 +5,7 @@
 //! - `bench`: `lectern bench`, stage benchmarks on full-size random weights;
 //! - `parity`: `lectern parity`, model stages against reference fixtures;
 //! - `engine`: background synthesis thread, scheduler, telemetry, takes;
+//! - `store`: project database, take files, export;
 //! - `model`: CosyVoice3 in candle — pure math, no threads, no I/O beyond loading.
 
 pub mod bench;
@@ -12,3 +13,4 @@ pub mod cli;
 pub mod engine;
 pub mod model;
 pub mod parity;
+pub mod store;

@@ -1,0 +1,429 @@
+//! The project store: one directory per manuscript holding an SQLite database (manuscript
+//! versions, segments, takes, chosen takes, settings) and the takes' WAV files, plus export.
+//!
+//! Layout of a project directory (`book.txt` → `book.lectern/` by default):
+//! - `project.db` (+ `-wal`, `-shm`): SQLite in WAL mode, schema versioned by `user_version`;
+//! - `takes/*.wav`: one 24 kHz mono 32-bit float WAV per take, written atomically
+//!   (temp file, fsync, rename, fsync dir) *before* its row is committed;
+//! - `takes/orphans/`: complete WAVs found without a row at open (a save killed between the
+//!   rename and the commit), kept for inspection rather than deleted;
+//! - `lectern.lock`: an advisory lock so only one process opens the project at a time.
+//!
+//! Segments are keyed by content: `(hash, dup)`, where `dup` counts earlier segments of the
+//! manuscript with the same hash. Takes hang off that key, so editing one sentence keeps the
+//! takes of every other one, and reverting an edit brings its old takes back.
+//!
+//! The store's take ids are its own database row ids ([`TakeId`]); the engine's run-local take
+//! id is kept alongside as `engine_take_id`.
+
+pub mod db;
+pub mod export;
+pub mod takes;
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::protocol::{RenderParams, SegmentId, Take, TakeId, TakeRecord};
+
+/// Sample rate of every take and export, Hz.
+pub const SAMPLE_RATE_HZ: u32 = 24_000;
+/// Samples per millisecond at [`SAMPLE_RATE_HZ`] (pauses are whole milliseconds).
+pub const SAMPLES_PER_MS: u64 = 24;
+/// Database file name inside a project directory.
+pub const DB_FILE: &str = "project.db";
+/// Take files' directory inside a project directory.
+pub const TAKES_DIR: &str = "takes";
+/// Where complete take files without a database row are moved at open.
+pub const ORPHANS_DIR: &str = "orphans";
+/// Advisory lock file.
+pub const LOCK_FILE: &str = "lectern.lock";
+
+/// Errors of the store. Each names what failed and what was (not) touched.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "project database {pathd} has schema v{found}, newer than this Lectern reads \
+         (v{supported}); upgrade Lectern. The file was not modified"
+    , pathd = .path.display())]
+    NewerSchema { path: PathBuf, found: i64, supported: i64 },
+    #[error(
+        "project database {pathd} is corrupt or not a Lectern database ({detail}); nothing was \
+         modified and the take files are untouched. Restore the database from a backup"
+    , pathd = .path.display())]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("project directory {pathd} is read-only ({detail}); Lectern needs write access to it", pathd = .path.display())]
+    ReadOnly { path: PathBuf, detail: String },
+    #[error(
+        "no space left on the device holding {pathd}; the take was not saved, takes saved \
+         before are intact"
+    , pathd = .path.display())]
+    DiskFull { path: PathBuf },
+    #[error("project {pathd} is open in another Lectern process", pathd = .path.display())]
+    Locked { path: PathBuf },
+    #[error("{context} {pathd}: {source}", pathd = .path.display())]
+    Io { context: &'static str, path: PathBuf, source: io::Error },
+    #[error("project database: {0}")]
+    Db(rusqlite::Error),
+    #[error("take file {pathd}: {detail}", pathd = .path.display())]
+    Wav { path: PathBuf, detail: String },
+    #[error("no segment with id {0} in the current manuscript")]
+    UnknownSegment(SegmentId),
+    #[error("no take with id {0}")]
+    UnknownTake(TakeId),
+    #[error("take {take} is not a take of segment {segment}")]
+    TakeMismatch { take: TakeId, segment: SegmentId },
+    #[error("take {take}'s file {pathd} is missing or damaged", pathd = .path.display())]
+    TakeFileMissing { take: TakeId, path: PathBuf },
+    #[error("take {take}'s file {pathd} does not match its recorded audio hash", pathd = .path.display())]
+    HashMismatch { take: TakeId, path: PathBuf },
+    #[error(
+        "{count} segment(s) have no usable chosen take (first ids: {first:?}); render them first"
+    )]
+    MissingTakes { count: usize, first: Vec<SegmentId> },
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    #[error("export: {0}")]
+    Export(String),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+impl StoreError {
+    /// Classifies an I/O error: a full disk and a read-only file system get their own variants.
+    pub fn io(context: &'static str, path: &Path, source: io::Error) -> Self {
+        const ENOSPC: i32 = 28;
+        const EROFS: i32 = 30;
+        const EACCES: i32 = 13;
+        match source.raw_os_error() {
+            Some(ENOSPC) => return Self::DiskFull { path: path.to_path_buf() },
+            Some(EROFS) | Some(EACCES) => {
+                return Self::ReadOnly { path: path.to_path_buf(), detail: source.to_string() };
+            }
+            _ => {}
+        }
+        match source.kind() {
+            io::ErrorKind::StorageFull => Self::DiskFull { path: path.to_path_buf() },
+            io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied => {
+                Self::ReadOnly { path: path.to_path_buf(), detail: source.to_string() }
+            }
+            _ => Self::Io { context, path: path.to_path_buf(), source },
+        }
+    }
+
+    /// Classifies an SQLite error against the database at `path`.
+    pub fn sqlite(path: &Path, e: rusqlite::Error) -> Self {
+        use rusqlite::ErrorCode as C;
+        if let rusqlite::Error::SqliteFailure(f, msg) = &e {
+            let detail = msg.clone().unwrap_or_else(|| f.to_string());
+            match f.code {
+                C::DiskFull => return Self::DiskFull { path: path.to_path_buf() },
+                C::ReadOnly | C::CannotOpen | C::PermissionDenied => {
+                    return Self::ReadOnly { path: path.to_path_buf(), detail };
+                }
+                C::NotADatabase | C::DatabaseCorrupt => {
+                    return Self::Corrupt { path: path.to_path_buf(), detail };
+                }
+                _ => {}
+            }
+        }
+        Self::Db(e)
+    }
+}
+
+/// A manuscript segment as the store keeps it (the text frontend's output, minimally).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredSegment {
+    /// The caller's stable id (the engine's `SegmentId`).
+    pub id: SegmentId,
+    /// Chapter number; export splits and marks chapters by it.
+    pub chapter: u32,
+    /// Position in the manuscript; segments are ordered by `(chapter, ordinal)`.
+    pub ordinal: u32,
+    pub text: String,
+    /// Where the segment starts in the manuscript: (line, column), 1-based.
+    pub span: (u32, u32),
+    /// Content hash of the segment (text as rendered); takes are keyed by it.
+    pub hash: u64,
+    /// Silence after the segment in the export, milliseconds.
+    pub pause_after_ms: u32,
+}
+
+/// What a manuscript sync changed, keyed by segment hash.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diff {
+    /// Segments already known (same hash): their takes are kept.
+    pub unchanged: Vec<SegmentId>,
+    /// New or edited segments (new hash), in manuscript order.
+    pub changed: Vec<SegmentId>,
+    /// Ids (from the previous version) of segments no longer in the manuscript.
+    pub removed: Vec<SegmentId>,
+}
+
+/// Whether a take's file was found intact at the last check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TakeStatus {
+    Ok,
+    /// The row is kept (its record can regenerate the audio) but the file is gone or damaged.
+    Missing,
+}
+
+/// A stored take: its record and where its audio is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TakeInfo {
+    pub id: TakeId,
+    /// The engine's run-local id at save time.
+    pub engine_take_id: u64,
+    pub record: TakeRecord,
+    /// SHA-256 of the samples as little-endian f32 bytes, hex.
+    pub audio_hash: String,
+    /// Absolute path of the WAV file.
+    pub wav_path: PathBuf,
+    pub num_samples: u64,
+    pub status: TakeStatus,
+    /// Content hash of the segment the take was rendered for.
+    pub segment_hash: u64,
+}
+
+/// What the startup check found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Takes whose WAV is missing or unreadable (rows kept, marked missing; re-queued).
+    pub missing_files: Vec<TakeId>,
+    /// Takes whose file reappeared since they were marked missing.
+    pub restored_files: Vec<TakeId>,
+    /// Complete WAVs without a row, moved to `takes/orphans/`.
+    pub orphans_quarantined: Vec<PathBuf>,
+    /// Interrupted writes (`*.tmp`) removed.
+    pub temp_files_removed: Vec<PathBuf>,
+}
+
+impl OpenReport {
+    pub fn is_clean(&self) -> bool {
+        self.missing_files.is_empty()
+            && self.restored_files.is_empty()
+            && self.orphans_quarantined.is_empty()
+            && self.temp_files_removed.is_empty()
+    }
+}
+
+/// An open project. Holds the directory lock until dropped.
+pub struct Project {
+    dir: PathBuf,
+    conn: Connection,
+    report: OpenReport,
+    _lock: File,
+}
+
+impl std::fmt::Debug for Project {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Project").field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+const SETTINGS_RENDER_PARAMS: &str = "render_params";
+
+impl Project {
+    /// The default project directory of a manuscript: `book.txt` → `book.lectern`.
+    pub fn dir_for_manuscript(manuscript: &Path) -> PathBuf {
+        manuscript.with_extension("lectern")
+    }
+
+    /// Opens (or creates) the project in `dir`: takes the lock, checks and migrates the
+    /// database, then reconciles take files with rows (see [`OpenReport`]).
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        fs::create_dir_all(dir.join(TAKES_DIR))
+            .map_err(|e| StoreError::io("creating project directory", &dir, e))?;
+        let lock_path = dir.join(LOCK_FILE);
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| StoreError::io("opening lock file", &lock_path, e))?;
+        fs2::FileExt::try_lock_exclusive(&lock)
+            .map_err(|_| StoreError::Locked { path: dir.clone() })?;
+        let conn = db::open(&dir.join(DB_FILE))?;
+        let mut project = Self { dir, conn, report: OpenReport::default(), _lock: lock };
+        project.report = takes::check_files(&project.conn, &project.dir)?;
+        Ok(project)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.dir.join(DB_FILE)
+    }
+
+    /// What the startup check found.
+    pub fn open_report(&self) -> &OpenReport {
+        &self.report
+    }
+
+    /// The underlying connection (read-only use: reports, tests).
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub(crate) fn sql_err(&self, e: rusqlite::Error) -> StoreError {
+        StoreError::sqlite(&self.db_path(), e)
+    }
+
+    /// `PRAGMA integrity_check`; `Ok(())` when the database reports "ok".
+    pub fn integrity_check(&self) -> Result<()> {
+        db::integrity_check(&self.conn, &self.db_path())
+    }
+
+    /// Replaces the manuscript's segments with `segments` (manuscript order) and records a
+    /// manuscript version when the content changed. Takes are never deleted.
+    pub fn sync_manuscript(&mut self, segments: &[StoredSegment]) -> Result<Diff> {
+        db::sync_manuscript(&mut self.conn, segments).map_err(|e| self.sql_or(e))
+    }
+
+    fn sql_or(&self, e: StoreError) -> StoreError {
+        match e {
+            StoreError::Db(e) => self.sql_err(e),
+            other => other,
+        }
+    }
+
+    /// The current manuscript's segments, in order.
+    pub fn segments(&self) -> Result<Vec<StoredSegment>> {
+        db::active_segments(&self.conn).map_err(|e| self.sql_err(e))
+    }
+
+    /// Segments of the current manuscript without a usable chosen take, in order.
+    pub fn segments_needing_takes(&self) -> Result<Vec<StoredSegment>> {
+        let needing = db::segments_needing_takes(&self.conn).map_err(|e| self.sql_err(e))?;
+        Ok(needing)
+    }
+
+    /// Writes the take's WAV atomically, then commits its row; the first usable take of a
+    /// segment becomes its chosen take. Returns the store's id of the take.
+    pub fn save_take(&mut self, take: &Take) -> Result<TakeId> {
+        takes::save_take(self, take, &mut takes::FsWriter)
+    }
+
+    /// Like [`Project::save_take`] with a custom file writer (tests inject failures here).
+    #[doc(hidden)]
+    pub fn save_take_with(
+        &mut self,
+        take: &Take,
+        writer: &mut dyn takes::TakeWriter,
+    ) -> Result<TakeId> {
+        takes::save_take(self, take, writer)
+    }
+
+    /// Makes `take` the chosen take of `segment`.
+    pub fn choose_take(&mut self, segment: SegmentId, take: TakeId) -> Result<()> {
+        let key = self.segment_key(segment)?;
+        let info = self.take(take)?;
+        let take_key: i64 = self
+            .conn
+            .query_row("SELECT segment_key FROM takes WHERE id = ?1", [take as i64], |r| r.get(0))
+            .map_err(|e| self.sql_err(e))?;
+        if take_key != key {
+            return Err(StoreError::TakeMismatch { take, segment });
+        }
+        if info.status != TakeStatus::Ok {
+            return Err(StoreError::TakeFileMissing { take, path: info.wav_path });
+        }
+        self.conn
+            .execute(
+                "INSERT INTO chosen_takes (segment_key, take_id) VALUES (?1, ?2)
+                 ON CONFLICT(segment_key) DO UPDATE SET take_id = excluded.take_id",
+                params![key, take as i64],
+            )
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    /// The chosen take of a segment, if any (usable or not: check `status`).
+    pub fn chosen_take(&self, segment: SegmentId) -> Result<Option<TakeInfo>> {
+        let key = self.segment_key(segment)?;
+        let id: Option<i64> = self
+            .conn
+            .query_row("SELECT take_id FROM chosen_takes WHERE segment_key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sql_err(e))?;
+        id.map(|id| self.take(id as TakeId)).transpose()
+    }
+
+    /// Every take of a segment (any status), oldest first.
+    pub fn takes_of(&self, segment: SegmentId) -> Result<Vec<TakeInfo>> {
+        let key = self.segment_key(segment)?;
+        takes::takes_where(&self.conn, &self.dir, "segment_key = ?1", key)
+            .map_err(|e| self.sql_err(e))
+    }
+
+    /// Every take in the project, oldest first.
+    pub fn all_takes(&self) -> Result<Vec<TakeInfo>> {
+        takes::takes_where(&self.conn, &self.dir, "?1 = ?1", 0).map_err(|e| self.sql_err(e))
+    }
+
+    pub fn take(&self, id: TakeId) -> Result<TakeInfo> {
+        takes::takes_where(&self.conn, &self.dir, "id = ?1", id as i64)
+            .map_err(|e| self.sql_err(e))?
+            .pop()
+            .ok_or(StoreError::UnknownTake(id))
+    }
+
+    /// Reads a take's samples and checks them against the recorded audio hash.
+    pub fn load_samples(&self, id: TakeId) -> Result<Vec<f32>> {
+        let info = self.take(id)?;
+        takes::read_verified(&info)
+    }
+
+    /// The render parameters stored with the project (defaults when never set).
+    pub fn settings(&self) -> Result<RenderParams> {
+        let value: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM settings WHERE key = ?1", [SETTINGS_RENDER_PARAMS], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sql_err(e))?;
+        match value {
+            None => Ok(RenderParams::default()),
+            Some(json) => serde_json::from_str(&json).map_err(|e| StoreError::Corrupt {
+                path: self.db_path(),
+                detail: format!("settings.render_params: {e}"),
+            }),
+        }
+    }
+
+    pub fn set_settings(&mut self, params: &RenderParams) -> Result<()> {
+        let json = serde_json::to_string(params)
+            .map_err(|e| StoreError::InvalidInput(format!("render params: {e}")))?;
+        self.conn
+            .execute(
+                "INSERT INTO settings (key, value) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                params![SETTINGS_RENDER_PARAMS, json],
+            )
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    /// The store key of the current manuscript's segment `id`.
+    pub(crate) fn segment_key(&self, id: SegmentId) -> Result<i64> {
+        self.conn
+            .query_row(
+                "SELECT key FROM segments WHERE segment_id = ?1 AND active = 1",
+                [id as i64],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sql_err(e))?
+            .ok_or(StoreError::UnknownSegment(id))
+    }
+}

@@ -1,0 +1,311 @@
+//! Take files: atomic WAV writes, the take rows, and the startup check that reconciles them.
+//!
+//! Order of a save, so that a kill at any point loses no *finished* take and leaves no row
+//! without a file: WAV to `takes/.NAME.tmp` → fsync → rename to `takes/NAME` → fsync the
+//! directory → commit the row. A kill before the commit leaves a `.tmp` (removed at the next
+//! open) or a complete WAV without a row (moved to `takes/orphans/`).
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, params};
+use sha2::{Digest, Sha256};
+
+use super::db::{now_ms, parse_hash};
+use super::{
+    ORPHANS_DIR, OpenReport, Project, Result, SAMPLE_RATE_HZ, StoreError, TAKES_DIR, TakeInfo,
+    TakeStatus,
+};
+use crate::engine::protocol::{Take, TakeId};
+
+/// Writes a take's samples to a file and makes them durable. The store uses [`FsWriter`];
+/// tests inject failures (a full disk) through this trait.
+pub trait TakeWriter {
+    fn write_wav(&mut self, path: &Path, samples: &[f32]) -> io::Result<()>;
+}
+
+/// The real writer: a 32-bit float WAV, fsynced before returning.
+pub struct FsWriter;
+
+impl TakeWriter for FsWriter {
+    fn write_wav(&mut self, path: &Path, samples: &[f32]) -> io::Result<()> {
+        let file = File::create(path)?;
+        let mut buf = BufWriter::new(file);
+        write_wav_to(&mut buf, samples)?;
+        let file = buf.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()
+    }
+}
+
+/// The WAV format of take files: 24 kHz mono f32, so samples read back bit-exactly.
+pub fn take_spec() -> hound::WavSpec {
+    hound::WavSpec {
+        channels: 1,
+        sample_rate: SAMPLE_RATE_HZ,
+        bits_per_sample: 32,
+        sample_format: hound::SampleFormat::Float,
+    }
+}
+
+/// Writes `samples` as a take WAV into any seekable writer.
+pub fn write_wav_to<W: Write + Seek>(w: &mut W, samples: &[f32]) -> io::Result<()> {
+    let mut wav = hound::WavWriter::new(w, take_spec()).map_err(hound_to_io)?;
+    for &s in samples {
+        wav.write_sample(s).map_err(hound_to_io)?;
+    }
+    wav.finalize().map_err(hound_to_io)
+}
+
+fn hound_to_io(e: hound::Error) -> io::Error {
+    match e {
+        hound::Error::IoError(e) => e,
+        other => io::Error::other(other.to_string()),
+    }
+}
+
+/// SHA-256 of the samples as little-endian f32 bytes, lower-case hex.
+pub fn audio_hash(samples: &[f32]) -> String {
+    let mut h = Sha256::new();
+    for s in samples {
+        h.update(s.to_le_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Makes a rename inside `dir` durable.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+pub(crate) fn save_take(
+    project: &mut Project,
+    take: &Take,
+    writer: &mut dyn TakeWriter,
+) -> Result<TakeId> {
+    let record = &take.record;
+    let key = project.segment_key(record.segment_id)?;
+    if let Some(i) = take.samples.iter().position(|s| !s.is_finite()) {
+        return Err(StoreError::InvalidInput(format!(
+            "take of segment {}: sample {i} is not finite",
+            record.segment_id
+        )));
+    }
+    let hash = audio_hash(&take.samples);
+    let name = format!("{}-{:016x}.wav", &hash[..16], rand::random::<u64>());
+    let takes_dir = project.dir.join(TAKES_DIR);
+    let tmp = takes_dir.join(format!(".{name}.tmp"));
+    let path = takes_dir.join(&name);
+
+    if let Err(e) = writer.write_wav(&tmp, &take.samples) {
+        let _ = fs::remove_file(&tmp);
+        return Err(StoreError::io("writing take file", &tmp, e));
+    }
+    if let Err(e) = fs::rename(&tmp, &path) {
+        let _ = fs::remove_file(&tmp);
+        return Err(StoreError::io("renaming take file", &path, e));
+    }
+    if let Err(e) = sync_dir(&takes_dir) {
+        let _ = fs::remove_file(&path);
+        return Err(StoreError::io("syncing take directory", &takes_dir, e));
+    }
+    match insert_row(&mut project.conn, key, take, &hash, &format!("{TAKES_DIR}/{name}")) {
+        Ok(id) => Ok(id),
+        Err(e) => {
+            // No row: the file would be an orphan; remove it now rather than at next open.
+            let _ = fs::remove_file(&path);
+            Err(project.sql_err(e))
+        }
+    }
+}
+
+fn insert_row(
+    conn: &mut Connection,
+    key: i64,
+    take: &Take,
+    hash: &str,
+    rel_path: &str,
+) -> rusqlite::Result<TakeId> {
+    let r = &take.record;
+    let record_json = serde_json::to_string(r)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let group_json = serde_json::to_string(&r.group)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    let precision = serde_json::to_string(&r.precision)
+        .map(|s| s.trim_matches('"').to_string())
+        .unwrap_or_default();
+    let tx = conn.transaction()?;
+    tx.execute(
+        "INSERT INTO takes (segment_key, engine_take_id, seed, nfe, precision, backend,
+         group_json, lm_s, flow_s, vocoder_s, audio_hash, wav_path, num_samples, status,
+         record, created_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'ok', ?14, ?15)",
+        params![
+            key,
+            take.id as i64,
+            r.seed as i64,
+            r.nfe as i64,
+            precision,
+            r.backend,
+            group_json,
+            r.timings.lm_s,
+            r.timings.flow_s,
+            r.timings.vocoder_s,
+            hash,
+            rel_path,
+            take.samples.len() as i64,
+            record_json,
+            now_ms()
+        ],
+    )?;
+    let id = tx.last_insert_rowid();
+    // The first usable take of a segment becomes its chosen take; a usable choice stays.
+    tx.execute(
+        "INSERT INTO chosen_takes (segment_key, take_id) VALUES (?1, ?2)
+         ON CONFLICT(segment_key) DO UPDATE SET take_id = excluded.take_id
+         WHERE (SELECT status FROM takes WHERE id = chosen_takes.take_id) IS NOT 'ok'",
+        params![key, id],
+    )?;
+    tx.commit()?;
+    Ok(id as TakeId)
+}
+
+/// Takes matching `cond` (an SQL condition on `takes` with one parameter `?1`), by id.
+pub(crate) fn takes_where(
+    conn: &Connection,
+    dir: &Path,
+    cond: &str,
+    param: i64,
+) -> rusqlite::Result<Vec<TakeInfo>> {
+    let sql = format!(
+        "SELECT t.id, t.engine_take_id, t.record, t.audio_hash, t.wav_path, t.num_samples,
+         t.status, s.hash FROM takes t JOIN segments s ON s.key = t.segment_key
+         WHERE {cond} ORDER BY t.id"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    stmt.query_map([param], |r| {
+        let json: String = r.get(2)?;
+        let record = serde_json::from_str(&json).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
+        })?;
+        let status: String = r.get(6)?;
+        Ok(TakeInfo {
+            id: r.get::<_, i64>(0)? as TakeId,
+            engine_take_id: r.get::<_, i64>(1)? as u64,
+            record,
+            audio_hash: r.get(3)?,
+            wav_path: dir.join(r.get::<_, String>(4)?),
+            num_samples: r.get::<_, i64>(5)? as u64,
+            status: if status == "ok" { TakeStatus::Ok } else { TakeStatus::Missing },
+            segment_hash: parse_hash(&r.get::<_, String>(7)?),
+        })
+    })?
+    .collect()
+}
+
+/// Reads a take WAV's samples.
+pub fn read_wav(path: &Path) -> std::result::Result<Vec<f32>, hound::Error> {
+    let reader = hound::WavReader::open(path)?;
+    let spec = reader.spec();
+    if spec != take_spec() {
+        return Err(hound::Error::Unsupported);
+    }
+    reader.into_samples::<f32>().collect()
+}
+
+/// Reads a take's samples and checks its audio hash.
+pub(crate) fn read_verified(info: &TakeInfo) -> Result<Vec<f32>> {
+    let samples = read_wav(&info.wav_path)
+        .map_err(|_| StoreError::TakeFileMissing { take: info.id, path: info.wav_path.clone() })?;
+    if samples.len() as u64 != info.num_samples || audio_hash(&samples) != info.audio_hash {
+        return Err(StoreError::HashMismatch { take: info.id, path: info.wav_path.clone() });
+    }
+    Ok(samples)
+}
+
+/// Cheap file check at open: the WAV exists, has the take format and the recorded length.
+/// (The audio hash is checked when the samples are read.)
+fn header_ok(path: &Path, num_samples: u64) -> bool {
+    hound::WavReader::open(path)
+        .map(|r| r.spec() == take_spec() && u64::from(r.duration()) == num_samples)
+        .unwrap_or(false)
+}
+
+/// Reconciles rows and files: marks rows whose file is gone as missing (and back when it
+/// returns), removes interrupted temp files, quarantines complete files without a row.
+pub(crate) fn check_files(conn: &Connection, dir: &Path) -> Result<OpenReport> {
+    let db_path = dir.join(super::DB_FILE);
+    let sql = |e| StoreError::sqlite(&db_path, e);
+    let mut report = OpenReport::default();
+    let rows: Vec<(i64, String, i64, String)> = {
+        let mut stmt =
+            conn.prepare("SELECT id, wav_path, num_samples, status FROM takes").map_err(sql)?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .and_then(|rows| rows.collect())
+            .map_err(sql)?
+    };
+    let mut referenced = HashSet::new();
+    for (id, rel, n, status) in &rows {
+        referenced.insert(rel.clone());
+        let ok = header_ok(&dir.join(rel), *n as u64);
+        let new_status = match (ok, status.as_str()) {
+            (false, "ok") => {
+                report.missing_files.push(*id as TakeId);
+                "missing"
+            }
+            (true, "missing") => {
+                report.restored_files.push(*id as TakeId);
+                "ok"
+            }
+            _ => continue,
+        };
+        conn.execute("UPDATE takes SET status = ?2 WHERE id = ?1", params![id, new_status])
+            .map_err(sql)?;
+    }
+
+    let takes_dir = dir.join(TAKES_DIR);
+    let entries = fs::read_dir(&takes_dir)
+        .map_err(|e| StoreError::io("listing take files", &takes_dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io("listing take files", &takes_dir, e))?;
+        let path = entry.path();
+        if !path.is_file() {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".tmp") {
+            fs::remove_file(&path).map_err(|e| StoreError::io("removing temp file", &path, e))?;
+            report.temp_files_removed.push(path);
+        } else if name.ends_with(".wav") && !referenced.contains(&format!("{TAKES_DIR}/{name}")) {
+            let orphans = takes_dir.join(ORPHANS_DIR);
+            fs::create_dir_all(&orphans)
+                .map_err(|e| StoreError::io("creating orphans directory", &orphans, e))?;
+            let to = orphans.join(&name);
+            fs::rename(&path, &to).map_err(|e| StoreError::io("moving orphan file", &path, e))?;
+            report.orphans_quarantined.push(to);
+        }
+    }
+    Ok(report)
+}
+
+/// Paths of files in `takes/` (not orphans), for tests and reports.
+pub fn take_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir.join(TAKES_DIR))? {
+        let path = entry?.path();
+        if path.is_file() {
+            out.push(path);
+        }
+    }
+    out.sort();
+    Ok(out)
+}

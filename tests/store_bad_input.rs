@@ -1,0 +1,227 @@
+//! Bad input: a newer schema, a corrupt database, a missing WAV, a read-only project, a full
+//! disk. Each gives a clear error and loses nothing already saved.
+//!
+//! The read-only and full-disk cases mount a small tmpfs (root with mount rights, as on the
+//! dev machines and CI); where mounting is refused they say so and test only the injected
+//! writer failure.
+
+mod store_common;
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use lectern::store::export::{ExportOptions, export};
+use lectern::store::takes::{TakeWriter, take_files};
+use lectern::store::{DB_FILE, Project, StoreError, TakeStatus};
+use store_common::{manuscript, orphan_rows, sentences, synthetic_samples, synthetic_take};
+
+/// A project with 3 segments, each with one take; returns (take ids, seeds).
+fn saved_project(dir: &Path) -> Vec<u64> {
+    let segments = manuscript(&sentences(3), 3, 1);
+    let mut p = Project::open(dir).unwrap();
+    p.sync_manuscript(&segments).unwrap();
+    segments.iter().map(|s| p.save_take(&synthetic_take(0, s, 5)).unwrap()).collect()
+}
+
+fn assert_takes_intact(dir: &Path, ids: &[u64]) {
+    let p = Project::open(dir).unwrap();
+    p.integrity_check().unwrap();
+    assert!(orphan_rows(&p).is_empty());
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(p.load_samples(id).unwrap(), synthetic_samples(i as u64 + 1, 5));
+    }
+}
+
+#[test]
+fn newer_schema_is_refused_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = saved_project(tmp.path());
+    let db = tmp.path().join(DB_FILE);
+    rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", 99).unwrap();
+    let before = std::fs::read(&db).unwrap();
+    let err = Project::open(tmp.path()).unwrap_err();
+    assert!(matches!(err, StoreError::NewerSchema { found: 99, supported: 1, .. }), "{err}");
+    assert!(err.to_string().contains("newer"), "{err}");
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    assert_eq!(take_files(tmp.path()).unwrap().len(), 3);
+    rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", 1).unwrap();
+    assert_takes_intact(tmp.path(), &ids);
+}
+
+#[test]
+fn corrupt_database_is_reported_and_take_files_are_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    saved_project(tmp.path());
+    let db = tmp.path().join(DB_FILE);
+    let good = std::fs::read(&db).unwrap();
+    let files = take_files(tmp.path()).unwrap();
+
+    std::fs::write(&db, b"this is not an sqlite database, just some bytes....").unwrap();
+    let err = Project::open(tmp.path()).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("corrupt"), "{err}");
+    assert_eq!(take_files(tmp.path()).unwrap(), files);
+
+    // A real database with every page after the header page overwritten.
+    let mut damaged = good.clone();
+    let page = 4096;
+    let end = damaged.len();
+    for b in &mut damaged[page + 16..end - 16] {
+        *b = 0xA5;
+    }
+    std::fs::write(&db, &damaged).unwrap();
+    let err = Project::open(tmp.path()).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. } | StoreError::Db(_)), "{err}");
+    assert_eq!(take_files(tmp.path()).unwrap(), files);
+    assert!(!tmp.path().join("takes/orphans").exists());
+}
+
+#[test]
+fn missing_wav_is_reported_requeued_and_restored_when_it_returns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = saved_project(tmp.path());
+    let path = Project::open(tmp.path()).unwrap().take(ids[1]).unwrap().wav_path;
+    let backup = tmp.path().join("backup.wav");
+    std::fs::rename(&path, &backup).unwrap();
+
+    let p = Project::open(tmp.path()).unwrap();
+    assert_eq!(p.open_report().missing_files, vec![ids[1]]);
+    assert_eq!(p.take(ids[1]).unwrap().status, TakeStatus::Missing);
+    let needing: Vec<u64> = p.segments_needing_takes().unwrap().iter().map(|s| s.id).collect();
+    assert_eq!(needing, vec![2]);
+    assert!(matches!(p.load_samples(ids[1]), Err(StoreError::TakeFileMissing { .. })));
+    let opts = ExportOptions { out: tmp.path().join("b.wav"), ..Default::default() };
+    assert!(matches!(export(&p, &opts), Err(StoreError::MissingTakes { count: 1, .. })));
+    // The other takes are untouched, and the record of the lost one is kept.
+    assert_eq!(p.load_samples(ids[0]).unwrap(), synthetic_samples(1, 5));
+    assert_eq!(p.take(ids[1]).unwrap().record.seed, 5);
+    drop(p);
+
+    std::fs::rename(&backup, &path).unwrap();
+    let p = Project::open(tmp.path()).unwrap();
+    assert_eq!(p.open_report().restored_files, vec![ids[1]]);
+    assert!(p.segments_needing_takes().unwrap().is_empty());
+    drop(p);
+    assert_takes_intact(tmp.path(), &ids);
+}
+
+#[test]
+fn tampered_take_file_fails_its_hash_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = saved_project(tmp.path());
+    let p = Project::open(tmp.path()).unwrap();
+    let info = p.take(ids[0]).unwrap();
+    let mut f = std::fs::File::create(&info.wav_path).unwrap();
+    let mut other = synthetic_samples(1, 5);
+    other[10] += 0.25;
+    lectern::store::takes::write_wav_to(&mut f, &other).unwrap();
+    drop(f);
+    assert!(matches!(p.load_samples(ids[0]), Err(StoreError::HashMismatch { .. })));
+}
+
+/// Fails like a full disk after writing part of the file.
+struct FullDiskWriter;
+
+impl TakeWriter for FullDiskWriter {
+    fn write_wav(&mut self, path: &Path, _samples: &[f32]) -> io::Result<()> {
+        std::fs::File::create(path)?.write_all(b"RIFF\0\0\0\0WAVE")?;
+        Err(io::Error::from_raw_os_error(28)) // ENOSPC
+    }
+}
+
+#[test]
+fn injected_disk_full_is_a_clear_error_and_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = saved_project(tmp.path());
+    let mut p = Project::open(tmp.path()).unwrap();
+    let segment = p.segments().unwrap()[0].clone();
+    let err = p.save_take_with(&synthetic_take(9, &segment, 9), &mut FullDiskWriter).unwrap_err();
+    assert!(matches!(err, StoreError::DiskFull { .. }), "{err}");
+    assert!(err.to_string().contains("no space left"), "{err}");
+    assert_eq!(take_files(tmp.path()).unwrap().len(), 3, "temp file left behind");
+    assert_eq!(p.all_takes().unwrap().len(), 3);
+    drop(p);
+    assert_takes_intact(tmp.path(), &ids);
+}
+
+/// A tmpfs mounted for one test, unmounted on drop.
+struct Tmpfs {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str) -> Option<Self> {
+        let dir = tempfile::tempdir().ok()?;
+        let path = dir.path().to_path_buf();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&path)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        if !ok {
+            eprintln!("mount refused: skipping the tmpfs part of this test");
+            return None;
+        }
+        Some(Self { path, _dir: dir })
+    }
+
+    fn remount(&self, opts: &str) {
+        let status = Command::new("mount")
+            .args(["-o", &format!("remount,{opts}")])
+            .arg(&self.path)
+            .status()
+            .unwrap();
+        assert!(status.success(), "remount {opts}");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).status();
+    }
+}
+
+#[test]
+fn read_only_project_directory_is_a_clear_error() {
+    let Some(fs) = Tmpfs::mount("8m") else { return };
+    let dir = fs.path.join("book.lectern");
+    let ids = saved_project(&dir);
+    fs.remount("ro");
+    let err = Project::open(&dir).unwrap_err();
+    assert!(matches!(err, StoreError::ReadOnly { .. }), "{err}");
+    assert!(err.to_string().contains("read-only"), "{err}");
+    fs.remount("rw");
+    assert_takes_intact(&dir, &ids);
+}
+
+#[test]
+fn full_disk_is_a_clear_error_and_loses_nothing() {
+    let Some(fs) = Tmpfs::mount("1m") else { return };
+    let dir = fs.path.join("book.lectern");
+    let segments = manuscript(&sentences(200), 10, 1);
+    let mut p = Project::open(&dir).unwrap();
+    p.sync_manuscript(&segments).unwrap();
+    let mut saved = Vec::new();
+    let err = loop {
+        let s = &segments[saved.len()];
+        match p.save_take(&synthetic_take(0, s, 3)) {
+            Ok(id) => saved.push(id),
+            Err(e) => break e,
+        }
+        assert!(saved.len() < segments.len(), "a 1 MiB tmpfs never filled up");
+    };
+    assert!(matches!(err, StoreError::DiskFull { .. }), "{err}");
+    assert!(saved.len() >= 3, "only {} takes fitted", saved.len());
+    drop(p);
+    fs.remount("size=16m");
+    let p = Project::open(&dir).unwrap();
+    p.integrity_check().unwrap();
+    assert!(orphan_rows(&p).is_empty());
+    assert_eq!(p.all_takes().unwrap().len(), saved.len());
+    for (i, &id) in saved.iter().enumerate() {
+        assert_eq!(p.load_samples(id).unwrap(), synthetic_samples(i as u64 + 1, 3));
+    }
+}

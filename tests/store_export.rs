@@ -1,0 +1,219 @@
+//! Export: lengths are exactly the chosen takes plus pauses; FLAC decodes to the quantised PCM;
+//! chapter lists match; loudness is measured per BS.1770 and normalised to a target.
+
+mod store_common;
+
+use std::f32::consts::PI;
+use std::sync::Arc;
+
+use lectern::store::export::{
+    ExportFormat, ExportOptions, SampleFormat, cue_time, export, integrated_lufs, quantise,
+};
+use lectern::store::{Project, StoreError, StoredSegment};
+use store_common::{manuscript, sentences, synthetic_take};
+
+/// A project of 7 segments in 3 chapters with a chosen take each; returns the expected
+/// sample stream per chapter (takes and pauses).
+fn project_with_takes(dir: &std::path::Path) -> (Project, Vec<StoredSegment>, Vec<Vec<f32>>) {
+    let segments = manuscript(&sentences(7), 3, 1);
+    let mut p = Project::open(dir).unwrap();
+    p.sync_manuscript(&segments).unwrap();
+    let mut chapters: Vec<Vec<f32>> = vec![Vec::new(); 3];
+    for (k, s) in segments.iter().enumerate() {
+        // A second take that is chosen, so export must follow the choice.
+        p.save_take(&synthetic_take(k as u64, s, 1)).unwrap();
+        let take = synthetic_take(k as u64, s, 2);
+        let id = p.save_take(&take).unwrap();
+        p.choose_take(s.id, id).unwrap();
+        let ch = &mut chapters[s.chapter as usize - 1];
+        ch.extend_from_slice(&take.samples);
+        ch.extend(std::iter::repeat_n(0.0, s.pause_after_ms as usize * 24));
+    }
+    (p, segments, chapters)
+}
+
+fn read_wav_f32(path: &std::path::Path) -> Vec<f32> {
+    hound::WavReader::open(path).unwrap().into_samples::<f32>().map(Result::unwrap).collect()
+}
+
+fn read_wav_i32(path: &std::path::Path) -> Vec<i32> {
+    hound::WavReader::open(path).unwrap().into_samples::<i32>().map(Result::unwrap).collect()
+}
+
+fn read_flac(path: &std::path::Path) -> (u32, Vec<i32>) {
+    let mut reader = claxon::FlacReader::open(path).unwrap();
+    let info = reader.streaminfo();
+    assert_eq!(info.sample_rate, 24_000);
+    assert_eq!(info.channels, 1);
+    let samples = reader.samples().map(Result::unwrap).collect();
+    (info.bits_per_sample, samples)
+}
+
+#[test]
+fn whole_book_wav_is_exactly_takes_plus_pauses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, _, chapters) = project_with_takes(&tmp.path().join("p"));
+    let expected: Vec<f32> = chapters.concat();
+    let out = tmp.path().join("out/book.wav");
+    let opts = ExportOptions {
+        out: out.clone(),
+        sample_format: SampleFormat::Float32,
+        ..Default::default()
+    };
+    let report = export(&p, &opts).unwrap();
+    assert_eq!(report.total_samples, expected.len() as u64);
+    assert_eq!(read_wav_f32(&out), expected);
+
+    let opts = ExportOptions { out: out.clone(), ..Default::default() };
+    export(&p, &opts).unwrap();
+    let want: Vec<i32> = expected.iter().map(|&x| quantise(x, 16)).collect();
+    assert_eq!(read_wav_i32(&out), want);
+
+    // Chapter list: starts are cumulative chapter lengths, in JSON and in the cue sheet.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report.json_path).unwrap()).unwrap();
+    let cue = std::fs::read_to_string(&report.cue_path).unwrap();
+    let mut start = 0u64;
+    for (i, ch) in chapters.iter().enumerate() {
+        let mark = &json["chapters"][i];
+        assert_eq!(mark["chapter"], i as u64 + 1);
+        assert_eq!(mark["file"], "book.wav");
+        assert_eq!(mark["start_samples"], start);
+        assert_eq!(mark["duration_samples"], ch.len() as u64);
+        assert!((mark["start_s"].as_f64().unwrap() - start as f64 / 24000.0).abs() < 1e-9);
+        assert_eq!(report.chapters[i].start_samples, start);
+        assert!(cue.contains(&format!("TRACK {:02} AUDIO\n", i + 1)));
+        assert!(cue.contains(&format!("INDEX 01 {}\n", cue_time(start))), "{cue}");
+        start += ch.len() as u64;
+    }
+    assert_eq!(cue.matches("FILE ").count(), 1);
+    assert_eq!(cue_time(24000 * 61 + 320 * 3), "01:01:03");
+}
+
+#[test]
+fn flac_decodes_to_the_quantised_pcm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, _, chapters) = project_with_takes(&tmp.path().join("p"));
+    let expected: Vec<f32> = chapters.concat();
+    for (fmt, bits) in [(SampleFormat::Int16, 16), (SampleFormat::Int24, 24)] {
+        let out = tmp.path().join(format!("book{bits}.flac"));
+        let opts = ExportOptions {
+            out: out.clone(),
+            format: ExportFormat::Flac,
+            sample_format: fmt,
+            ..Default::default()
+        };
+        let report = export(&p, &opts).unwrap();
+        assert_eq!(report.files[0].path, out);
+        let (got_bits, got) = read_flac(&out);
+        assert_eq!(got_bits, bits);
+        let want: Vec<i32> = expected.iter().map(|&x| quantise(x, bits)).collect();
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "FLAC {bits}-bit differs from the quantised PCM");
+    }
+    let opts = ExportOptions {
+        out: tmp.path().join("x.flac"),
+        format: ExportFormat::Flac,
+        sample_format: SampleFormat::Float32,
+        ..Default::default()
+    };
+    assert!(matches!(export(&p, &opts), Err(StoreError::InvalidInput(_))));
+}
+
+#[test]
+fn split_chapters_writes_one_file_per_chapter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, _, chapters) = project_with_takes(&tmp.path().join("p"));
+    let out = tmp.path().join("book.flac");
+    let opts = ExportOptions {
+        out: out.clone(),
+        format: ExportFormat::Flac,
+        split_chapters: true,
+        ..Default::default()
+    };
+    let report = export(&p, &opts).unwrap();
+    assert_eq!(report.files.len(), 3);
+    assert!(!out.exists());
+    let cue = std::fs::read_to_string(&report.cue_path).unwrap();
+    for (i, ch) in chapters.iter().enumerate() {
+        let path = tmp.path().join(format!("book-{:02}.flac", i + 1));
+        assert_eq!(report.files[i].path, path);
+        let (_, got) = read_flac(&path);
+        let want: Vec<i32> = ch.iter().map(|&x| quantise(x, 16)).collect();
+        assert!(got == want, "chapter {} differs", i + 1);
+        assert_eq!(report.chapters[i].start_samples, 0);
+        assert_eq!(report.chapters[i].file, format!("book-{:02}.flac", i + 1));
+        assert!(cue.contains(&format!("FILE \"book-{:02}.flac\" FLAC", i + 1)));
+    }
+    assert_eq!(report.total_samples, chapters.iter().map(|c| c.len() as u64).sum::<u64>());
+}
+
+#[test]
+fn export_refuses_segments_without_takes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let segments = manuscript(&sentences(3), 3, 1);
+    let mut p = Project::open(tmp.path().join("p")).unwrap();
+    p.sync_manuscript(&segments).unwrap();
+    p.save_take(&synthetic_take(0, &segments[0], 1)).unwrap();
+    let opts = ExportOptions { out: tmp.path().join("b.wav"), ..Default::default() };
+    let err = export(&p, &opts).unwrap_err();
+    assert!(matches!(&err, StoreError::MissingTakes { count: 2, first } if first == &vec![2, 3]));
+    assert!(!tmp.path().join("b.wav").exists());
+}
+
+fn sine(freq: f32, amplitude: f32, seconds: f32) -> Vec<f32> {
+    (0..(seconds * 24000.0) as usize)
+        .map(|i| amplitude * (2.0 * PI * freq * i as f32 / 24000.0).sin())
+        .collect()
+}
+
+#[test]
+fn loudness_of_reference_sines() {
+    // BS.1770: a 0 dBFS 997 Hz sine reads −3.01 LUFS (mono, channel weight 1).
+    let lufs = integrated_lufs(&sine(997.0, 1.0, 10.0)).unwrap();
+    assert!((lufs + 3.01).abs() < 0.05, "997 Hz 0 dBFS: {lufs}");
+    // 1 kHz at −20 dBFS: −23.0 LUFS (K-weighting is within 0.01 dB of 0 dB there).
+    let lufs = integrated_lufs(&sine(1000.0, 0.1, 10.0)).unwrap();
+    assert!((lufs + 23.01).abs() < 0.05, "1 kHz −20 dBFS: {lufs}");
+    assert!(integrated_lufs(&vec![0.0; 48000]).unwrap().is_infinite());
+}
+
+#[test]
+fn normalisation_hits_the_target_within_a_tenth_of_a_lu() {
+    let tmp = tempfile::tempdir().unwrap();
+    let segments = manuscript(&sentences(4), 2, 1);
+    let mut p = Project::open(tmp.path().join("p")).unwrap();
+    p.sync_manuscript(&segments).unwrap();
+    for (k, s) in segments.iter().enumerate() {
+        let mut take = synthetic_take(k as u64, s, 1);
+        take.samples = Arc::new(sine(220.0 * (k + 1) as f32, 0.02 + 0.03 * k as f32, 1.5));
+        p.save_take(&take).unwrap();
+    }
+    for (sample_format, split) in
+        [(SampleFormat::Float32, false), (SampleFormat::Int16, false), (SampleFormat::Int24, true)]
+    {
+        let out = tmp.path().join("norm.wav");
+        let opts = ExportOptions {
+            out: out.clone(),
+            sample_format,
+            split_chapters: split,
+            loudness_lufs: Some(-18.0),
+            ..Default::default()
+        };
+        let report = export(&p, &opts).unwrap();
+        for file in &report.files {
+            assert!(file.measured_lufs.unwrap() < -19.0);
+            let reader = hound::WavReader::open(&file.path).unwrap();
+            let samples: Vec<f32> = match sample_format {
+                SampleFormat::Float32 => reader.into_samples::<f32>().map(Result::unwrap).collect(),
+                f => {
+                    let scale = (1i64 << (f.bits() - 1)) as f32;
+                    reader.into_samples::<i32>().map(|s| s.unwrap() as f32 / scale).collect()
+                }
+            };
+            let lufs = integrated_lufs(&samples).unwrap();
+            assert!((lufs + 18.0).abs() < 0.1, "{sample_format:?}: {lufs} LUFS");
+            assert_eq!(file.clipped_samples, 0);
+        }
+    }
+}
