@@ -123,6 +123,11 @@ pub struct GroupInfo {
     pub token_counts: Vec<usize>,
     /// This take's index within the group.
     pub index: usize,
+    /// Speech tokens of every segment of the group, in order (added by the engine branch):
+    /// regenerating a group member bit for bit re-runs the whole group's flow, which needs its
+    /// lane-mates' tokens. Empty in records written before this field existed.
+    #[serde(default)]
+    pub tokens: Vec<Vec<u32>>,
 }
 
 /// Everything a take's audio is a function of, plus how long it took.
@@ -191,6 +196,16 @@ pub struct TelemetrySample {
     pub vocoder_rtf: f64,
     /// Wall time / audio seconds of the last group.
     pub total_rtf: f64,
+    /// Moving averages over the last few groups (sum of stage times / sum of audio seconds);
+    /// added by the engine branch.
+    #[serde(default)]
+    pub avg_lm_rtf: f64,
+    #[serde(default)]
+    pub avg_flow_rtf: f64,
+    #[serde(default)]
+    pub avg_vocoder_rtf: f64,
+    #[serde(default)]
+    pub avg_total_rtf: f64,
     pub lm_tokens_per_s: f64,
     pub flow_frames_per_s: f64,
     /// Time to first audio of this run, once known.

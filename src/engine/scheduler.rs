@@ -1,0 +1,279 @@
+//! The scheduler's pure logic: the queue of segments in manuscript order, which segments the
+//! next LM batch decodes (lanes), which finished segments form the next flow group (frame
+//! target), and where a group's audio is cut (exact n × 960-sample boundaries).
+//!
+//! Groups always come from the front of the queue, so takes leave in queue order; a group is
+//! formed as soon as its members' tokens are known, so playback never waits for the whole
+//! manuscript.
+
+use std::collections::VecDeque;
+use std::ops::Range;
+
+use super::protocol::{SegmentId, SegmentSpec};
+use super::{EngineError, Result};
+use crate::model::config::{SAMPLES_PER_TOKEN, TOKEN_MEL_RATIO};
+
+/// A queued segment, with its tokens once the LM has decoded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pending {
+    pub spec: SegmentSpec,
+    pub tokens: Option<Vec<u32>>,
+    /// This segment's share of its LM batch's wall time, seconds.
+    pub lm_s: f64,
+}
+
+impl Pending {
+    pub fn new(spec: SegmentSpec) -> Self {
+        Self { spec, tokens: None, lm_s: 0.0 }
+    }
+}
+
+/// What the engine should do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Nothing queued.
+    Idle,
+    /// Decode the next LM batch ([`Queue::lm_batch`]) before a group can be formed.
+    Lm,
+    /// Render the first n queued segments as one flow group.
+    Group(usize),
+}
+
+/// Segments in manuscript order.
+#[derive(Debug, Clone, Default)]
+pub struct Queue {
+    items: VecDeque<Pending>,
+}
+
+impl Queue {
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn items(&self) -> impl Iterator<Item = &Pending> {
+        self.items.iter()
+    }
+
+    pub fn push_back(&mut self, spec: SegmentSpec) {
+        self.items.push_back(Pending::new(spec));
+    }
+
+    pub fn push_front(&mut self, spec: SegmentSpec) {
+        self.items.push_front(Pending::new(spec));
+    }
+
+    /// Removes every entry of segment `id`; true if there was one.
+    pub fn cancel(&mut self, id: SegmentId) -> bool {
+        let before = self.items.len();
+        self.items.retain(|p| p.spec.id != id);
+        self.items.len() != before
+    }
+
+    /// Removes everything, returning the ids in queue order.
+    pub fn clear(&mut self) -> Vec<SegmentId> {
+        self.items.drain(..).map(|p| p.spec.id).collect()
+    }
+
+    /// Moves the first entry of segment `id` (tokens and all) to the front; true if found.
+    pub fn prioritise(&mut self, id: SegmentId) -> bool {
+        let Some(at) = self.items.iter().position(|p| p.spec.id == id) else {
+            return false;
+        };
+        if let Some(p) = self.items.remove(at) {
+            self.items.push_front(p);
+        }
+        true
+    }
+
+    /// Gives the queued entry of `id` a new seed, dropping tokens decoded with the old one;
+    /// false if `id` is not queued.
+    pub fn reseed(&mut self, id: SegmentId, seed: u64) -> bool {
+        let Some(p) = self.items.iter_mut().find(|p| p.spec.id == id) else {
+            return false;
+        };
+        *p = Pending::new(SegmentSpec { seed, ..p.spec.clone() });
+        true
+    }
+
+    /// Queue indices of the next LM batch: the first `lanes` entries without tokens.
+    pub fn lm_batch(&self, lanes: usize) -> Vec<usize> {
+        self.items
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.tokens.is_none())
+            .map(|(i, _)| i)
+            .take(lanes.max(1))
+            .collect()
+    }
+
+    /// Stores the LM's output for queue entry `at`.
+    pub fn set_tokens(&mut self, at: usize, tokens: Vec<u32>, lm_s: f64) {
+        if let Some(p) = self.items.get_mut(at) {
+            p.tokens = Some(tokens);
+            p.lm_s = lm_s;
+        }
+    }
+
+    /// The next step for a flow group target of `target_frames` (see [`plan_group`]).
+    pub fn plan(&self, target_frames: usize) -> Plan {
+        let known: Vec<Option<usize>> =
+            self.items.iter().map(|p| p.tokens.as_ref().map(Vec::len)).collect();
+        plan_group(&known, target_frames)
+    }
+
+    /// Removes and returns the first `n` entries.
+    pub fn take_front(&mut self, n: usize) -> Vec<Pending> {
+        self.items.drain(..n.min(self.items.len())).collect()
+    }
+}
+
+/// Decides the next step from the token counts of the queue (in order; `None` = not yet
+/// decoded). A group takes segments from the front while its generated frames (2 per token)
+/// stay within `target_frames`, always at least one; `target_frames == 0` means one segment per
+/// group. A group closes when the next segment would overflow the target or the queue ends;
+/// if a segment whose fit is still unknown is in the way, the LM runs first.
+pub fn plan_group(known_tokens: &[Option<usize>], target_frames: usize) -> Plan {
+    let Some(&first) = known_tokens.first() else {
+        return Plan::Idle;
+    };
+    let Some(first) = first else {
+        return Plan::Lm;
+    };
+    if target_frames == 0 {
+        return Plan::Group(1);
+    }
+    let mut frames = first * TOKEN_MEL_RATIO;
+    for (n, next) in known_tokens.iter().enumerate().skip(1) {
+        match next {
+            None => return Plan::Lm,
+            Some(t) if frames + t * TOKEN_MEL_RATIO > target_frames => return Plan::Group(n),
+            Some(t) => frames += t * TOKEN_MEL_RATIO,
+        }
+    }
+    Plan::Group(known_tokens.len())
+}
+
+/// Sample ranges of each segment in its group's audio: n tokens are exactly n × 960 samples.
+pub fn cut_ranges(token_counts: &[usize]) -> Vec<Range<usize>> {
+    let mut start = 0;
+    token_counts
+        .iter()
+        .map(|&n| {
+            let r = start..start + n * SAMPLES_PER_TOKEN;
+            start = r.end;
+            r
+        })
+        .collect()
+}
+
+/// Cuts a group's audio into its segments' takes; errors unless the audio is exactly
+/// total tokens × 960 samples.
+pub fn cut_group(samples: &[f32], token_counts: &[usize]) -> Result<Vec<Vec<f32>>> {
+    let total: usize = token_counts.iter().sum();
+    if samples.len() != total * SAMPLES_PER_TOKEN {
+        return Err(EngineError::Backend(format!(
+            "group of {total} tokens needs {} samples, vocoder gave {}",
+            total * SAMPLES_PER_TOKEN,
+            samples.len()
+        )));
+    }
+    Ok(cut_ranges(token_counts).into_iter().map(|r| samples[r].to_vec()).collect())
+}
+
+/// Splits `total_s` over items in proportion to their weights (equally if all weights are 0).
+pub fn shares(total_s: f64, weights: &[usize]) -> Vec<f64> {
+    let sum: usize = weights.iter().sum();
+    if sum == 0 {
+        let n = weights.len().max(1) as f64;
+        return weights.iter().map(|_| total_s / n).collect();
+    }
+    weights.iter().map(|&w| total_s * w as f64 / sum as f64).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(id: u64) -> SegmentSpec {
+        SegmentSpec { id, text: format!("segment {id}"), seed: id }
+    }
+
+    #[test]
+    fn groups_fill_up_to_the_frame_target() {
+        // 100, 200, 300, 400 tokens = 200, 400, 600, 800 frames.
+        let k = [Some(100), Some(200), Some(300), Some(400)];
+        assert_eq!(plan_group(&k, 600), Plan::Group(2)); // 200 + 400 = 600 fits exactly
+        assert_eq!(plan_group(&k, 599), Plan::Group(1));
+        assert_eq!(plan_group(&k, 1200), Plan::Group(3));
+        assert_eq!(plan_group(&k, 10_000), Plan::Group(4)); // queue end closes the group
+        assert_eq!(plan_group(&k, 0), Plan::Group(1)); // 0 = one segment per group
+        assert_eq!(plan_group(&k, 50), Plan::Group(1)); // always at least one
+    }
+
+    #[test]
+    fn unknown_fit_runs_the_lm_first() {
+        assert_eq!(plan_group(&[], 2000), Plan::Idle);
+        assert_eq!(plan_group(&[None, Some(5)], 2000), Plan::Lm);
+        assert_eq!(plan_group(&[Some(100), None], 2000), Plan::Lm);
+        // The unknown segment is beyond the point where the group closes anyway.
+        assert_eq!(plan_group(&[Some(100), Some(1000), None], 2000), Plan::Group(1));
+        assert_eq!(plan_group(&[Some(100), None], 0), Plan::Group(1));
+    }
+
+    #[test]
+    fn cuts_are_exact_multiples_of_960() {
+        let r = cut_ranges(&[3, 0, 5]);
+        assert_eq!(r, vec![0..2880, 2880..2880, 2880..7680]);
+        let samples: Vec<f32> = (0..8 * 960).map(|i| i as f32).collect();
+        let cuts = cut_group(&samples, &[3, 0, 5]).unwrap();
+        assert_eq!(cuts.iter().map(Vec::len).collect::<Vec<_>>(), vec![2880, 0, 4800]);
+        assert_eq!(cuts[2][0], 2880.0);
+        assert_eq!(cuts.concat(), samples);
+        assert!(cut_group(&samples[1..], &[3, 0, 5]).is_err());
+    }
+
+    #[test]
+    fn lm_batch_takes_the_first_undecoded_in_order() {
+        let mut q = Queue::default();
+        for id in 0..6 {
+            q.push_back(spec(id));
+        }
+        q.set_tokens(1, vec![1, 2], 0.0);
+        assert_eq!(q.lm_batch(3), vec![0, 2, 3]);
+        assert_eq!(q.lm_batch(0), vec![0]); // at least one lane
+        assert_eq!(q.lm_batch(99), vec![0, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn queue_order_cancel_prioritise_reseed() {
+        let mut q = Queue::default();
+        for id in 0..5 {
+            q.push_back(spec(id));
+        }
+        q.set_tokens(3, vec![7; 4], 0.5);
+        assert!(q.prioritise(3));
+        assert!(!q.prioritise(42));
+        assert!(q.cancel(1));
+        assert!(!q.cancel(1));
+        let ids: Vec<u64> = q.items().map(|p| p.spec.id).collect();
+        assert_eq!(ids, vec![3, 0, 2, 4]);
+        assert_eq!(q.items().next().unwrap().tokens, Some(vec![7; 4])); // kept its tokens
+        assert!(q.reseed(3, 99));
+        let front = q.items().next().unwrap();
+        assert_eq!((front.spec.seed, front.tokens.is_none()), (99, true));
+        let taken = q.take_front(2);
+        assert_eq!(taken.iter().map(|p| p.spec.id).collect::<Vec<_>>(), vec![3, 0]);
+        assert_eq!(q.clear(), vec![2, 4]);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn shares_are_proportional() {
+        assert_eq!(shares(3.0, &[1, 2]), vec![1.0, 2.0]);
+        assert_eq!(shares(2.0, &[0, 0]), vec![1.0, 1.0]);
+    }
+}

@@ -1,0 +1,101 @@
+//! Engine telemetry on the fake backend: stage times account for the wall time, the KV-cache
+//! figures equal the arithmetic, and the memory probe sees a large allocation.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use lectern::engine::backend::FakeKvShape;
+use lectern::engine::protocol::{EngineEvent, RenderParams, Request, SegmentSpec};
+use lectern::engine::telemetry::probe_memory;
+use lectern::engine::{Engine, FakeBackend, FakeDelays};
+
+/// The two tests run one at a time: touching 200 MB would otherwise steal the timed render's
+/// CPU between its stages.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn manuscript(n: u64) -> Vec<SegmentSpec> {
+    (0..n)
+        .map(|i| SegmentSpec {
+            id: i,
+            text: format!("Line {i}: {}", "so it goes ".repeat(1 + i as usize % 3)),
+            seed: 7 + i,
+        })
+        .collect()
+}
+
+#[test]
+fn stage_times_account_for_the_wall_time_and_kv_is_arithmetic() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let delays = FakeDelays {
+        lm_per_step: Duration::from_millis(4),
+        flow_per_frame_step: Duration::from_micros(120),
+        vocoder_per_frame: Duration::from_micros(600),
+    };
+    let params = RenderParams { lanes: 16, group_target_frames: 300, ..RenderParams::default() };
+    let h = Engine::spawn(FakeBackend::with_delays(delays), "narrator", params);
+    let segments = manuscript(6);
+    let start = Instant::now();
+    h.tx.send(Request::Enqueue(segments.clone())).unwrap();
+    let mut takes = Vec::new();
+    let mut samples = Vec::new();
+    loop {
+        match h.rx.recv_timeout(Duration::from_secs(60)).unwrap() {
+            EngineEvent::TakeReady(t) => takes.push(t),
+            EngineEvent::Telemetry(s) => samples.push(s),
+            EngineEvent::Idle => break,
+            _ => {}
+        }
+    }
+    let wall_s = start.elapsed().as_secs_f64();
+    eprintln!("render wall {wall_s:.3} s");
+    h.shutdown();
+    assert_eq!(takes.len(), 6);
+    let staged_s: f64 = takes
+        .iter()
+        .map(|t| t.record.timings.lm_s + t.record.timings.flow_s + t.record.timings.vocoder_s)
+        .sum();
+    eprintln!("stage sum {staged_s:.3} s ({:.2}% of wall)", 100.0 * staged_s / wall_s);
+    assert!(wall_s > 1.0, "the delays should dominate ({wall_s} s)");
+    assert!((wall_s - staged_s).abs() / wall_s < 0.05, "stages {staged_s} s vs wall {wall_s} s");
+
+    // Telemetry per group; the audio total is the takes' audio.
+    let last = samples.last().unwrap();
+    let audio_s: f64 = takes.iter().map(|t| t.samples.len() as f64 / 24_000.0).sum();
+    assert!((last.audio_s_total - audio_s).abs() < 1e-9);
+    assert!(last.time_to_first_audio_ms.is_some());
+    for s in &samples {
+        assert!(s.lm_rtf > 0.0 && s.flow_rtf > 0.0 && s.vocoder_rtf > 0.0 && s.total_rtf > 0.0);
+        assert!(s.avg_total_rtf > 0.0 && s.lm_tokens_per_s > 0.0 && s.flow_frames_per_s > 0.0);
+        assert!(s.memory.rss.is_some());
+    }
+
+    // One LM batch (16 lanes ≥ 6 segments): lane i is segment i.
+    // 2 × kv_heads × (prompt + text + tokens) × head_dim × bytes × layers.
+    let k = FakeKvShape::default();
+    assert_eq!(last.lanes.len(), 6);
+    for (lane, take) in last.lanes.iter().zip(&takes) {
+        let positions =
+            k.prompt_positions + take.record.text.chars().count() + take.record.tokens.len();
+        let expected = 2 * 2 * positions * 64 * 4 * 24;
+        assert_eq!(lane.used_bytes, expected as u64);
+        assert!(lane.capacity_bytes >= lane.used_bytes);
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn memory_probe_sees_a_touched_allocation() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let before = probe_memory();
+    let mut buffer = vec![0u8; 200 << 20];
+    for page in buffer.chunks_mut(4096) {
+        page[0] = 1; // touch every page so it is resident
+    }
+    let after = probe_memory();
+    std::hint::black_box(&buffer);
+    let grown = after.rss.unwrap() as i64 - before.rss.unwrap() as i64;
+    assert!(grown > 150 << 20, "RSS grew by {grown} bytes");
+    assert!(after.pss.unwrap() > before.pss.unwrap());
+    assert!(after.swap.is_some());
+    assert!(!after.suspect);
+}
