@@ -68,7 +68,7 @@ fn render_does_not_allocate() {
     assert!(n >= 1);
     drop(v);
 
-    prod.push_partial_slice(&take);
+    let _ = prod.push_partial_slice(&take);
     shared.set_pending(true);
     let (n, played) = count(|| {
         let mut played = 0;
@@ -86,7 +86,7 @@ fn render_does_not_allocate() {
     assert_eq!(played, 3000);
     assert!(shared.underruns() >= 1);
 
-    prod.push_partial_slice(&take[..100]);
+    let _ = prod.push_partial_slice(&take[..100]);
     let req = shared.request_flush();
     let (n, _) = count(|| r.render(&mut out_f32));
     assert_eq!(n, 0, "flush allocated {n} times");
