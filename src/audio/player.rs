@@ -143,7 +143,7 @@ pub struct PlayerStatus {
     pub notice: Option<String>,
     pub state: PlayState,
     pub now_playing: Option<NowPlaying>,
-    /// Takes queued after the current one.
+    /// Takes queued and not yet under the playhead.
     pub queued: usize,
     pub underruns: u64,
     /// Silence inserted by underruns, milliseconds.
@@ -515,7 +515,7 @@ impl Manager {
             notice: self.notice.clone(),
             state,
             now_playing,
-            queued: self.queue.len().saturating_sub(1),
+            queued: self.queue.len() - usize::from(now_playing.is_some()),
             underruns: self.shared.underruns(),
             underrun_ms: to_ms(self.shared.underrun_frames()),
             buffered_ms: to_ms(ring_frames as u64),
