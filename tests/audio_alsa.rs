@@ -101,6 +101,10 @@ fn plays_a_take_through_alsa_into_a_file() {
             .env("ALSA_CONFIG_PATH", format!("/usr/share/alsa/alsa.conf:{}", conf.display()))
             .output()
             .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for line in stderr.lines().filter(|l| l.contains("take found")) {
+            eprintln!("{line}");
+        }
         assert!(
             out.status.success(),
             "case {name} failed:\n{}\n{}",

@@ -565,7 +565,8 @@ impl App {
             };
             if let Some(cue) = self.cue(i) {
                 self.audio_out.push(AudioCommand::Enqueue(cue));
-            } else if row.in_flight() {
+            } else if !matches!(row.state, SegmentState::Failed(_) | SegmentState::Cancelled) {
+                // Not rendered yet (its take may follow its Ready state): wait for it.
                 break;
             }
             self.play_cursor = Some(i + 1);
