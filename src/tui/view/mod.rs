@@ -107,8 +107,14 @@ pub fn draw(app: &App, theme: &Theme, frame: &mut Frame) {
     let area = frame.area();
     let a = layout(area, app.lane_count());
     if a.too_small {
-        let msg = format!("terminal too small ({}x{})", area.width, area.height);
-        frame.render_widget(Paragraph::new(msg).style(theme.notice), area);
+        let msg = format!(
+            "terminal too small ({}x{}); need {MIN_WIDTH}x{MIN_HEIGHT}",
+            area.width, area.height
+        );
+        frame.render_widget(
+            Paragraph::new(msg).style(theme.notice).wrap(ratatui::widgets::Wrap { trim: true }),
+            area,
+        );
         return;
     }
     draw_title(app, theme, frame, a.title);
@@ -145,20 +151,20 @@ fn draw_title(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
         format!(" Lectern — {} — voice {} — {} ", c.manuscript, c.voice, c.model),
         theme.title,
     )];
-    if c.tiny_model {
-        spans.push(Span::styled(format!(" {TINY_MODEL_NOTICE} "), theme.title_notice));
-    }
+    let engine = if app.engine_gone {
+        "engine stopped "
+    } else if app.engine_idle {
+        "idle "
+    } else {
+        "rendering "
+    };
+    spans.push(Span::styled(engine, theme.title));
     if app.frozen.is_some() {
         spans.push(Span::styled(" FROZEN ", theme.notice));
     }
-    let engine = if app.engine_gone {
-        " engine stopped "
-    } else if app.engine_idle {
-        " idle "
-    } else {
-        " rendering "
-    };
-    spans.push(Span::styled(engine, theme.title));
+    if c.tiny_model {
+        spans.push(Span::styled(format!(" {TINY_MODEL_NOTICE} "), theme.title_notice));
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)).style(theme.title), area);
 }
 
