@@ -4,13 +4,17 @@
 //! - `cli`: subcommands (the binary's edge);
 //! - `bench`: `lectern bench`, stage benchmarks on full-size random weights;
 //! - `parity`: `lectern parity`, model stages against reference fixtures;
+//! - `tui`: the workstation front end (state, keys, themes, panels, event loop);
 //! - `engine`: background synthesis thread, scheduler, telemetry, takes;
 //! - `store`: project database, take files, export;
+//! - `audio`: playback (cpal + ring buffer, file sink), WAV I/O;
 //! - `model`: CosyVoice3 in candle — pure math, no threads, no I/O beyond loading.
 
+pub mod audio;
 pub mod bench;
 pub mod cli;
 pub mod engine;
 pub mod model;
 pub mod parity;
 pub mod store;
+pub mod tui;

@@ -1,0 +1,33 @@
+//! Playback: WAV I/O, the real-time render state behind the output callback, and the player
+//! (cpal output stream or a file sink when there is no device).
+//!
+//! Threads: the caller talks to a [`player::Player`] handle; an `audio-mgr` thread owns the sink
+//! and the producer half of a wait-free ring (rtrb); the device callback (or the `audio-file`
+//! thread of the file sink) owns the consumer half through a [`render::Renderer`]. The only state
+//! shared with the callback is atomics in [`render::Shared`]. Nothing here imports the model or
+//! the TUI.
+
+pub mod player;
+pub mod render;
+pub mod resample;
+pub mod wav;
+
+pub use player::{AudioCommand, Cue, DeviceChoice, PlayState, Player, PlayerConfig, PlayerStatus};
+
+/// Sample rate of everything the engine produces, Hz (1 speech token = 960 samples).
+pub const SAMPLE_RATE_HZ: u32 = 24_000;
+
+/// Errors of the audio module.
+#[derive(Debug, thiserror::Error)]
+pub enum AudioError {
+    #[error("wav: {0}")]
+    Wav(#[from] hound::Error),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("unsupported wav: {0}")]
+    Unsupported(String),
+    #[error("audio device: {0}")]
+    Device(String),
+}
+
+pub type Result<T> = std::result::Result<T, AudioError>;

@@ -1,0 +1,386 @@
+//! Themes: a set of named style roles. Widgets ask for roles (`theme.state_ready`), never for
+//! colours. Built-in `dark` and `light` defaults live in code; `themes/NAME.toml` is a patch
+//! over its `base` (or the built-in of the same name), so a file lists only what it changes and
+//! new roles never break old files. [`ThemeWatcher`] reports edits so the UI can reload.
+//!
+//! ```toml
+//! base = "dark"
+//! [roles]
+//! title = { fg = "black", bg = "#5fafd7", bold = true }
+//! ```
+//!
+//! Colours: names (`red`, `lightblue`, `darkgray`, `reset`), `#rrggbb`, or a 0–255 index.
+//! Modifiers: `bold`, `dim`, `italic`, `underlined`, `reversed` (true/false).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::mpsc;
+
+use ratatui::style::{Color, Modifier, Style};
+use serde::Deserialize;
+
+/// Errors loading a theme file.
+#[derive(Debug, thiserror::Error)]
+pub enum ThemeError {
+    #[error("theme {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("theme {path}: {source}")]
+    Toml { path: String, source: toml::de::Error },
+    #[error("theme {path}: unknown role {role:?}")]
+    UnknownRole { path: String, role: String },
+    #[error("theme {path}: role {role}: bad colour {value:?}")]
+    BadColour { path: String, role: String, value: String },
+    #[error("theme {path}: unknown base theme {base:?}")]
+    UnknownBase { path: String, base: String },
+    #[error("theme watcher: {0}")]
+    Watch(#[from] notify::Error),
+}
+
+macro_rules! roles {
+    ($($(#[doc = $doc:literal])* $name:ident,)*) => {
+        /// Named styles for every visual role of the UI.
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Theme {
+            pub name: String,
+            $($(#[doc = $doc])* pub $name: Style,)*
+        }
+
+        impl Theme {
+            /// Every role name, in declaration order.
+            pub const ROLES: &'static [&'static str] = &[$(stringify!($name),)*];
+
+            fn role_mut(&mut self, role: &str) -> Option<&mut Style> {
+                match role {
+                    $(stringify!($name) => Some(&mut self.$name),)*
+                    _ => None,
+                }
+            }
+
+            /// A role's style by name.
+            #[must_use]
+            pub fn role(&self, role: &str) -> Option<Style> {
+                match role {
+                    $(stringify!($name) => Some(self.$name),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+roles! {
+    /// Title bar.
+    title,
+    /// Title bar warning (tiny model).
+    title_notice,
+    /// Panel borders.
+    border,
+    /// Panel titles.
+    panel_title,
+    /// Ordinary text.
+    text,
+    /// Secondary text (units, labels, hints).
+    dim,
+    /// Selected segment row.
+    selection,
+    /// Segment states.
+    state_queued,
+    state_lm,
+    state_flow,
+    state_vocoder,
+    state_ready,
+    state_playing,
+    state_failed,
+    state_cancelled,
+    /// Profiler series.
+    rtf_lm,
+    rtf_flow,
+    rtf_vocoder,
+    rtf_total,
+    /// A figure faster than real time / slower than real time.
+    value_good,
+    value_bad,
+    /// Memory chart.
+    memory,
+    /// KV lane gauges: used and free parts.
+    gauge_filled,
+    gauge_unfilled,
+    /// Transport progress bar.
+    playhead,
+    /// Log pane.
+    log,
+    /// Warnings and notices (no audio device, frozen panels).
+    notice,
+    /// Bottom hint bar: key and description.
+    hint_key,
+    hint_text,
+    /// Help overlay: background, keys, descriptions.
+    help,
+    help_key,
+    help_text,
+    /// Search prompt and matches.
+    search,
+}
+
+fn fg(c: Color) -> Style {
+    Style::new().fg(c)
+}
+
+impl Theme {
+    /// The dark built-in theme (for dark terminal backgrounds).
+    #[must_use]
+    pub fn dark() -> Self {
+        Self {
+            name: "dark".into(),
+            title: Style::new().fg(Color::Black).bg(Color::Cyan).add_modifier(Modifier::BOLD),
+            title_notice: Style::new().fg(Color::Black).bg(Color::Yellow),
+            border: fg(Color::DarkGray),
+            panel_title: fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            text: Style::new(),
+            dim: fg(Color::DarkGray),
+            selection: Style::new().bg(Color::Indexed(237)).add_modifier(Modifier::BOLD),
+            state_queued: fg(Color::DarkGray),
+            state_lm: fg(Color::Magenta),
+            state_flow: fg(Color::Blue),
+            state_vocoder: fg(Color::Cyan),
+            state_ready: fg(Color::Green),
+            state_playing: fg(Color::LightGreen).add_modifier(Modifier::BOLD),
+            state_failed: fg(Color::Red).add_modifier(Modifier::BOLD),
+            state_cancelled: fg(Color::DarkGray).add_modifier(Modifier::CROSSED_OUT),
+            rtf_lm: fg(Color::Magenta),
+            rtf_flow: fg(Color::Blue),
+            rtf_vocoder: fg(Color::Cyan),
+            rtf_total: fg(Color::White).add_modifier(Modifier::BOLD),
+            value_good: fg(Color::Green),
+            value_bad: fg(Color::Red),
+            memory: fg(Color::Yellow),
+            gauge_filled: fg(Color::Green),
+            gauge_unfilled: fg(Color::DarkGray),
+            playhead: fg(Color::LightGreen),
+            log: fg(Color::Gray),
+            notice: fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            hint_key: fg(Color::Black).bg(Color::DarkGray),
+            hint_text: fg(Color::Gray),
+            help: Style::new().bg(Color::Indexed(235)),
+            help_key: fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            help_text: fg(Color::White),
+            search: fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        }
+    }
+
+    /// The light built-in theme (for light terminal backgrounds).
+    #[must_use]
+    pub fn light() -> Self {
+        Self {
+            name: "light".into(),
+            title: Style::new().fg(Color::White).bg(Color::Blue).add_modifier(Modifier::BOLD),
+            title_notice: Style::new().fg(Color::Black).bg(Color::LightYellow),
+            border: fg(Color::Gray),
+            panel_title: fg(Color::Blue).add_modifier(Modifier::BOLD),
+            text: fg(Color::Black),
+            dim: fg(Color::DarkGray),
+            selection: Style::new().bg(Color::Indexed(254)).add_modifier(Modifier::BOLD),
+            state_queued: fg(Color::DarkGray),
+            state_lm: fg(Color::Magenta),
+            state_flow: fg(Color::Blue),
+            state_vocoder: fg(Color::Indexed(30)),
+            state_ready: fg(Color::Green),
+            state_playing: fg(Color::Indexed(28)).add_modifier(Modifier::BOLD),
+            state_failed: fg(Color::Red).add_modifier(Modifier::BOLD),
+            state_cancelled: fg(Color::Gray).add_modifier(Modifier::CROSSED_OUT),
+            rtf_lm: fg(Color::Magenta),
+            rtf_flow: fg(Color::Blue),
+            rtf_vocoder: fg(Color::Indexed(30)),
+            rtf_total: fg(Color::Black).add_modifier(Modifier::BOLD),
+            value_good: fg(Color::Indexed(28)),
+            value_bad: fg(Color::Red),
+            memory: fg(Color::Indexed(130)),
+            gauge_filled: fg(Color::Indexed(28)),
+            gauge_unfilled: fg(Color::Gray),
+            playhead: fg(Color::Indexed(28)),
+            log: fg(Color::DarkGray),
+            notice: fg(Color::Indexed(130)).add_modifier(Modifier::BOLD),
+            hint_key: fg(Color::White).bg(Color::DarkGray),
+            hint_text: fg(Color::DarkGray),
+            help: Style::new().bg(Color::Indexed(255)),
+            help_key: fg(Color::Blue).add_modifier(Modifier::BOLD),
+            help_text: fg(Color::Black),
+            search: fg(Color::Indexed(130)).add_modifier(Modifier::BOLD),
+        }
+    }
+
+    /// A style-free theme (every role is `Style::default()`), for tests that compare text only.
+    #[must_use]
+    pub fn plain() -> Self {
+        let mut t = Self::dark();
+        t.name = "plain".into();
+        for role in Self::ROLES {
+            if let Some(s) = t.role_mut(role) {
+                *s = Style::new();
+            }
+        }
+        t
+    }
+
+    /// A built-in theme by name.
+    #[must_use]
+    pub fn builtin(name: &str) -> Option<Self> {
+        match name {
+            "dark" => Some(Self::dark()),
+            "light" => Some(Self::light()),
+            "plain" => Some(Self::plain()),
+            _ => None,
+        }
+    }
+
+    /// Applies a TOML patch; `path` only names the source in errors.
+    pub fn patch(&mut self, text: &str, path: &str) -> Result<(), ThemeError> {
+        let file: ThemeFile = toml::from_str(text)
+            .map_err(|source| ThemeError::Toml { path: path.into(), source })?;
+        for (role, spec) in file.roles {
+            let Some(style) = self.role_mut(&role) else {
+                return Err(ThemeError::UnknownRole { path: path.into(), role });
+            };
+            *style = spec.apply(*style).map_err(|value| ThemeError::BadColour {
+                path: path.into(),
+                role: role.clone(),
+                value,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Parses a theme file: its `base` (default: the built-in named like the file, else dark)
+    /// patched with its roles.
+    pub fn from_toml(name: &str, text: &str, path: &str) -> Result<Self, ThemeError> {
+        let file: ThemeFile = toml::from_str(text)
+            .map_err(|source| ThemeError::Toml { path: path.into(), source })?;
+        let mut theme = match &file.base {
+            Some(base) => Self::builtin(base)
+                .ok_or_else(|| ThemeError::UnknownBase { path: path.into(), base: base.clone() })?,
+            None => Self::builtin(name).unwrap_or_else(Self::dark),
+        };
+        theme.patch(text, path)?;
+        theme.name = name.to_string();
+        Ok(theme)
+    }
+
+    /// Loads theme `name`: `dir/NAME.toml` if it exists, else the built-in of that name.
+    pub fn load(dir: Option<&Path>, name: &str) -> Result<Self, ThemeError> {
+        let path = dir.map(|d| d.join(format!("{name}.toml")));
+        match path {
+            Some(p) if p.exists() => {
+                let text = std::fs::read_to_string(&p)
+                    .map_err(|source| ThemeError::Io { path: p.display().to_string(), source })?;
+                Self::from_toml(name, &text, &p.display().to_string())
+            }
+            _ => Self::builtin(name).ok_or_else(|| ThemeError::Io {
+                path: name.to_string(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such theme"),
+            }),
+        }
+    }
+
+    /// Theme names available: the built-ins plus every `*.toml` in `dir`, sorted, unique.
+    #[must_use]
+    pub fn available(dir: Option<&Path>) -> Vec<String> {
+        let mut names: Vec<String> = vec!["dark".into(), "light".into()];
+        if let Some(Ok(entries)) = dir.map(std::fs::read_dir) {
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.extension().is_some_and(|x| x == "toml") {
+                    if let Some(stem) = p.file_stem().and_then(|s| s.to_str()) {
+                        names.push(stem.to_string());
+                    }
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ThemeFile {
+    #[serde(default)]
+    base: Option<String>,
+    #[serde(default)]
+    roles: BTreeMap<String, StyleSpec>,
+}
+
+/// One role in a theme file; absent fields keep the base style's value.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct StyleSpec {
+    fg: Option<String>,
+    bg: Option<String>,
+    bold: Option<bool>,
+    dim: Option<bool>,
+    italic: Option<bool>,
+    underlined: Option<bool>,
+    reversed: Option<bool>,
+    crossed_out: Option<bool>,
+}
+
+impl StyleSpec {
+    /// The base style with this spec's fields applied; Err(value) names a bad colour.
+    fn apply(&self, mut style: Style) -> Result<Style, String> {
+        let colour = |v: &String| Color::from_str(v).map_err(|_| v.clone());
+        if let Some(c) = &self.fg {
+            style.fg = Some(colour(c)?);
+        }
+        if let Some(c) = &self.bg {
+            style.bg = Some(colour(c)?);
+        }
+        for (flag, m) in [
+            (self.bold, Modifier::BOLD),
+            (self.dim, Modifier::DIM),
+            (self.italic, Modifier::ITALIC),
+            (self.underlined, Modifier::UNDERLINED),
+            (self.reversed, Modifier::REVERSED),
+            (self.crossed_out, Modifier::CROSSED_OUT),
+        ] {
+            match flag {
+                Some(true) => {
+                    style = style.add_modifier(m);
+                    style.sub_modifier.remove(m);
+                }
+                Some(false) => {
+                    style = style.remove_modifier(m);
+                    style.add_modifier.remove(m);
+                }
+                None => {}
+            }
+        }
+        Ok(style)
+    }
+}
+
+/// Watches a themes directory; a `()` arrives on the receiver after any `.toml` file in it is
+/// written, created or removed. Dropping the watcher stops it.
+pub struct ThemeWatcher {
+    _watcher: notify::RecommendedWatcher,
+    pub dir: PathBuf,
+}
+
+impl ThemeWatcher {
+    pub fn new(dir: &Path) -> Result<(Self, mpsc::Receiver<()>), ThemeError> {
+        use notify::Watcher;
+        let (tx, rx) = mpsc::channel();
+        let mut watcher =
+            notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+                if let Ok(ev) = res {
+                    let relevant = !ev.kind.is_access()
+                        && ev.paths.iter().any(|p| p.extension().is_some_and(|x| x == "toml"));
+                    if relevant {
+                        let _ = tx.send(());
+                    }
+                }
+            })?;
+        watcher.watch(dir, notify::RecursiveMode::NonRecursive)?;
+        Ok((Self { _watcher: watcher, dir: dir.to_path_buf() }, rx))
+    }
+}

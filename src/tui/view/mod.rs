@@ -1,0 +1,240 @@
+//! Drawing: pure functions of `(&App, &Theme)` into a ratatui `Frame`, one module per panel.
+//! [`layout`] is shared with the app (mouse hit-testing, page size), so both agree on where
+//! each panel is.
+
+pub mod help;
+pub mod log;
+pub mod segments;
+pub mod telemetry;
+pub mod transport;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Margin, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::app::{App, Mode, TINY_MODEL_NOTICE};
+use super::theme::Theme;
+use crate::engine::protocol::SegmentState;
+
+/// Below this the full layout is unreadable and the reduced one is drawn.
+pub const FULL_MIN_WIDTH: u16 = 100;
+pub const FULL_MIN_HEIGHT: u16 = 28;
+/// Below this nothing but a notice is drawn.
+pub const MIN_WIDTH: u16 = 30;
+pub const MIN_HEIGHT: u16 = 8;
+
+/// Where every panel goes. Panels absent from a layout have an empty rect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Areas {
+    /// The reduced layout for small terminals.
+    pub compact: bool,
+    /// Too small even for that.
+    pub too_small: bool,
+    pub title: Rect,
+    pub list: Rect,
+    pub text: Rect,
+    pub profiler: Rect,
+    pub memory: Rect,
+    pub lanes: Rect,
+    pub transport: Rect,
+    pub params: Rect,
+    pub log: Rect,
+    pub hints: Rect,
+}
+
+impl Areas {
+    /// The segment list inside its border.
+    #[must_use]
+    pub fn list_inner(&self) -> Rect {
+        self.list.inner(Margin::new(1, 1))
+    }
+    /// Segment rows visible at once.
+    #[must_use]
+    pub fn list_rows(&self) -> u16 {
+        self.list_inner().height
+    }
+}
+
+/// Splits the terminal; `lanes` sizes the KV-lanes panel.
+#[must_use]
+pub fn layout(area: Rect, lanes: usize) -> Areas {
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        return Areas { too_small: true, ..Areas::default() };
+    }
+    let [title, body, hints] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)])
+            .areas(area);
+    if area.width < FULL_MIN_WIDTH || area.height < FULL_MIN_HEIGHT {
+        let [list, transport] =
+            Layout::vertical([Constraint::Min(3), Constraint::Length(3)]).areas(body);
+        return Areas { compact: true, title, list, transport, hints, ..Areas::default() };
+    }
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(42), Constraint::Percentage(58)]).areas(body);
+    let [list, text] = Layout::vertical([Constraint::Min(5), Constraint::Length(7)]).areas(left);
+    let lanes_h = (lanes.clamp(1, 8) + 2) as u16;
+    let [profiler, mid, bottom, log] = Layout::vertical([
+        Constraint::Length(8),
+        Constraint::Length(lanes_h.max(6)),
+        Constraint::Length(7),
+        Constraint::Min(3),
+    ])
+    .areas(right);
+    let [memory, lanes] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(mid);
+    let [transport, params] =
+        Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(bottom);
+    Areas {
+        compact: false,
+        too_small: false,
+        title,
+        list,
+        text,
+        profiler,
+        memory,
+        lanes,
+        transport,
+        params,
+        log,
+        hints,
+    }
+}
+
+/// Draws the whole UI.
+pub fn draw(app: &App, theme: &Theme, frame: &mut Frame) {
+    let area = frame.area();
+    let a = layout(area, app.lane_count());
+    if a.too_small {
+        let msg = format!(
+            "terminal too small ({}x{}); need {MIN_WIDTH}x{MIN_HEIGHT}",
+            area.width, area.height
+        );
+        frame.render_widget(
+            Paragraph::new(msg).style(theme.notice).wrap(ratatui::widgets::Wrap { trim: true }),
+            area,
+        );
+        return;
+    }
+    draw_title(app, theme, frame, a.title);
+    segments::draw_list(app, theme, frame, a.list);
+    if a.compact {
+        transport::draw_compact(app, theme, frame, a.transport);
+    } else {
+        segments::draw_text(app, theme, frame, a.text);
+        telemetry::draw_profiler(app, theme, frame, a.profiler);
+        telemetry::draw_memory(app, theme, frame, a.memory);
+        telemetry::draw_lanes(app, theme, frame, a.lanes);
+        transport::draw_transport(app, theme, frame, a.transport);
+        transport::draw_params(app, theme, frame, a.params);
+        log::draw(app, theme, frame, a.log);
+    }
+    draw_hints(app, theme, frame, a.hints);
+    if app.mode == Mode::Help {
+        help::draw(app, theme, frame, area);
+    }
+}
+
+/// A bordered panel with a styled title.
+#[must_use]
+pub fn panel<'a>(title: &'a str, theme: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(theme.border)
+        .title(Span::styled(format!(" {title} "), theme.panel_title))
+}
+
+fn draw_title(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
+    let c = &app.config;
+    let mut spans = vec![Span::styled(
+        format!(" Lectern — {} — voice {} — {} ", c.manuscript, c.voice, c.model),
+        theme.title,
+    )];
+    let engine = if app.engine_gone {
+        "engine stopped "
+    } else if app.engine_idle {
+        "idle "
+    } else {
+        "rendering "
+    };
+    spans.push(Span::styled(engine, theme.title));
+    if app.frozen.is_some() {
+        spans.push(Span::styled(" FROZEN ", theme.notice));
+    }
+    if c.tiny_model {
+        spans.push(Span::styled(format!(" {TINY_MODEL_NOTICE} "), theme.title_notice));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)).style(theme.title), area);
+}
+
+fn draw_hints(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
+    let line = if app.mode == Mode::Search {
+        let n = app.search_matches().len();
+        Line::from(vec![
+            Span::styled(format!("/{}", app.search), theme.search),
+            Span::styled(format!("  {n} match(es) · enter done · esc cancel"), theme.hint_text),
+        ])
+    } else {
+        let mut spans = Vec::new();
+        for (k, d) in [
+            ("space", "play/pause"),
+            ("enter", "play from"),
+            ("s", "re-seed"),
+            ("t", "takes"),
+            ("[ ]", "NFE"),
+            ("?", "help"),
+            ("q", "quit"),
+        ] {
+            spans.push(Span::styled(format!(" {k} "), theme.hint_key));
+            spans.push(Span::styled(format!(" {d} "), theme.hint_text));
+        }
+        if let Some(n) = &app.player.notice {
+            spans.push(Span::styled(format!(" {n}"), theme.notice));
+        }
+        Line::from(spans)
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// Short display name and role of a segment state.
+#[must_use]
+pub fn state_label(state: &SegmentState, theme: &Theme) -> (&'static str, &'static str, Style) {
+    match state {
+        SegmentState::Queued => ("○", "queued", theme.state_queued),
+        SegmentState::Lm => ("◔", "LM", theme.state_lm),
+        SegmentState::Flow => ("◑", "flow", theme.state_flow),
+        SegmentState::Vocoder => ("◕", "vocoder", theme.state_vocoder),
+        SegmentState::Ready => ("●", "ready", theme.state_ready),
+        SegmentState::Cancelled => ("–", "cancel", theme.state_cancelled),
+        SegmentState::Failed(_) => ("✗", "failed", theme.state_failed),
+    }
+}
+
+/// `mm:ss.s` of a 24 kHz sample count.
+#[must_use]
+pub fn clock(samples: u64) -> String {
+    let tenths = samples * 10 / u64::from(crate::audio::SAMPLE_RATE_HZ);
+    format!("{:02}:{:02}.{}", tenths / 600, (tenths / 10) % 60, tenths % 10)
+}
+
+/// Bytes in binary units with three significant figures.
+#[must_use]
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else if v >= 100.0 {
+        format!("{v:.0} {}", UNITS[u])
+    } else if v >= 10.0 {
+        format!("{v:.1} {}", UNITS[u])
+    } else {
+        format!("{v:.2} {}", UNITS[u])
+    }
+}

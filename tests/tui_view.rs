@@ -1,0 +1,231 @@
+//! Snapshot tests of the views on ratatui's `TestBackend`: the main layout, the help overlay,
+//! the reduced layout for small terminals, and every panel with known telemetry. Expected
+//! screens are text files under `tests/snapshots/` (`UPDATE_SNAPSHOTS=1` rewrites them; review
+//! the diff). Nothing depends on timing: the state is built by hand.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lectern::audio::player::{NowPlaying, PlayState, PlayerStatus, SinkInfo};
+use lectern::engine::protocol::{EngineEvent, SegmentState, Take};
+use lectern::tui::app::{App, AppConfig, Msg};
+use lectern::tui::demo;
+use lectern::tui::keymap::KeyMap;
+use lectern::tui::theme::Theme;
+use lectern::tui::view;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+const TEXTS: [&str; 6] = [
+    "Chapter One. The Lighthouse.",
+    "The keeper climbed the stairs every evening at dusk.",
+    "Nobody in the village remembered when he had arrived.",
+    "He spoke little, and only of the weather.",
+    "One night the lamp did not turn.",
+    "The boats came home by starlight.",
+];
+
+fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Take {
+    let row = &app.rows[i];
+    let samples = demo::sine_take(tokens, row.seed);
+    let record = lectern::engine::protocol::TakeRecord {
+        segment_id: row.id,
+        text: row.text.clone(),
+        voice_id: "narrator".into(),
+        model_id: "tiny".into(),
+        seed: row.seed,
+        nfe: 10,
+        cfg_rate: 0.7,
+        precision: Default::default(),
+        min_len_rule: Default::default(),
+        backend: "cpu".into(),
+        group: lectern::engine::protocol::GroupInfo {
+            segment_ids: vec![row.id],
+            token_counts: vec![tokens],
+            index: 0,
+        },
+        noise_source: "mt19937-seed0".into(),
+        engine_version: "0.1.0".into(),
+        tokens: vec![0; tokens],
+        timings: Default::default(),
+    };
+    Take { id: take_id, record, samples: Arc::new(samples) }
+}
+
+/// A workstation mid-session: two takes rendered, one playing, others in each stage.
+fn scene() -> App {
+    let cfg = AppConfig {
+        manuscript: "lighthouse.md".into(),
+        voice: "narrator".into(),
+        model: "tiny".into(),
+        tiny_model: true,
+        autoplay: false,
+        ..AppConfig::default()
+    };
+    let mut app = App::new(cfg, KeyMap::default());
+    let texts: Vec<String> = TEXTS.iter().map(|s| (*s).to_string()).collect();
+    app.set_segments(&texts);
+    let t0 = take(&app, 0, 1, 20);
+    let t1 = take(&app, 1, 2, 40);
+    app.update(Msg::Engine(EngineEvent::TakeReady(t0)));
+    app.update(Msg::Engine(EngineEvent::TakeReady(t1)));
+    for (i, st) in [(2, SegmentState::Vocoder), (3, SegmentState::Flow), (4, SegmentState::Lm)] {
+        let id = app.rows[i].id;
+        app.update(Msg::Engine(EngineEvent::SegmentState { id, state: st }));
+    }
+    let id5 = app.rows[5].id;
+    app.update(Msg::Engine(EngineEvent::SegmentState {
+        id: id5,
+        state: SegmentState::Failed("out of memory".into()),
+    }));
+    for k in 1..=12 {
+        app.update(Msg::Engine(EngineEvent::Telemetry(demo::telemetry(k, 3, k as f64 * 1.6))));
+    }
+    app.update(Msg::Engine(EngineEvent::Log("loaded tiny model in 0.4 s".into())));
+    app.update(Msg::Player(PlayerStatus {
+        sink: SinkInfo::Device {
+            name: "alsa:default".into(),
+            rate_hz: 24_000,
+            channels: 2,
+            format: "f32".into(),
+        },
+        state: PlayState::Playing,
+        now_playing: Some(NowPlaying {
+            take_id: 2,
+            segment_id: app.rows[1].id,
+            pos_samples: 24_000 * 3 / 2,
+            len_samples: 40 * 960,
+        }),
+        underruns: 2,
+        buffered_ms: 480,
+        ..PlayerStatus::default()
+    }));
+    app.update(Msg::Action(lectern::tui::action::Action::MoveDown));
+    app
+}
+
+/// The buffer as text, one line per row, trailing spaces trimmed.
+fn lines(buf: &Buffer) -> String {
+    let area = buf.area;
+    let mut s = String::new();
+    for y in 0..area.height {
+        let line: String = (0..area.width).map(|x| buf[(x, y)].symbol()).collect();
+        s.push_str(line.trim_end());
+        s.push('\n');
+    }
+    s
+}
+
+fn check(name: &str, buf: &Buffer) {
+    let got = lines(buf);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(format!("{name}.txt"));
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() || !path.exists() {
+        std::fs::write(&path, &got).unwrap();
+        if std::env::var_os("UPDATE_SNAPSHOTS").is_none() {
+            panic!("wrote new snapshot {}; review it and rerun", path.display());
+        }
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap();
+    if got != want {
+        panic!("snapshot {name} differs.\n--- want\n{want}\n--- got\n{got}");
+    }
+}
+
+fn draw_app(app: &App, w: u16, h: u16, theme: &Theme) -> Buffer {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|f| view::draw(app, theme, f)).unwrap();
+    t.backend().buffer().clone()
+}
+
+fn draw_panel(w: u16, h: u16, f: impl FnOnce(&mut ratatui::Frame, Rect)) -> Buffer {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    t.draw(|frame| {
+        let a = frame.area();
+        f(frame, a);
+    })
+    .unwrap();
+    t.backend().buffer().clone()
+}
+
+#[test]
+fn main_layout() {
+    let mut app = scene();
+    app.update(Msg::Resize(120, 36));
+    check("main_120x36", &draw_app(&app, 120, 36, &Theme::plain()));
+}
+
+#[test]
+fn main_layout_uses_theme_roles() {
+    let mut app = scene();
+    app.update(Msg::Resize(120, 36));
+    let theme = Theme::dark();
+    let buf = draw_app(&app, 120, 36, &theme);
+    assert_eq!(buf[(1, 0)].style().bg, theme.title.bg, "title bar");
+    // The tiny-model notice is in the title bar, in its own role.
+    let title: String = (0..120).map(|x| buf[(x, 0)].symbol().to_string()).collect();
+    let at = title.find("tiny random-weight model").expect("notice in the title");
+    let x = title[..at].chars().count() as u16;
+    assert_eq!(buf[(x, 0)].style().bg, theme.title_notice.bg);
+}
+
+#[test]
+fn help_overlay() {
+    let mut app = scene();
+    app.update(Msg::Resize(100, 30));
+    app.update(Msg::Action(lectern::tui::action::Action::ToggleHelp));
+    check("help_100x30", &draw_app(&app, 100, 30, &Theme::plain()));
+}
+
+#[test]
+fn small_terminal_gets_the_reduced_layout() {
+    let mut app = scene();
+    app.update(Msg::Resize(60, 14));
+    check("small_60x14", &draw_app(&app, 60, 14, &Theme::plain()));
+    app.update(Msg::Resize(20, 5));
+    check("tiny_20x5", &draw_app(&app, 20, 5, &Theme::plain()));
+}
+
+#[test]
+fn panels_with_known_telemetry() {
+    let app = scene();
+    let th = Theme::plain();
+    check(
+        "panel_profiler",
+        &draw_panel(72, 8, |f, a| view::telemetry::draw_profiler(&app, &th, f, a)),
+    );
+    check("panel_memory", &draw_panel(40, 7, |f, a| view::telemetry::draw_memory(&app, &th, f, a)));
+    check("panel_lanes", &draw_panel(44, 6, |f, a| view::telemetry::draw_lanes(&app, &th, f, a)));
+    check(
+        "panel_transport",
+        &draw_panel(52, 6, |f, a| view::transport::draw_transport(&app, &th, f, a)),
+    );
+    check("panel_params", &draw_panel(36, 7, |f, a| view::transport::draw_params(&app, &th, f, a)));
+    check("panel_log", &draw_panel(50, 5, |f, a| view::log::draw(&app, &th, f, a)));
+    check("panel_segments", &draw_panel(80, 9, |f, a| view::segments::draw_list(&app, &th, f, a)));
+    check("panel_text", &draw_panel(50, 6, |f, a| view::segments::draw_text(&app, &th, f, a)));
+}
+
+#[test]
+fn empty_panels_say_so() {
+    let app = App::new(AppConfig::default(), KeyMap::default());
+    let th = Theme::plain();
+    let buf = draw_panel(40, 6, |f, a| view::telemetry::draw_profiler(&app, &th, f, a));
+    assert!(lines(&buf).contains("no telemetry yet"));
+    let buf = draw_panel(40, 6, |f, a| view::telemetry::draw_lanes(&app, &th, f, a));
+    assert!(lines(&buf).contains("no active lanes"));
+}
+
+#[test]
+fn layout_is_the_same_for_app_and_view() {
+    let a = view::layout(Rect::new(0, 0, 120, 36), 3);
+    assert!(!a.compact);
+    assert_eq!(a.list_inner().y, 2);
+    let small = view::layout(Rect::new(0, 0, 60, 14), 3);
+    assert!(small.compact);
+    assert!(view::layout(Rect::new(0, 0, 20, 5), 3).too_small);
+}
