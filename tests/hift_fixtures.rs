@@ -44,9 +44,11 @@ fn f0_matches_in_float64() {
     let mel = &case["mel"];
     let f0 = hift.f0(mel, true).unwrap();
     let d = max_rel(&f0, &flat(&case["final.f0"]));
+    eprintln!("final.f0 max rel diff {d:e}");
     assert!(d < 1e-5, "final.f0 max rel diff {d}");
     let f0 = hift.f0(mel, false).unwrap();
     let d = max_rel(&f0, &flat(&case["chunk.f0"]));
+    eprintln!("chunk.f0 max rel diff {d:e}");
     assert!(d < 1e-5, "chunk.f0 max rel diff {d}");
 }
 
@@ -60,10 +62,12 @@ fn source_from_recorded_f0_matches() {
         let out = hift.source_with_noise(&f0, &noise[..len * 9], true);
         let sw = out.sine_waves.unwrap();
         let d = max_abs(&sw, &flat(&case[&format!("{c}.sine_waves")]));
+        eprintln!("{c}.sine_waves max abs diff {d:e}");
         assert!(d < 1e-5, "{c}.sine_waves max abs diff {d}");
         let d = max_abs(&out.uv.unwrap(), &flat(&case[&format!("{c}.uv")]));
         assert_eq!(d, 0.0, "{c}.uv");
         let d = max_abs(&out.source, &flat(&case[&format!("{c}.source")]));
+        eprintln!("{c}.source max abs diff {d:e}");
         assert!(d < 1e-5, "{c}.source max abs diff {d}");
     }
 }
@@ -76,11 +80,13 @@ fn decoder_from_recorded_source_matches() {
     let speech = hift.decode(mel, &source, true, None).unwrap();
     assert_eq!(speech.len(), 480 * 100);
     let d = max_abs(&speech, &flat(&case["final.speech"]));
+    eprintln!("final.speech from recorded source: max abs diff {d:e}");
     assert!(d < 1e-4, "final.speech from recorded source: max abs diff {d}");
     // The streaming chunk: 3 mel frames of F0 look-ahead, 4 of conv_pre look-ahead.
     let source = flat(&case["chunk.source"]);
     let speech = hift.decode(&mel.narrow(2, 0, 97).unwrap(), &source, false, None).unwrap();
     let d = max_abs(&speech, &flat(&case["chunk.speech"]));
+    eprintln!("chunk.speech from recorded source: max abs diff {d:e}");
     assert!(d < 1e-4, "chunk.speech from recorded source: max abs diff {d}");
 }
 
@@ -91,11 +97,13 @@ fn whole_vocoder_matches_with_rebuilt_noise() {
     let out = hift.inference(mel, true, None).unwrap();
     assert_eq!(out.speech.len(), 480 * 100);
     let d = max_abs(&out.speech, &flat(&case["final.speech"]));
+    eprintln!("final.speech max abs diff {d:e}");
     assert!(d < 2e-3, "final.speech max abs diff {d}");
     let speech = hift.forward(mel).unwrap();
     assert_eq!(speech, out.speech);
     let out = hift.inference(mel, false, None).unwrap();
     let d = max_abs(&out.speech, &flat(&case["chunk.speech"]));
+    eprintln!("chunk.speech max abs diff {d:e}");
     assert!(d < 2e-3, "chunk.speech max abs diff {d}");
 }
 
@@ -157,6 +165,7 @@ fn parity_command_writes_hift_and_mel_outputs_within_tolerance() {
             assert_eq!(g.dtype(), w.dtype(), "{name} dtype");
             let d =
                 if relative { max_rel(&flat(g), &flat(w)) } else { max_abs(&flat(g), &flat(w)) };
+            eprintln!("{case_name} {name}: max diff {d:e} (tolerance {tol})");
             assert!(d < tol as f32, "{case_name} {name}: max diff {d} (tolerance {tol})");
         }
     }

@@ -8,7 +8,11 @@ use crate::model::weights::{Result, Weights};
 /// A `Conv1d` with its causal padding. Weights `(out, in, k)`, bias `(out)`.
 #[derive(Debug, Clone)]
 pub struct CausalConv1d {
+    /// `(out, in, k)`, for strided convs (candle's im2col conv1d).
     weight: Tensor,
+    /// `(k, out, in)` contiguous, for stride-1 convs (tap-major matmuls, see
+    /// [`conv1d_tap_major`]).
+    weight_taps: Tensor,
     bias: Tensor,
     dilation: usize,
     stride: usize,
@@ -26,19 +30,46 @@ impl CausalConv1d {
     /// Left-causal conv: left-pad `(k−1)·d` zeros, dilation `d`; output length = input length.
     pub fn left(w: &Weights, c_in: usize, c_out: usize, k: usize, dilation: usize) -> Result<Self> {
         let (weight, bias) = Self::load(w, c_in, c_out, k)?;
-        Ok(Self { weight, bias, dilation, stride: 1, pad_left: (k - 1) * dilation, pad_right: 0 })
+        let weight_taps = weight.permute((2, 0, 1))?.contiguous()?;
+        Ok(Self {
+            weight,
+            weight_taps,
+            bias,
+            dilation,
+            stride: 1,
+            pad_left: (k - 1) * dilation,
+            pad_right: 0,
+        })
     }
 
     /// Look-ahead conv: right-pad `k−1` zeros.
     pub fn right(w: &Weights, c_in: usize, c_out: usize, k: usize) -> Result<Self> {
         let (weight, bias) = Self::load(w, c_in, c_out, k)?;
-        Ok(Self { weight, bias, dilation: 1, stride: 1, pad_left: 0, pad_right: k - 1 })
+        let weight_taps = weight.permute((2, 0, 1))?.contiguous()?;
+        Ok(Self {
+            weight,
+            weight_taps,
+            bias,
+            dilation: 1,
+            stride: 1,
+            pad_left: 0,
+            pad_right: k - 1,
+        })
     }
 
     /// Causal downsample by `u`: left-pad `u−1` zeros, kernel `2u`, stride `u`.
     pub fn downsample(w: &Weights, c_in: usize, c_out: usize, u: usize) -> Result<Self> {
         let (weight, bias) = Self::load(w, c_in, c_out, 2 * u)?;
-        Ok(Self { weight, bias, dilation: 1, stride: u, pad_left: u - 1, pad_right: 0 })
+        let weight_taps = weight.permute((2, 0, 1))?.contiguous()?;
+        Ok(Self {
+            weight,
+            weight_taps,
+            bias,
+            dilation: 1,
+            stride: u,
+            pad_left: u - 1,
+            pad_right: 0,
+        })
     }
 
     /// `x` (1, in, t) → (1, out, t') with this layer's causal padding.
@@ -53,14 +84,20 @@ impl CausalConv1d {
 
     /// The convolution without any padding (streaming look-ahead taken from the input).
     pub fn forward_unpadded(&self, x: &Tensor) -> Result<Tensor> {
-        let y = x.conv1d(&self.weight, 0, self.stride, self.dilation, 1)?;
+        // Stride 1: a sum of per-tap matmuls on shifted views beats candle's im2col conv1d at
+        // full size and needs no (k·in, t) column buffer (docs/refutations.md).
+        let y = if self.stride == 1 {
+            conv1d_tap_major(x, &self.weight_taps, self.dilation)?
+        } else {
+            x.conv1d(&self.weight, 0, self.stride, self.dilation, 1)?
+        };
         Ok(y.broadcast_add(&self.bias.reshape((1, (), 1))?)?)
     }
 }
 
 /// Convolution as a sum over taps of `(out, in) @ (in, t)` matmuls on shifted views of the
 /// (already padded) input, without an im2col buffer. `x` (1, in, t + (k−1)·d), `w_taps`
-/// (k, out, in) → (1, out, t). Kept for the benchmark's comparison (docs/refutations.md).
+/// (k, out, in) → (1, out, t).
 pub fn conv1d_tap_major(x: &Tensor, w_taps: &Tensor, dilation: usize) -> candle::Result<Tensor> {
     let (k, _c_out, _c_in) = w_taps.dims3()?;
     let t_out = x.dim(2)? - (k - 1) * dilation;
