@@ -171,9 +171,11 @@ fn sine(freq: f32, amplitude: f32, seconds: f32) -> Vec<f32> {
 fn loudness_of_reference_sines() {
     // BS.1770: a 0 dBFS 997 Hz sine reads −3.01 LUFS (mono, channel weight 1).
     let lufs = integrated_lufs(&sine(997.0, 1.0, 10.0)).unwrap();
+    eprintln!("997 Hz 0 dBFS: {lufs:.4} LUFS");
     assert!((lufs + 3.01).abs() < 0.05, "997 Hz 0 dBFS: {lufs}");
     // 1 kHz at −20 dBFS: −23.0 LUFS (K-weighting is within 0.01 dB of 0 dB there).
     let lufs = integrated_lufs(&sine(1000.0, 0.1, 10.0)).unwrap();
+    eprintln!("1 kHz -20 dBFS: {lufs:.4} LUFS");
     assert!((lufs + 23.01).abs() < 0.05, "1 kHz −20 dBFS: {lufs}");
     assert!(integrated_lufs(&vec![0.0; 48000]).unwrap().is_infinite());
 }
@@ -212,8 +214,52 @@ fn normalisation_hits_the_target_within_a_tenth_of_a_lu() {
                 }
             };
             let lufs = integrated_lufs(&samples).unwrap();
+            eprintln!("normalised {sample_format:?}: {lufs:.4} LUFS");
             assert!((lufs + 18.0).abs() < 0.1, "{sample_format:?}: {lufs} LUFS");
             assert_eq!(file.clipped_samples, 0);
         }
     }
+}
+
+#[test]
+fn export_subcommand_parses_and_writes() {
+    use clap::Parser;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("book.lectern");
+    let (p, _, chapters) = project_with_takes(&dir);
+    drop(p);
+    let out = tmp.path().join("cli/book.flac");
+    let cli = lectern::cli::Cli::try_parse_from([
+        "lectern",
+        "export",
+        dir.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--format",
+        "flac",
+        "--split",
+        "chapters",
+        "--loudness",
+        "-18",
+    ])
+    .unwrap();
+    lectern::cli::run(cli).unwrap();
+    for (i, ch) in chapters.iter().enumerate() {
+        let (_, got) = read_flac(&tmp.path().join(format!("cli/book-{:02}.flac", i + 1)));
+        assert_eq!(got.len(), ch.len());
+    }
+    assert!(tmp.path().join("cli/book.cue").is_file());
+    assert!(tmp.path().join("cli/book.chapters.json").is_file());
+    // A manuscript path resolves to its project beside it.
+    std::fs::write(tmp.path().join("book.txt"), "text").unwrap();
+    let cli = lectern::cli::Cli::try_parse_from([
+        "lectern",
+        "export",
+        tmp.path().join("book.txt").to_str().unwrap(),
+        "-o",
+        tmp.path().join("m.wav").to_str().unwrap(),
+    ])
+    .unwrap();
+    lectern::cli::run(cli).unwrap();
+    assert!(tmp.path().join("m.wav").is_file());
 }

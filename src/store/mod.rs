@@ -68,8 +68,6 @@ pub enum StoreError {
     Io { context: &'static str, path: PathBuf, source: io::Error },
     #[error("project database: {0}")]
     Db(rusqlite::Error),
-    #[error("take file {pathd}: {detail}", pathd = .path.display())]
-    Wav { path: PathBuf, detail: String },
     #[error("no segment with id {0} in the current manuscript")]
     UnknownSegment(SegmentId),
     #[error("no take with id {0}")]
