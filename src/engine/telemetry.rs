@@ -172,7 +172,15 @@ impl Telemetry {
 /// Flags a memory metric that stays bit-identical across samples whose inputs differ.
 #[derive(Debug, Clone, Default)]
 pub struct SuspectTracker {
-    history: VecDeque<(Option<u64>, Option<u64>, u64)>,
+    history: VecDeque<Observation>,
+}
+
+/// One memory reading and the signature of the work before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Observation {
+    primary: Option<u64>,
+    device: Option<u64>,
+    input: u64,
 }
 
 impl SuspectTracker {
@@ -181,7 +189,7 @@ impl SuspectTracker {
     /// the last [`SUSPECT_WINDOW_SAMPLES`] samples although the inputs changed.
     pub fn observe(&mut self, sample: &mut MemorySample, input: u64) {
         let primary = sample.phys_footprint.or(sample.rss);
-        self.history.push_back((primary, sample.device_used, input));
+        self.history.push_back(Observation { primary, device: sample.device_used, input });
         if self.history.len() > SUSPECT_WINDOW_SAMPLES {
             self.history.pop_front();
         }
@@ -189,11 +197,11 @@ impl SuspectTracker {
             return;
         }
         let first = self.history[0];
-        let inputs_changed = self.history.iter().any(|h| h.2 != first.2);
-        let stuck = |get: fn(&(Option<u64>, Option<u64>, u64)) -> Option<u64>| {
+        let inputs_changed = self.history.iter().any(|h| h.input != first.input);
+        let stuck = |get: fn(&Observation) -> Option<u64>| {
             get(&first).is_some() && self.history.iter().all(|h| get(h) == get(&first))
         };
-        sample.suspect |= inputs_changed && (stuck(|h| h.0) || stuck(|h| h.1));
+        sample.suspect |= inputs_changed && (stuck(|h| h.primary) || stuck(|h| h.device));
     }
 }
 
@@ -234,13 +242,14 @@ mod platform {
     use mach2::kern_return::KERN_SUCCESS;
     use mach2::message::mach_msg_type_number_t;
     use mach2::task::task_info;
-    use mach2::task_info::{TASK_VM_INFO, task_info_t};
+    use mach2::task_info::TASK_VM_INFO;
     use mach2::traps::mach_task_self;
 
     /// `task_vm_info` up to `phys_footprint` (TASK_VM_INFO_REV1), as in <mach/task_info.h>
     /// (`#pragma pack(4)`).
     #[repr(C, packed(4))]
     #[derive(Default, Clone, Copy)]
+    #[allow(dead_code)] // the kernel fills every field; we read two
     struct TaskVmInfo {
         virtual_size: u64,
         region_count: i32,
@@ -272,12 +281,7 @@ mod platform {
         // SAFETY: `info` is a plain repr(C) struct of `count` 32-bit words that the kernel fills
         // at most up to `count`; the task port is our own.
         let kr = unsafe {
-            task_info(
-                mach_task_self(),
-                TASK_VM_INFO,
-                (&raw mut info).cast::<i32>() as task_info_t,
-                &mut count,
-            )
+            task_info(mach_task_self(), TASK_VM_INFO, (&raw mut info).cast::<i32>(), &mut count)
         };
         if kr == KERN_SUCCESS {
             sample.rss = Some(info.resident_size);

@@ -6,6 +6,7 @@
 //! effect at the next group boundary and nothing blocks the caller. Per segment the states go
 //! Queued → Lm → Flow → Vocoder → Ready, and each take is sent (`TakeReady`, then its `Ready`
 //! state) as soon as its group is done, in queue order. A telemetry sample follows each group.
+//! The first event is `ParamsChanged` with the effective parameters; `Idle` follows each run.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -146,6 +147,8 @@ impl<B: SynthBackend> Worker<B> {
     }
 
     fn run(mut self, requests: &Receiver<Request>) {
+        // The effective parameters (clamped, precision as loaded) before any work.
+        self.params_changed();
         loop {
             loop {
                 match requests.try_recv() {
