@@ -722,7 +722,7 @@ fn pick_config(
     let rate = want_rate.unwrap_or(SAMPLE_RATE_HZ);
     let best = ranges.iter().filter(usable).filter(|r| r.contains_rate(rate)).min_by_key(key);
     let chosen = match best {
-        Some(r) => r.clone().with_sample_rate(rate),
+        Some(r) => (*r).with_sample_rate(rate),
         None => {
             let default_rate = device.default_output_config().map_or(48_000, |c| c.sample_rate());
             let r = ranges
@@ -731,7 +731,7 @@ fn pick_config(
                 .min_by_key(key)
                 .ok_or("no usable output configuration")?;
             let rate = default_rate.clamp(r.min_sample_rate(), r.max_sample_rate());
-            r.clone().with_sample_rate(rate)
+            (*r).with_sample_rate(rate)
         }
     };
     Ok((chosen.config(), chosen.sample_format()))

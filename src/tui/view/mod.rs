@@ -148,23 +148,25 @@ pub fn panel<'a>(title: &'a str, theme: &Theme) -> Block<'a> {
 fn draw_title(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     let c = &app.config;
     let mut spans = vec![Span::styled(
-        format!(" Lectern — {} — voice {} — {} ", c.manuscript, c.voice, c.model),
+        format!(" Lectern · {} · voice {} · {} ", c.manuscript, c.voice, c.model),
         theme.title,
     )];
-    let engine = if app.engine_gone {
-        "engine stopped "
-    } else if app.engine_idle {
-        "idle "
-    } else {
-        "rendering "
-    };
-    spans.push(Span::styled(engine, theme.title));
-    if app.frozen.is_some() {
-        spans.push(Span::styled(" FROZEN ", theme.notice));
-    }
+    // The tiny-model notice comes first after the names, so a narrow terminal cuts the
+    // engine state rather than the warning.
     if c.tiny_model {
         spans.push(Span::styled(format!(" {TINY_MODEL_NOTICE} "), theme.title_notice));
     }
+    if app.frozen.is_some() {
+        spans.push(Span::styled(" FROZEN ", theme.notice));
+    }
+    let engine = if app.engine_gone {
+        " engine stopped "
+    } else if app.engine_idle {
+        " idle "
+    } else {
+        " rendering "
+    };
+    spans.push(Span::styled(engine, theme.title));
     frame.render_widget(Paragraph::new(Line::from(spans)).style(theme.title), area);
 }
 
