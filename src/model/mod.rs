@@ -4,6 +4,7 @@
 //! 80-bin mel frames (50 Hz) from the flow to the vocoder, 24 kHz samples out.
 
 pub mod config;
+pub mod flow;
 pub mod noise;
 pub mod weights;
 
