@@ -138,9 +138,7 @@ impl InputEmbedding {
     pub(crate) fn conv_pos_embed(&self, u: &Tensor) -> candle::Result<Tensor> {
         self.conv2.forward(&self.conv1.forward(u)?)
     }
-}
 
-impl InputEmbedding {
     pub fn new(cfg: &DitConfig, w: &Weights) -> Result<Self> {
         let in_dim = cfg.mel_dim * 2 + cfg.mu_dim + cfg.spk_dim;
         let pos = w.pp("conv_pos_embed");
