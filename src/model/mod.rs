@@ -7,6 +7,7 @@ pub mod config;
 pub mod lm;
 pub mod hift;
 pub mod mel;
+pub mod flow;
 pub mod noise;
 pub mod sampling;
 pub mod weights;

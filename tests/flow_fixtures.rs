@@ -1,0 +1,245 @@
+//! The flow (DiT estimator, pre-net, CFM solver, groups) against the upstream tiny fixtures.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use candle::{DType, Device, Tensor};
+use lectern::model::config::{ModelConfig, ModelFiles};
+use lectern::model::flow::cfm::{cosine_schedule, euler_times};
+use lectern::model::flow::dit::DiT;
+use lectern::model::flow::{CausalMaskedDiffWithDiT, FlowPrompt, GroupRecord, NoiseSource};
+use lectern::model::{Checkpoint, Weights};
+
+type Tensors = HashMap<String, Tensor>;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+fn model_dir() -> PathBuf {
+    root().join("cosyvoice3-tiny-a/model")
+}
+
+fn case(name: &str) -> Tensors {
+    candle::safetensors::load(root().join("cosyvoice3-tiny-a").join(name), &Device::Cpu).unwrap()
+}
+
+fn max_abs(a: &Tensor, b: &Tensor) -> f32 {
+    assert_eq!(a.dims(), b.dims(), "shapes differ");
+    (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
+}
+
+fn assert_close(name: &str, got: &Tensor, want: &Tensor, tol: f32) {
+    let d = max_abs(got, want);
+    eprintln!("{name}: max abs diff {d:.3e} (tol {tol:.0e})");
+    assert!(d <= tol, "{name}: max abs diff {d} > {tol}");
+}
+
+fn ids(t: &Tensor) -> Vec<u32> {
+    t.flatten_all().unwrap().to_vec1::<i64>().unwrap().into_iter().map(|x| x as u32).collect()
+}
+
+fn flow() -> (CausalMaskedDiffWithDiT, ModelConfig) {
+    let cfg = ModelConfig::from_dir(&model_dir()).unwrap();
+    let files = ModelFiles::in_dir(&model_dir());
+    let flow =
+        CausalMaskedDiffWithDiT::load(&cfg.flow, &files.flow, &Device::Cpu, &NoiseSource::Rebuilt)
+            .unwrap();
+    (flow, cfg)
+}
+
+fn prompt(c: &Tensors) -> FlowPrompt {
+    FlowPrompt {
+        prompt_token: ids(&c["prompt_token"]),
+        prompt_feat: c["prompt_feat"].clone(),
+        embedding: c["embedding"].clone(),
+    }
+}
+
+#[test]
+fn dit_estimator_matches_upstream() {
+    let cfg = ModelConfig::from_dir(&model_dir()).unwrap();
+    let ckpt =
+        Arc::new(Checkpoint::load(&ModelFiles::in_dir(&model_dir()).flow, &Device::Cpu).unwrap());
+    let dit = DiT::new(&cfg.flow.dit, &Weights::root(ckpt).pp("decoder.estimator")).unwrap();
+    let c = case("dit_block.safetensors");
+    let mut taps = Vec::new();
+    let out = dit
+        .forward_with_taps(
+            &c["in.x"],
+            &c["in.mu"],
+            &c["in.t"],
+            &c["in.spks"],
+            &c["in.cond"],
+            Some(&mut taps),
+        )
+        .unwrap();
+    let taps: Tensors = taps.into_iter().collect();
+    for name in [
+        "time_embed",
+        "input_embed",
+        "block0.attn_norm_x",
+        "block0.gate_msa",
+        "block0.attn_out",
+        "block0.ff_out",
+        "block0.out",
+        "block1.out",
+        "norm_out",
+    ] {
+        assert_close(name, &taps[name], &c[name], 1e-4);
+    }
+    assert_close("nonstream.out", &out, &c["nonstream.out"], 1e-4);
+}
+
+#[test]
+fn dit_checkpoint_from_safetensors_loads_too() {
+    // Round-trip flow.pt through a safetensors file and check the estimator still loads.
+    let files = ModelFiles::in_dir(&model_dir());
+    let tensors = candle::pickle::read_all(&files.flow).unwrap();
+    let map: Tensors = tensors.into_iter().collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flow.safetensors");
+    candle::safetensors::save(&map, &path).unwrap();
+    let cfg = ModelConfig::from_dir(&model_dir()).unwrap();
+    CausalMaskedDiffWithDiT::load(&cfg.flow, &path, &Device::Cpu, &NoiseSource::Rebuilt).unwrap();
+}
+
+#[test]
+fn cosine_grid_reproduces_upstream_euler_times() {
+    let c = case("flow.safetensors");
+    let want = c["nonstream.euler_t"].to_vec1::<f32>().unwrap();
+    let got = euler_times(&cosine_schedule(10).unwrap());
+    assert_eq!(got, want, "t recurrence differs from upstream");
+}
+
+#[test]
+fn flow_inference_matches_upstream() {
+    let (flow, _) = flow();
+    let c = case("flow.safetensors");
+    let p = prompt(&c);
+    let tokens = ids(&c["token"]);
+    let inputs = flow.prepare(&p, &tokens).unwrap();
+    assert_close("nonstream.h", &inputs.h, &c["nonstream.h"], 1e-4);
+    assert_close("nonstream.spks", &inputs.spks, &c["nonstream.spks"], 1e-4);
+    assert_close("nonstream.mu", &inputs.mu, &c["nonstream.mu"], 1e-4);
+    assert_close("nonstream.cond", &inputs.cond, &c["nonstream.cond"], 1e-4);
+    let mel = flow.inference(&p, &tokens, 10).unwrap();
+    assert_close("nonstream.mel", &mel, &c["nonstream.mel"], 1e-3);
+    let mel4 = flow.inference(&p, &tokens, 4).unwrap();
+    assert_close("nonstream.mel_n4", &mel4, &c["nonstream.mel_n4"], 1e-3);
+}
+
+#[test]
+fn exact_noise_file_matches_upstream_too() {
+    let cfg = ModelConfig::from_dir(&model_dir()).unwrap();
+    let noise = NoiseSource::File(root().join("cfm_rand_noise.safetensors"));
+    let files = ModelFiles::in_dir(&model_dir());
+    let flow = CausalMaskedDiffWithDiT::load(&cfg.flow, &files.flow, &Device::Cpu, &noise).unwrap();
+    let c = case("flow.safetensors");
+    let mel = flow.inference(&prompt(&c), &ids(&c["token"]), 4).unwrap();
+    assert_close("nonstream.mel_n4 (file noise)", &mel, &c["nonstream.mel_n4"], 1e-3);
+}
+
+#[test]
+fn group_cuts_at_exact_frame_boundaries() {
+    let (flow, cfg) = flow();
+    let c = case("flow.safetensors");
+    let p = prompt(&c);
+    let tokens = ids(&c["token"]);
+    let segs: [&[u32]; 3] = [&tokens[..7], &tokens[7..20], &tokens[20..31]];
+    let mels = flow.decode_group(&p, &segs, 2).unwrap();
+    assert_eq!(mels.len(), 3);
+    for (m, s) in mels.iter().zip(segs) {
+        assert_eq!(m.dims(), [1, 80, 2 * s.len()]);
+    }
+    // The cuts tile the one-shot call over the concatenated tokens.
+    let whole = flow.inference(&p, &tokens[..31], 2).unwrap();
+    let joined = Tensor::cat(&mels, 2).unwrap();
+    assert_eq!(max_abs(&joined, &whole), 0.0);
+
+    // A group of one is the single-segment call, bit for bit.
+    let one = flow.decode_group(&p, &[&tokens[7..20]], 2).unwrap();
+    let single = flow.inference(&p, &tokens[7..20], 2).unwrap();
+    assert_eq!(one.len(), 1);
+    assert_eq!(
+        one[0].flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+        single.flatten_all().unwrap().to_vec1::<f32>().unwrap()
+    );
+    // ... and a segment's mel depends on its group.
+    assert!(max_abs(&one[0], &mels[1]) > 0.0);
+
+    let recs = GroupRecord::for_group(&[7, 13, 11], flow.solver_options(2), &NoiseSource::Rebuilt);
+    assert_eq!(recs[2].offset_tokens, 20);
+    assert_eq!(recs[1].frames(cfg.flow.token_mel_ratio), 26);
+    assert_eq!(recs[0].cfg_rate(), 0.7);
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let (flow, _) = flow();
+    let c = case("flow.safetensors");
+    let p = prompt(&c);
+    let tokens = ids(&c["token"]);
+    let err = |r: lectern::model::Result<Tensor>| r.unwrap_err().to_string();
+
+    assert!(err(flow.inference(&p, &[], 10)).contains("empty token list"));
+    let e = err(flow.inference(&p, &[1, 6561, 2], 10));
+    assert!(e.contains("6561") && e.contains("vocabulary"), "{e}");
+    let mut bad = p.clone();
+    bad.prompt_feat = Tensor::zeros((1, 60, 81), DType::F32, &Device::Cpu).unwrap();
+    let e = err(flow.inference(&bad, &tokens, 10));
+    assert!(e.contains("prompt mel") && e.contains("81"), "{e}");
+    let e = err(flow.inference(&p, &tokens, 0));
+    assert!(e.contains("NFE"), "{e}");
+    let long = vec![1u32; 7500];
+    let e = err(flow.inference(&p, &long, 10));
+    assert!(e.contains("15000"), "{e}");
+    let e = flow.decode_group(&p, &[&tokens[..3], &[]], 10).unwrap_err().to_string();
+    assert!(e.contains("segment 1"), "{e}");
+}
+
+#[test]
+fn parity_command_writes_every_output_within_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, checks) in [
+        (
+            "dit_block.safetensors",
+            &[
+                ("time_embed", 1e-4),
+                ("input_embed", 1e-4),
+                ("block0.out", 1e-4),
+                ("nonstream.out", 1e-4),
+            ][..],
+        ),
+        (
+            "flow.safetensors",
+            &[
+                ("nonstream.h", 1e-4),
+                ("nonstream.mu", 1e-4),
+                ("nonstream.cond", 1e-4),
+                ("nonstream.mel", 1e-3),
+                ("nonstream.mel_n4", 1e-3),
+            ][..],
+        ),
+    ] {
+        let out = dir.path().join(format!("out-{file}"));
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_lectern"))
+            .arg("parity")
+            .arg("--model")
+            .arg(model_dir())
+            .arg("--case")
+            .arg(root().join("cosyvoice3-tiny-a").join(file))
+            .arg("--out")
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success(), "lectern parity on {file} failed");
+        let got = candle::safetensors::load(&out, &Device::Cpu).unwrap();
+        let want = case(file);
+        for (name, tol) in checks {
+            assert_eq!(got[*name].dtype(), want[*name].dtype(), "{name} dtype");
+            assert_close(name, &got[*name], &want[*name], *tol);
+        }
+    }
+}
