@@ -10,3 +10,5 @@ pub mod bench;
 pub mod cli;
 pub mod model;
 pub mod parity;
+pub mod text;
+pub mod voice;
