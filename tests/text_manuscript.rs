@@ -114,7 +114,9 @@ fn markdown_chapter() {
             && zh_text.contains("百分之五十")
             && zh_text.contains("lighthouse")
     );
-    assert!(zh_text.contains("十点三十分"), "{zh_text}");
+    assert!(zh_text.contains("十点三十分") && zh_text.contains("负五度"), "{zh_text}");
+    // No segment starts or ends with whitespace.
+    assert!(m.segments().all(|s| s.text.trim() == s.text));
     // Spans point at the source.
     let title = &m.chapters[2].segments[0];
     assert_eq!(title.span.start.line, src.lines().position(|l| l.contains("第三章")).unwrap() + 1);

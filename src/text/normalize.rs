@@ -364,6 +364,13 @@ impl Normalizer<'_> {
             self.replace(n + num.len, &spoken);
             return true;
         }
+        if c == '-'
+            && !self.prev().is_some_and(|p| p.is_ascii_alphanumeric())
+            && self.s[self.i + 1..].starts_with(|d: char| d.is_ascii_digit())
+        {
+            self.replace(1, "负");
+            return self.number_zh();
+        }
         let simple: Option<&str> = match c {
             '²' => Some("平方"),
             '³' => Some("立方"),

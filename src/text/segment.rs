@@ -144,7 +144,7 @@ pub fn split_paragraph(
             sized.push((p, n));
         }
     }
-    merge(sized, limits)
+    trimmed(text, merge(sized, limits))
 }
 
 /// Upstream's greedy merge over (range, length) pieces.
@@ -171,6 +171,12 @@ fn merge(pieces: Vec<(Range<usize>, usize)>, limits: &SegmentLimits) -> Vec<Rang
         }
     }
     out.into_iter().map(|(r, _)| r).collect()
+}
+
+/// `split_paragraph`'s ranges, trimmed of outer whitespace (parts of a split sentence start
+/// with the space before their first word).
+fn trimmed(text: &str, ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    ranges.into_iter().map(|r| trim(text, r)).filter(|r| !r.is_empty()).collect()
 }
 
 /// Sentence pieces: each ends after a run of marks and closers; trimmed of outer whitespace.
