@@ -288,6 +288,25 @@ mod tests {
     }
 
     #[test]
+    fn tokenizer_json_matches_vocab_and_merges() {
+        let from_files = Tokenizer::from_model_dir(Path::new("fixtures/text")).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("tokenizer.json");
+        from_files.bpe.as_ref().unwrap().save(&json, false).unwrap();
+        let from_json = Tokenizer::from_model_dir(dir.path()).unwrap();
+        assert_eq!(from_json.kind(), TokenizerKind::Qwen2);
+        for text in ["Hello the world", " the\n\nI'm here, 123 é!", "a  b\tc"] {
+            assert_eq!(
+                from_json.encode(text).unwrap(),
+                from_files.encode(text).unwrap(),
+                "{text:?}"
+            );
+        }
+        // Without base added tokens in the file, CosyVoice3 ids follow the vocabulary.
+        assert_eq!(from_json.special_id("<|endofprompt|>"), Some(281 + 2));
+    }
+
+    #[test]
     fn special_token_detection() {
         assert_eq!(is_special_token_at("<|endofprompt|>x"), Some(15));
         assert_eq!(is_special_token_at("[breath] a"), Some(8));
