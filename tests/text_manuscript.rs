@@ -252,3 +252,16 @@ fn full_size_model_without_tokenizer_files_is_an_error() {
     let e = Tokenizer::from_model_dir(dir.path()).unwrap_err();
     assert!(e.to_string().contains("no tokenizer files"), "{e}");
 }
+
+#[test]
+fn project_pronunciations_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.txt");
+    std::fs::write(&book, "Nguyen read 2 books.\n").unwrap();
+    std::fs::write(dir.path().join("pronunciations.txt"), "# names\nNguyen = Win\n").unwrap();
+    let p = lectern::text::Pronunciations::beside(&book).unwrap();
+    let m = Manuscript::load(&book, &ParseOptions::default().with_pronunciations(p)).unwrap();
+    let seg = m.segments().next().unwrap();
+    assert_eq!(seg.text, "Win read two books.");
+    assert_eq!((seg.span.start.column, seg.span.end.column), (1, 21));
+}

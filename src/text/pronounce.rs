@@ -10,6 +10,9 @@ use std::path::Path;
 
 use super::{Result, TextError};
 
+/// The per-project override file, looked for next to the manuscript.
+pub const PROJECT_FILE: &str = "pronunciations.txt";
+
 /// The override list. Cheap to clone; empty by default.
 #[derive(Debug, Clone, Default)]
 pub struct Pronunciations {
@@ -47,6 +50,13 @@ impl Pronunciations {
         let src = std::fs::read_to_string(path)
             .map_err(|source| TextError::Io { path: path.to_path_buf(), source })?;
         Self::parse(&src, path)
+    }
+
+    /// The project's list: `pronunciations.txt` next to the manuscript, empty when absent.
+    pub fn beside(manuscript: &Path) -> Result<Self> {
+        let dir = manuscript.parent().unwrap_or(Path::new("."));
+        let path = dir.join(PROJECT_FILE);
+        if path.is_file() { Self::load(&path) } else { Ok(Self::default()) }
     }
 
     /// Adds (or replaces) one override.
@@ -99,6 +109,7 @@ mod tests {
         assert_eq!(p.lookup("sql is", "sql"), Some((3, "sequel")));
         assert_eq!(p.lookup("Ph.D. thesis", "Ph"), Some((5, "P H D")));
         let e = Pronunciations::parse("a\nbad line", Path::new("p.txt")).unwrap_err();
+        assert!(Pronunciations::beside(Path::new("/nonexistent/book.md")).unwrap().is_empty());
         assert!(e.to_string().contains("p.txt:1"), "{e}");
     }
 }
