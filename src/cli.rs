@@ -83,6 +83,22 @@ pub enum ExportSplit {
 pub enum ExportFormatArg {
     Wav,
     Flac,
+    /// Voice prompts: list them, or show one.
+    Voice {
+        #[command(subcommand)]
+        action: VoiceCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VoiceCommand {
+    /// List the voices in the voices directory ($LECTERN_VOICES or ./voices).
+    List,
+    /// Show one voice: prompt text, duration, token count, source, model.
+    Show {
+        /// A voice name under the voices directory, or a voice directory.
+        name: String,
+    },
 }
 
 /// Parses a `--device` value.
@@ -122,6 +138,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Export { project, out, split, format, bits, loudness }) => {
             run_export(&project, out, split.is_some(), format, bits, loudness)
         }
+        Some(Command::Voice { action }) => run_voice(action),
         None => anyhow::bail!("the workstation is not wired yet; see `lectern --help`"),
     }
 }
@@ -165,4 +182,26 @@ fn run_export(
     }
     eprintln!("chapters: {} and {}", report.cue_path.display(), report.json_path.display());
     Ok(())
+fn run_voice(action: VoiceCommand) -> Result<()> {
+    match action {
+        VoiceCommand::List => {
+            let dir = crate::voice::voices_dir();
+            let voices = crate::voice::list(&dir)?;
+            if voices.is_empty() {
+                println!("no voices in {}", dir.display());
+            }
+            for m in voices {
+                let secs = m.prompt_tokens as f64 / crate::voice::TOKENS_PER_SECOND;
+                println!(
+                    "{:<20} {:>6.2} s  {:>5} tokens  {}",
+                    m.name, secs, m.prompt_tokens, m.model.name
+                );
+            }
+            Ok(())
+        }
+        VoiceCommand::Show { name } => {
+            println!("{}", crate::voice::Voice::load(&name)?.describe());
+            Ok(())
+        }
+    }
 }

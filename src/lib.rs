@@ -18,3 +18,5 @@ pub mod model;
 pub mod parity;
 pub mod store;
 pub mod tui;
+pub mod text;
+pub mod voice;

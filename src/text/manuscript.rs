@@ -1,0 +1,714 @@
+//! Manuscripts: plain text or Markdown → chapters of normalised, sized segments with spans.
+//!
+//! * Plain text: paragraphs are separated by blank lines; one chapter without a title.
+//! * Markdown (`.md`, `.markdown`): every ATX heading (`#` … `######`) starts a chapter and is
+//!   read as a heading segment; emphasis, inline code and links are read as their text; images,
+//!   HTML tags, fenced and indented code blocks, link definitions and thematic breaks are
+//!   skipped; block quotes and list items are read as paragraphs.
+//! * Pause markup anywhere in the text: `[pause]` (default 500 ms), `[pause:1.5s]`,
+//!   `[pause:300ms]`, `[break]` (a paragraph break inside a line). A bad value is an error
+//!   naming line and column. The pause after a segment is the larger of its structural pause
+//!   (sentence, paragraph, heading, chapter; see [`PauseDefaults`]) and the explicit pauses that
+//!   follow it, summed.
+//! * Input checks: a NUL byte (binary file), invalid UTF-8 (error names line and column) and a
+//!   file with nothing to say are clear errors. A UTF-8 BOM is skipped.
+//!
+//! Each [`Segment`] has its normalised text, its source [`Span`] (1-based line and column, in
+//! chars, end exclusive, plus the byte range), a stable content hash and the pause after it.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use super::mapped::Mapped;
+use super::normalize::{Lang, normalize_at};
+use super::pronounce::Pronunciations;
+use super::segment::{
+    Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, speakable, split_paragraph,
+};
+use super::tokenizer::{Tokenizer, is_special_token_at};
+use super::{Result, TextError, stable_hash};
+
+/// Input format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Plain,
+    Markdown,
+}
+
+impl Format {
+    /// Markdown for `.md`/`.markdown`/`.mdown`, plain text otherwise.
+    pub fn from_path(path: &Path) -> Self {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("md" | "markdown" | "mdown") => Self::Markdown,
+            _ => Self::Plain,
+        }
+    }
+}
+
+/// Structural pauses, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PauseDefaults {
+    /// Between segments of one paragraph.
+    pub sentence_ms: u32,
+    /// After a paragraph (and at `[break]`).
+    pub paragraph_ms: u32,
+    /// After a heading.
+    pub heading_ms: u32,
+    /// After a chapter's last segment.
+    pub chapter_ms: u32,
+    /// A bare `[pause]`.
+    pub pause_ms: u32,
+}
+
+impl Default for PauseDefaults {
+    fn default() -> Self {
+        Self {
+            sentence_ms: 200,
+            paragraph_ms: 700,
+            heading_ms: 1000,
+            chapter_ms: 2000,
+            pause_ms: 500,
+        }
+    }
+}
+
+/// The longest explicit pause accepted (a typo guard).
+pub const MAX_PAUSE_MS: u32 = 60_000;
+
+/// How to read a manuscript.
+#[derive(Debug, Clone, Default)]
+pub struct ParseOptions<'a> {
+    /// Forced format; by default from the file extension (plain for strings).
+    pub format: Option<Format>,
+    pub pauses: PauseDefaults,
+    pub limits: SegmentLimits,
+    pub pronunciations: Pronunciations,
+    /// The English length measure; without one, [`estimate_tokens`] (errs long).
+    pub tokenizer: Option<&'a Tokenizer>,
+}
+
+impl<'a> ParseOptions<'a> {
+    pub fn with_tokenizer(mut self, tokenizer: &'a Tokenizer) -> Self {
+        self.tokenizer = Some(tokenizer);
+        self
+    }
+
+    pub fn with_format(mut self, format: Format) -> Self {
+        self.format = Some(format);
+        self
+    }
+
+    pub fn with_pronunciations(mut self, p: Pronunciations) -> Self {
+        self.pronunciations = p;
+        self
+    }
+}
+
+/// A place in the source: 1-based line, 1-based column counted in chars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, serde::Serialize)]
+pub struct Position {
+    pub line: usize,
+    pub column: usize,
+}
+
+/// A source span; `end` is exclusive.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Span {
+    pub start: Position,
+    pub end: Position,
+    pub bytes: Range<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum SegmentKind {
+    Heading,
+    Body,
+}
+
+/// One unit of text for the model.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Segment {
+    /// Position in the manuscript (0, 1, 2, …).
+    pub id: usize,
+    /// Normalised text, what the tokenizer gets.
+    pub text: String,
+    pub lang: Lang,
+    pub kind: SegmentKind,
+    pub span: Span,
+    /// FNV-1a 64 of `text`: unchanged text keeps its hash across edits and runs.
+    pub hash: u64,
+    pub pause_after_ms: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Chapter {
+    pub title: Option<String>,
+    pub segments: Vec<Segment>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Manuscript {
+    pub path: Option<PathBuf>,
+    pub chapters: Vec<Chapter>,
+    /// Explicit pauses before the first segment.
+    pub lead_in_ms: u32,
+}
+
+impl Manuscript {
+    /// Reads and parses a file (format from `opts.format` or the extension).
+    pub fn load(path: &Path, opts: &ParseOptions<'_>) -> Result<Self> {
+        let bytes = std::fs::read(path)
+            .map_err(|source| TextError::Io { path: path.to_path_buf(), source })?;
+        let src = decode(&bytes, path)?;
+        let format = opts.format.unwrap_or_else(|| Format::from_path(path));
+        let m = parse_source(src, format, opts, path)?;
+        if m.segments().next().is_none() {
+            return Err(TextError::Empty { path: path.to_path_buf() });
+        }
+        Ok(Self { path: Some(path.to_path_buf()), ..m })
+    }
+
+    /// Parses text (plain unless `opts.format` says otherwise). Empty text gives no chapters.
+    pub fn parse(src: &str, opts: &ParseOptions<'_>) -> Result<Self> {
+        parse_source(src, opts.format.unwrap_or(Format::Plain), opts, Path::new("<text>"))
+    }
+
+    /// All segments in reading order.
+    pub fn segments(&self) -> impl Iterator<Item = &Segment> {
+        self.chapters.iter().flat_map(|c| c.segments.iter())
+    }
+}
+
+/// Checks bytes for a binary file and UTF-8; errors name the line.
+pub fn decode<'b>(bytes: &'b [u8], path: &Path) -> Result<&'b str> {
+    if let Some(offset) = bytes.iter().take(8192).position(|&b| b == 0) {
+        return Err(TextError::Binary { path: path.to_path_buf(), offset });
+    }
+    let src = std::str::from_utf8(bytes).map_err(|e| {
+        let offset = e.valid_up_to();
+        let good = &bytes[..offset];
+        let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        // The prefix is valid UTF-8, so the column counts chars.
+        let column = std::str::from_utf8(&good[line_start..]).map_or(0, |s| s.chars().count()) + 1;
+        TextError::InvalidUtf8 { path: path.to_path_buf(), line, column, offset }
+    })?;
+    if let Some(offset) = src.find('\0') {
+        return Err(TextError::Binary { path: path.to_path_buf(), offset });
+    }
+    Ok(src)
+}
+
+/// A block of cleaned text (over source bytes).
+struct Block {
+    kind: SegmentKind,
+    text: Mapped,
+}
+
+/// Where a segment's pause comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Sentence,
+    Paragraph,
+    Heading,
+    Chapter,
+}
+
+struct Draft {
+    seg: Segment,
+    chapter: usize,
+    level: Level,
+    explicit_ms: u32,
+}
+
+/// The normalised text of every run, in order, with the final mark upstream appends. The
+/// concatenated segments equal this text up to whitespace (a test invariant).
+pub fn normalized_runs(src: &str, format: Format, opts: &ParseOptions<'_>) -> Result<Vec<String>> {
+    let mut runs = Vec::new();
+    for (_, block) in blocks(src, format) {
+        for run in
+            pause_runs(&block.text.text, src, &block.text, Path::new("<text>"), &opts.pauses)?
+        {
+            if let Some(n) =
+                normalize_run(&block.text.text[run.range.clone()], &opts.pronunciations)
+            {
+                runs.push(n.1.text);
+            }
+        }
+    }
+    Ok(runs)
+}
+
+fn parse_source(
+    src: &str,
+    format: Format,
+    opts: &ParseOptions<'_>,
+    path: &Path,
+) -> Result<Manuscript> {
+    let tokens = |s: &str| match opts.tokenizer {
+        Some(t) => t.count(s),
+        None => estimate_tokens(s),
+    };
+    let mut measure_en = Measure::new(Lang::En, &tokens);
+    let mut measure_zh = Measure::new(Lang::Zh, &tokens);
+    let mut chapters: Vec<Chapter> = vec![Chapter::default()];
+    let mut drafts: Vec<Draft> = Vec::new();
+    let mut lead_in_ms = 0;
+    for (title, block) in blocks(src, format) {
+        if let Some(title) = title {
+            if !chapters.last().is_some_and(|c| c.title.is_none() && drafts.is_empty()) {
+                if let Some(d) = drafts.last_mut() {
+                    d.level = d.level.max(Level::Chapter);
+                }
+                chapters.push(Chapter::default());
+            }
+            chapters.last_mut().expect("one chapter").title = Some(title);
+        }
+        let chapter = chapters.len() - 1;
+        let runs = pause_runs(&block.text.text, src, &block.text, path, &opts.pauses)?;
+        for run in runs {
+            let block_text = &block.text.text[run.range.clone()];
+            if let Some((lang, norm)) = normalize_run(block_text, &opts.pronunciations) {
+                let measure = if lang == Lang::Zh { &mut measure_zh } else { &mut measure_en };
+                for r in split_paragraph(&norm.text, lang, &opts.limits, measure) {
+                    let in_run = norm.src_range(r.clone());
+                    let in_block = run.range.start + in_run.start..run.range.start + in_run.end;
+                    let bytes = block.text.src_range(in_block);
+                    let text = norm.text[r].to_string();
+                    let seg = Segment {
+                        id: drafts.len(),
+                        hash: stable_hash(text.as_bytes()),
+                        text,
+                        lang,
+                        kind: block.kind,
+                        span: Span { bytes, ..Span::default() },
+                        pause_after_ms: 0,
+                    };
+                    drafts.push(Draft { seg, chapter, level: Level::Sentence, explicit_ms: 0 });
+                }
+            }
+            if let Some(d) = drafts.last_mut() {
+                d.explicit_ms = d.explicit_ms.saturating_add(run.pause_ms);
+                if run.is_break {
+                    d.level = d.level.max(Level::Paragraph);
+                }
+            } else {
+                lead_in_ms += run.pause_ms;
+            }
+        }
+        if let Some(d) = drafts.last_mut() {
+            let level =
+                if block.kind == SegmentKind::Heading { Level::Heading } else { Level::Paragraph };
+            d.level = d.level.max(level);
+        }
+    }
+    let n = drafts.len();
+    let mut cursor = Cursor::new(src);
+    for (i, mut d) in drafts.into_iter().enumerate() {
+        let p = &opts.pauses;
+        let structural = match d.level {
+            _ if i + 1 == n => 0,
+            Level::Sentence => p.sentence_ms,
+            Level::Paragraph => p.paragraph_ms,
+            Level::Heading => p.heading_ms,
+            Level::Chapter => p.chapter_ms,
+        };
+        d.seg.pause_after_ms = structural.max(d.explicit_ms);
+        d.seg.span.start = cursor.position(d.seg.span.bytes.start);
+        d.seg.span.end = cursor.position(d.seg.span.bytes.end);
+        chapters[d.chapter].segments.push(d.seg);
+    }
+    chapters.retain(|c| !c.segments.is_empty() || c.title.is_some());
+    if chapters.iter().all(|c| c.segments.is_empty()) {
+        chapters.clear();
+    }
+    Ok(Manuscript { path: None, chapters, lead_in_ms })
+}
+
+/// Normalises one run; `None` when it has nothing to say. Appends the final mark upstream adds.
+fn normalize_run(text: &str, prons: &Pronunciations) -> Option<(Lang, Mapped)> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return None;
+    }
+    let lead = text.len() - text.trim_start().len();
+    let lang = Lang::detect(trimmed);
+    let mut norm = normalize_at(trimmed, lead, lang, prons);
+    let t = norm.text.trim_end();
+    if !speakable(t) && !t.contains(['[', '<']) {
+        return None;
+    }
+    let last = t.trim_end_matches(is_closer);
+    let ends_marked = last.chars().next_back().is_some_and(|c| is_mark(c, lang));
+    if !ends_marked {
+        let end = lead + trimmed.len();
+        norm.push_replace(if lang == Lang::Zh { "。" } else { "." }, end..end);
+    }
+    Some((lang, norm))
+}
+
+/// A stretch of block text between pause markups, and the pause after it.
+struct Run {
+    range: Range<usize>,
+    pause_ms: u32,
+    is_break: bool,
+}
+
+/// Splits block text at `[pause…]` / `[break]`.
+fn pause_runs(
+    text: &str,
+    src: &str,
+    map: &Mapped,
+    path: &Path,
+    p: &PauseDefaults,
+) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    let mut st = 0;
+    let mut i = 0;
+    while let Some(k) = text[i..].find('[') {
+        let at = i + k;
+        let rest = &text[at..];
+        let parsed = if rest.starts_with("[break]") {
+            Some(("[break]".len(), 0, true))
+        } else if rest.starts_with("[pause]") {
+            Some(("[pause]".len(), p.pause_ms, false))
+        } else if let Some(body) = rest.strip_prefix("[pause:") {
+            let end = body.find(']').filter(|&e| e <= 16);
+            let value = end.map(|e| &body[..e]);
+            let Some(ms) = value.and_then(parse_duration_ms) else {
+                let bytes = map.src_range(at..at + 1);
+                let pos = Cursor::new(src).position(bytes.start);
+                return Err(TextError::Markup {
+                    path: path.to_path_buf(),
+                    line: pos.line,
+                    column: pos.column,
+                    reason: format!(
+                        "bad pause `{}`: write [pause], [pause:1.5s] or [pause:300ms] (at most {} s)",
+                        &rest[..rest.find(']').map_or(rest.len().min(20), |e| e + 1)],
+                        MAX_PAUSE_MS / 1000
+                    ),
+                });
+            };
+            Some(("[pause:".len() + end.unwrap_or(0) + 1, ms, false))
+        } else {
+            None
+        };
+        match parsed {
+            Some((len, ms, is_break)) => {
+                runs.push(Run { range: st..at, pause_ms: ms, is_break });
+                st = at + len;
+                i = st;
+            }
+            None => i = at + 1,
+        }
+    }
+    runs.push(Run { range: st..text.len(), pause_ms: 0, is_break: false });
+    Ok(runs)
+}
+
+/// `1.5s`, `1.5`, `300ms` → milliseconds, within [`MAX_PAUSE_MS`].
+fn parse_duration_ms(v: &str) -> Option<u32> {
+    let v = v.trim();
+    let (num, scale) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        (v, 1000.0)
+    };
+    let x: f64 = num.trim().parse().ok()?;
+    let ms = (x * scale).round();
+    (x.is_finite() && ms >= 0.0 && ms <= f64::from(MAX_PAUSE_MS)).then_some(ms as u32)
+}
+
+/// Line/column lookup, fast for increasing offsets.
+struct Cursor<'s> {
+    src: &'s str,
+    offset: usize,
+    pos: Position,
+}
+
+impl<'s> Cursor<'s> {
+    fn new(src: &'s str) -> Self {
+        Self { src, offset: 0, pos: Position { line: 1, column: 1 } }
+    }
+
+    fn position(&mut self, offset: usize) -> Position {
+        let mut offset = offset.min(self.src.len());
+        while !self.src.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        if offset < self.offset {
+            // Spans may overlap where a segment boundary falls inside one rewritten source
+            // range (a number read as several words); step back without rescanning the file.
+            let back = &self.src[offset..self.offset];
+            if back.contains('\n') {
+                self.pos.line -= back.matches('\n').count();
+                let line_start = self.src[..offset].rfind('\n').map_or(0, |i| i + 1);
+                self.pos.column = self.src[line_start..offset].chars().count() + 1;
+            } else {
+                self.pos.column -= back.chars().count();
+            }
+            self.offset = offset;
+            return self.pos;
+        }
+        for c in self.src[self.offset..offset].chars() {
+            if c == '\n' {
+                self.pos.line += 1;
+                self.pos.column = 1;
+            } else {
+                self.pos.column += 1;
+            }
+        }
+        self.offset = offset;
+        self.pos
+    }
+}
+
+/// Source lines as (content without the line break, byte offset, byte offset after the break).
+fn lines(src: &str) -> Vec<(&str, usize, usize)> {
+    let mut out = Vec::new();
+    let mut off = if src.starts_with('\u{feff}') { 3 } else { 0 };
+    while off < src.len() {
+        let end = src[off..].find('\n').map_or(src.len(), |k| off + k);
+        let next = (end + 1).min(src.len());
+        let content = src[off..end].strip_suffix('\r').unwrap_or(&src[off..end]);
+        out.push((content, off, next.max(end)));
+        off = end + 1;
+    }
+    out
+}
+
+/// The blocks of a manuscript, each with the chapter title it starts (headings only).
+fn blocks(src: &str, format: Format) -> Vec<(Option<String>, Block)> {
+    match format {
+        Format::Plain => plain_blocks(src),
+        Format::Markdown => markdown_blocks(src),
+    }
+}
+
+fn plain_blocks(src: &str) -> Vec<(Option<String>, Block)> {
+    let mut out = Vec::new();
+    let mut para: Option<Mapped> = None;
+    for (content, off, _) in lines(src) {
+        if content.trim().is_empty() {
+            if let Some(p) = para.take() {
+                out.push((None, Block { kind: SegmentKind::Body, text: p }));
+            }
+            continue;
+        }
+        let p = para.get_or_insert_with(Mapped::default);
+        if !p.text.is_empty() {
+            p.push_replace("\n", off..off);
+        }
+        p.push_copy(content, off);
+    }
+    if let Some(p) = para {
+        out.push((None, Block { kind: SegmentKind::Body, text: p }));
+    }
+    out
+}
+
+fn markdown_blocks(src: &str) -> Vec<(Option<String>, Block)> {
+    let mut out = Vec::new();
+    let mut para: Option<Mapped> = None;
+    let mut fence: Option<&str> = None;
+    let flush = |para: &mut Option<Mapped>, out: &mut Vec<(Option<String>, Block)>| {
+        if let Some(p) = para.take() {
+            out.push((None, Block { kind: SegmentKind::Body, text: p }));
+        }
+    };
+    for (content, off, _) in lines(src) {
+        let trimmed = content.trim_start();
+        let indent: usize = content[..content.len() - trimmed.len()]
+            .chars()
+            .map(|c| if c == '\t' { 4 } else { 1 })
+            .sum();
+        let t_off = off + (content.len() - trimmed.len());
+        if let Some(f) = fence {
+            if trimmed.starts_with(f) {
+                fence = None;
+            }
+            continue;
+        }
+        if indent < 4 && (trimmed.starts_with("```") || trimmed.starts_with("~~~")) {
+            flush(&mut para, &mut out);
+            fence = Some(&trimmed[..3]);
+            continue;
+        }
+        if trimmed.is_empty() {
+            flush(&mut para, &mut out);
+            continue;
+        }
+        if indent >= 4 && para.is_none() {
+            continue; // indented code block
+        }
+        if let Some((level_len, title)) = atx_heading(trimmed) {
+            flush(&mut para, &mut out);
+            let mut m = Mapped::default();
+            inline_markdown(title, t_off + level_len, &mut m);
+            let clean = m.text.trim().to_string();
+            out.push((Some(clean), Block { kind: SegmentKind::Heading, text: m }));
+            continue;
+        }
+        if is_thematic_break(trimmed)
+            || (trimmed.starts_with("<!--") && trimmed.ends_with("-->"))
+            || is_link_definition(trimmed)
+        {
+            flush(&mut para, &mut out);
+            continue;
+        }
+        // Block quote markers, then a list marker starting a new item.
+        let mut line = trimmed;
+        let mut line_off = t_off;
+        while let Some(rest) = line.strip_prefix('>') {
+            let rest2 = rest.strip_prefix(' ').unwrap_or(rest);
+            line_off += line.len() - rest2.len();
+            line = rest2;
+        }
+        if let Some(n) = list_marker(line) {
+            flush(&mut para, &mut out);
+            line_off += n;
+            line = &line[n..];
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let p = para.get_or_insert_with(Mapped::default);
+        if !p.text.is_empty() {
+            p.push_replace("\n", line_off..line_off);
+        }
+        inline_markdown(line, line_off, p);
+    }
+    flush(&mut para, &mut out);
+    out
+}
+
+/// `## Title ##` → (bytes before the title, title).
+fn atx_heading(t: &str) -> Option<(usize, &str)> {
+    let h = t.bytes().take_while(|&b| b == b'#').count();
+    if !(1..=6).contains(&h) || !(t.len() == h || t[h..].starts_with([' ', '\t'])) {
+        return None;
+    }
+    let body = &t[h..];
+    let lead = body.len() - body.trim_start().len();
+    let mut title = body.trim();
+    let stripped = title.trim_end_matches('#');
+    if stripped.is_empty() || stripped.ends_with([' ', '\t']) {
+        title = stripped.trim_end();
+    }
+    Some((h + lead, title))
+}
+
+fn is_thematic_break(t: &str) -> bool {
+    let s: String = t.chars().filter(|c| !c.is_whitespace()).collect();
+    s.len() >= 3
+        && (s.chars().all(|c| c == '-')
+            || s.chars().all(|c| c == '*')
+            || s.chars().all(|c| c == '_')
+            || s.chars().all(|c| c == '='))
+}
+
+fn is_link_definition(t: &str) -> bool {
+    t.starts_with('[') && t.find("]:").is_some_and(|k| !t[1..k].contains(']') && t[..k].len() > 1)
+}
+
+fn list_marker(t: &str) -> Option<usize> {
+    let b = t.as_bytes();
+    if matches!(b.first(), Some(b'-' | b'*' | b'+')) && b.get(1) == Some(&b' ') {
+        return Some(2);
+    }
+    let d = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    if (1..=9).contains(&d) && matches!(b.get(d), Some(b'.' | b')')) && b.get(d + 1) == Some(&b' ')
+    {
+        return Some(d + 2);
+    }
+    None
+}
+
+/// Inline Markdown → text: emphasis markers, backticks and HTML tags dropped, links read as
+/// their text, images skipped; CosyVoice3 tokens and pause markup kept.
+fn inline_markdown(s: &str, base: usize, out: &mut Mapped) {
+    let mut i = 0;
+    while i < s.len() {
+        let rest = &s[i..];
+        let c = rest.chars().next().expect("in bounds");
+        let n = c.len_utf8();
+        match c {
+            '\\' if rest[1..].starts_with(|d: char| d.is_ascii_punctuation()) => {
+                out.push_copy(&rest[1..2], base + i + 1);
+                i += 2;
+            }
+            '<' | '[' if is_special_token_at(rest).is_some() => {
+                let k = is_special_token_at(rest).expect("checked");
+                out.push_copy(&rest[..k], base + i);
+                i += k;
+            }
+            '[' if rest.starts_with("[pause") || rest.starts_with("[break]") => {
+                out.push_copy("[", base + i);
+                i += 1;
+            }
+            '!' if rest.starts_with("![") => match link_parts(&rest[1..]) {
+                Some((_, total)) => i += 1 + total,
+                None => {
+                    out.push_copy("!", base + i);
+                    i += 1;
+                }
+            },
+            '[' => match link_parts(rest) {
+                Some((text_end, total)) => {
+                    inline_markdown(&rest[1..text_end], base + i + 1, out);
+                    i += total;
+                }
+                None => {
+                    out.push_copy("[", base + i);
+                    i += 1;
+                }
+            },
+            '`' | '*' => i += 1,
+            '~' if rest.starts_with("~~") => i += 2,
+            '_' => {
+                let prev = s[..i].chars().next_back();
+                let next = rest[1..].chars().next();
+                let inner = prev.is_some_and(char::is_alphanumeric)
+                    && next.is_some_and(char::is_alphanumeric);
+                if inner {
+                    out.push_copy("_", base + i);
+                }
+                i += 1;
+            }
+            '<' if html_tag_len(rest).is_some() => i += html_tag_len(rest).expect("checked"),
+            _ => {
+                out.push_copy(&rest[..n], base + i);
+                i += n;
+            }
+        }
+    }
+}
+
+/// `[text](url)` or `[text][ref]` at the start of `s` → (end of text, total length).
+fn link_parts(s: &str) -> Option<(usize, usize)> {
+    let close = s.find(']')?;
+    if s[1..close].contains('[') {
+        return None;
+    }
+    let after = &s[close + 1..];
+    let shut = match after.chars().next()? {
+        '(' => ')',
+        '[' => ']',
+        _ => return None,
+    };
+    let end = after.find(shut)?;
+    Some((close, close + 1 + end + 1))
+}
+
+/// An HTML tag or autolink (`<em>`, `</p>`, `<https://…>`) at the start of `s`.
+fn html_tag_len(s: &str) -> Option<usize> {
+    let body = s.strip_prefix('<')?;
+    let body = body.strip_prefix('/').unwrap_or(body);
+    if !body.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    let end = s.find('>')?;
+    (!s[1..end].contains('<')).then_some(end + 1)
+}

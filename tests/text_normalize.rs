@@ -1,0 +1,134 @@
+//! Table-driven normalisation tests (English and Chinese TN, special tokens untouched).
+
+use lectern::text::normalize::normalize_str;
+
+const CASES: &[(&str, &str)] = &[
+    // English cardinals
+    ("1", "one"),
+    ("7 cats", "seven cats"),
+    ("13", "thirteen"),
+    ("42", "forty-two"),
+    ("100", "one hundred"),
+    ("112", "one hundred and twelve"),
+    ("1,234", "one thousand two hundred and thirty-four"),
+    ("1,000,000", "one million"),
+    ("2,500 people", "two thousand five hundred people"),
+    ("1005 days", "one thousand and five days"),
+    ("10000", "ten thousand"),
+    ("0", "zero"),
+    ("007", "zero zero seven"),
+    ("Room 101", "Room one hundred and one"),
+    ("abc123", "abc123"),
+    // ordinals
+    ("1st", "first"),
+    ("2nd", "second"),
+    ("3rd", "third"),
+    ("4th", "fourth"),
+    ("12th", "twelfth"),
+    ("21st", "twenty-first"),
+    ("100th", "one hundredth"),
+    ("the 33rd floor", "the thirty-third floor"),
+    // years and decades
+    ("1984", "nineteen eighty-four"),
+    ("1900", "nineteen hundred"),
+    ("1905", "nineteen oh five"),
+    ("2005", "two thousand and five"),
+    ("in 2024.", "in twenty twenty-four."),
+    ("the 1980s", "the nineteen eighties"),
+    // decimals
+    ("3.14", "three point one four"),
+    ("0.5", "zero point five"),
+    // currency
+    ("$5", "five dollars"),
+    ("$1", "one dollar"),
+    ("$3.50", "three dollars and fifty cents"),
+    ("$0.99", "ninety-nine cents"),
+    ("$5 million", "five million dollars"),
+    ("£20", "twenty pounds"),
+    ("€1.5 billion", "one point five billion euros"),
+    // percentages
+    ("50%", "fifty percent"),
+    ("3.5%", "three point five percent"),
+    // times
+    ("7:30", "seven thirty"),
+    ("7:05", "seven oh five"),
+    ("7:00", "seven o'clock"),
+    ("7:30 pm", "seven thirty PM"),
+    ("10:00am", "ten AM"),
+    // abbreviations
+    ("Mr. Smith", "Mister Smith"),
+    ("Mrs. Smith", "Missus Smith"),
+    ("Dr. Lee", "Doctor Lee"),
+    ("St. Paul", "Saint Paul"),
+    ("Baker St.", "Baker Street."),
+    ("e.g. apples", "for example apples"),
+    ("i.e. none", "that is none"),
+    ("apples, pears, etc.", "apples, pears, et cetera."),
+    ("Tom vs. Jerry", "Tom versus Jerry"),
+    ("No. 5", "number five"),
+    // signs, fractions, ranges, symbols
+    ("-5 degrees", "minus five degrees"),
+    ("3/4 cup", "three quarters cup"),
+    ("1/2", "one half"),
+    ("pages 10–12", "pages ten to twelve"),
+    ("Tom & Jerry", "Tom and Jerry"),
+    // whitespace
+    ("line one\nline two", "line one line two"),
+    ("a   b", "a b"),
+    // CosyVoice3 special tokens pass untouched
+    ("[breath] 5 apples", "[breath] five apples"),
+    ("<strong>2</strong> dogs", "<strong>two</strong> dogs"),
+    ("<|endofprompt|>3", "<|endofprompt|>three"),
+    ("[AA1] [iàng] [laughter]", "[AA1] [iàng] [laughter]"),
+    ("<laughter>ha</laughter>", "<laughter>ha</laughter>"),
+    // Chinese numerals and clean-ups
+    ("我有3本书", "我有三本书"),
+    ("一共123元", "一共一百二十三元"),
+    ("10个", "十个"),
+    ("2024年", "二零二四年"),
+    ("1005人", "一千零五人"),
+    ("20300人", "二万零三百人"),
+    ("有100000000个", "有一亿个"),
+    ("3.5公斤", "三点五公斤"),
+    ("50%的人", "百分之五十的人"),
+    ("10:30开会", "十点三十分开会"),
+    ("价格$5", "价格五美元"),
+    ("你好 世界", "你好世界"),
+    ("你好 hello world", "你好hello world"),
+    ("面积5m²", "面积五m平方"),
+    ("（括号）【注】", "括号注"),
+    ("好的，，", "好的。"),
+    ("他说——好", "他说 好"),
+    ("A - B中", "A，B中"),
+    ("好.坏", "好。坏"),
+    ("第一行\n第二行", "第一行第二行"),
+    ("[breath]我有2个", "[breath]我有二个"),
+    ("温度是-5度", "温度是负五度"),
+];
+
+#[test]
+fn normalisation_table() {
+    assert!(CASES.len() >= 60);
+    let mut failures = Vec::new();
+    for (input, want) in CASES {
+        let got = normalize_str(input);
+        if got != *want {
+            failures.push(format!("{input:?}: got {got:?}, want {want:?}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        CASES.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn overrides_apply_before_normalisation() {
+    use lectern::text::{Lang, Pronunciations, normalize::normalize};
+    let p = Pronunciations::parse("Nguyen = Win\nSQL = sequel\n", "p.txt".as_ref()).unwrap();
+    let out = normalize("Nguyen ran 3 SQL queries", Lang::En, &p);
+    assert_eq!(out.text, "Win ran three sequel queries");
+}
