@@ -72,6 +72,11 @@ pub enum Command {
         #[arg(long, allow_negative_numbers = true)]
         loudness: Option<f64>,
     },
+    /// Voice prompts: list them, or show one.
+    Voice {
+        #[command(subcommand)]
+        action: VoiceCommand,
+    },
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -83,11 +88,6 @@ pub enum ExportSplit {
 pub enum ExportFormatArg {
     Wav,
     Flac,
-    /// Voice prompts: list them, or show one.
-    Voice {
-        #[command(subcommand)]
-        action: VoiceCommand,
-    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -182,6 +182,8 @@ fn run_export(
     }
     eprintln!("chapters: {} and {}", report.cue_path.display(), report.json_path.display());
     Ok(())
+}
+
 fn run_voice(action: VoiceCommand) -> Result<()> {
     match action {
         VoiceCommand::List => {

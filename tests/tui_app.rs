@@ -50,6 +50,7 @@ fn take_for(app: &App, i: usize, take_id: u64) -> Take {
         group: lectern::engine::protocol::GroupInfo {
             segment_ids: vec![row.id],
             token_counts: vec![3],
+            tokens: Vec::new(),
             index: 0,
         },
         noise_source: "x".into(),

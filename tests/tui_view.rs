@@ -44,6 +44,7 @@ fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Take {
         group: lectern::engine::protocol::GroupInfo {
             segment_ids: vec![row.id],
             token_counts: vec![tokens],
+            tokens: Vec::new(),
             index: 0,
         },
         noise_source: "mt19937-seed0".into(),

@@ -4,10 +4,10 @@
 //! 80-bin mel frames (50 Hz) from the flow to the vocoder, 24 kHz samples out.
 
 pub mod config;
-pub mod lm;
-pub mod hift;
-pub mod mel;
 pub mod flow;
+pub mod hift;
+pub mod lm;
+pub mod mel;
 pub mod noise;
 pub mod sampling;
 pub mod weights;

@@ -69,6 +69,7 @@ pub fn synthetic_take(engine_id: u64, segment: &StoredSegment, seed: u64) -> Tak
             group: GroupInfo {
                 segment_ids: vec![segment.id],
                 token_counts: vec![samples.len() / 960],
+                tokens: Vec::new(),
                 index: 0,
             },
             noise_source: "mt19937-seed0".into(),
