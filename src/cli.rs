@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::{bench, parity, store};
+use crate::engine::protocol::{MinLenRule, Precision, RenderParams};
+use crate::{bench, parity, render, store, workstation};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -13,13 +14,109 @@ use crate::{bench, parity, store};
     version,
     about = "Terminal narration workstation (CosyVoice3 in candle)"
 )]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// The workstation's options (when no subcommand is given).
+    #[command(flatten)]
+    pub workstation: WorkstationArgs,
+}
+
+/// `lectern [MANUSCRIPT] [--voice V] [--model DIR]`: open the workstation.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorkstationArgs {
+    /// Manuscript (plain text or Markdown); the bundled sample when omitted.
+    pub manuscript: Option<PathBuf>,
+    #[command(flatten)]
+    pub synth: SynthArgs,
+    /// Where playback is written when there is no audio device.
+    #[arg(long)]
+    pub fallback_wav: Option<PathBuf>,
+}
+
+/// Model, voice, device and engine parameters shared by the workstation and `render`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SynthArgs {
+    /// Upstream CosyVoice3 model directory; the bundled tiny random-weight model when omitted.
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Voice name (see `lectern voice list`) or voice directory.
+    #[arg(long)]
+    pub voice: Option<String>,
+    /// cpu (default) or cuda / cuda:N / metal.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Flow Euler steps.
+    #[arg(long, default_value_t = 10)]
+    pub nfe: usize,
+    /// Target generated mel frames per flow group (0 = one segment per group).
+    #[arg(long, default_value_t = 2000)]
+    pub group_target: usize,
+    /// LM lanes decoded together.
+    #[arg(long, default_value_t = 8)]
+    pub lanes: usize,
+    /// LM weight precision.
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: PrecisionArg,
+    /// Block every stop id below the minimum length (upstream blocks only id 6561).
+    #[arg(long)]
+    pub enforce_min_len: bool,
+    /// Segment k is sampled with seed SEED + k.
+    #[arg(long, default_value_t = 1000)]
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PrecisionArg {
+    F32,
+    F16,
+    Bf16,
+    Q8_0,
+}
+
+impl SynthArgs {
+    pub fn params(&self) -> RenderParams {
+        RenderParams {
+            nfe: self.nfe,
+            group_target_frames: self.group_target,
+            lanes: self.lanes.max(1),
+            precision: match self.precision {
+                PrecisionArg::F32 => Precision::F32,
+                PrecisionArg::F16 => Precision::F16,
+                PrecisionArg::Bf16 => Precision::Bf16,
+                PrecisionArg::Q8_0 => Precision::Q8_0,
+            },
+            min_len_rule: if self.enforce_min_len {
+                MinLenRule::AllStopIds
+            } else {
+                MinLenRule::Upstream
+            },
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Render a whole manuscript to WAV without the terminal UI.
+    Render {
+        /// Manuscript (plain text or Markdown).
+        manuscript: PathBuf,
+        /// Output WAV (24 kHz mono float).
+        #[arg(short, long)]
+        out: PathBuf,
+        /// `chapters`: one file per chapter (`OUT-01.wav`, ...).
+        #[arg(long, value_enum)]
+        split: Option<ExportSplit>,
+        #[command(flatten)]
+        synth: SynthArgs,
+        /// Also write the render report as JSON here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Run one model stage on a reference fixture case and write Lectern's outputs.
     Parity {
         /// Model directory in upstream layout (llm.pt, flow.pt, hift.pt, CosyVoice-BlankEN/).
@@ -139,7 +236,47 @@ pub fn run(cli: Cli) -> Result<()> {
             run_export(&project, out, split.is_some(), format, bits, loudness)
         }
         Some(Command::Voice { action }) => run_voice(action),
-        None => anyhow::bail!("the workstation is not wired yet; see `lectern --help`"),
+        Some(Command::Render { manuscript, out, split, synth, report, quiet }) => {
+            let opts = render::RenderOptions {
+                manuscript,
+                out,
+                split_chapters: split.is_some(),
+                model: synth.model.clone(),
+                voice: synth.voice.clone(),
+                device: parse_device(&synth.device)?,
+                params: synth.params(),
+                base_seed: synth.seed,
+                progress: !quiet,
+            };
+            let rep = render::render(&opts)?;
+            for (path, n) in &rep.files {
+                eprintln!("wrote {} ({:.2} s)", path.display(), *n as f64 / 24_000.0);
+            }
+            eprintln!(
+                "{} segments, {:.1} s of audio in {:.1} s (RTF {:.2}) · {}",
+                rep.segments.len(),
+                rep.audio_s,
+                rep.wall_s,
+                rep.wall_s / rep.audio_s.max(1e-9),
+                rep.model
+            );
+            if let Some(path) = report {
+                std::fs::write(&path, serde_json::to_string_pretty(&rep)?)?;
+            }
+            Ok(())
+        }
+        None => {
+            let w = cli.workstation;
+            workstation::run(workstation::WorkstationOptions {
+                manuscript: w.manuscript,
+                model: w.synth.model.clone(),
+                voice: w.synth.voice.clone(),
+                device: parse_device(&w.synth.device)?,
+                params: w.synth.params(),
+                base_seed: w.synth.seed,
+                fallback_wav: w.fallback_wav,
+            })
+        }
     }
 }
 

@@ -15,6 +15,7 @@
 //! whether that pays must be measured on real weights first.
 
 pub mod backend;
+pub mod cosyvoice;
 pub mod protocol;
 pub mod scheduler;
 pub mod takes;
@@ -22,6 +23,7 @@ pub mod telemetry;
 pub mod thread;
 
 pub use backend::{BackendInfo, FakeBackend, FakeDelays, LmJob, Mel, SynthBackend};
+pub use cosyvoice::CosyVoiceBackend;
 pub use thread::{Engine, EngineHandle};
 
 /// Version string written into every take record.

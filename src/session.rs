@@ -1,0 +1,91 @@
+//! What a run works with: the model directory (the real download or the bundled tiny model),
+//! the voice, the tokenizer, and the engine backend built from them. Shared by the workstation
+//! and `lectern render`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use candle::Device;
+
+use crate::engine::CosyVoiceBackend;
+use crate::engine::protocol::Precision;
+use crate::text::Tokenizer;
+use crate::voice::Voice;
+
+/// The tiny random-weight model shipped with the sources (the upstream fixtures' config A).
+pub const BUNDLED_TINY_MODEL: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/cosyvoice3-tiny-a/model");
+/// Voices shipped with the sources.
+pub const BUNDLED_VOICES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/voices");
+/// The demo voice made for the tiny model.
+pub const TINY_DEMO_VOICE: &str = "tiny-demo";
+/// What Lectern says whenever it runs on the bundled model.
+pub const TINY_NOTICE: &str =
+    "bundled tiny model with random weights: it proves the pipeline, not the voice";
+
+/// The model a run uses.
+#[derive(Debug, Clone)]
+pub struct ModelChoice {
+    pub dir: PathBuf,
+    /// The bundled tiny random-weight model (no `--model` given).
+    pub bundled_tiny: bool,
+}
+
+impl ModelChoice {
+    /// `--model DIR`, or the bundled tiny model.
+    pub fn resolve(arg: Option<&Path>) -> anyhow::Result<Self> {
+        match arg {
+            Some(dir) => {
+                if !dir.is_dir() {
+                    bail!("model directory not found: {}", dir.display());
+                }
+                Ok(Self { dir: dir.to_path_buf(), bundled_tiny: false })
+            }
+            None => Ok(Self { dir: PathBuf::from(BUNDLED_TINY_MODEL), bundled_tiny: true }),
+        }
+    }
+
+    /// A one-line description for logs and title bars.
+    pub fn describe(&self) -> String {
+        if self.bundled_tiny {
+            TINY_NOTICE.to_string()
+        } else {
+            format!("model {}", self.dir.display())
+        }
+    }
+}
+
+/// `--voice NAME|DIR`; defaults to the tiny demo voice on the bundled model. Names are looked up
+/// in the voices directory (`$LECTERN_VOICES` or `./voices`), then in the bundled voices.
+pub fn resolve_voice(arg: Option<&str>, model: &ModelChoice) -> anyhow::Result<Voice> {
+    let name = match arg {
+        Some(v) => v.to_string(),
+        None if model.bundled_tiny => TINY_DEMO_VOICE.to_string(),
+        None => bail!("a real model needs a voice: pass --voice NAME (see `lectern voice list`)"),
+    };
+    let bundled = Path::new(BUNDLED_VOICES).join(&name);
+    let voice = match Voice::load(&name) {
+        Ok(v) => v,
+        Err(first) if bundled.is_dir() => Voice::load_dir(&bundled)
+            .with_context(|| format!("loading voice `{name}` ({first})"))?,
+        Err(e) => return Err(e).with_context(|| format!("loading voice `{name}`")),
+    };
+    Ok(voice)
+}
+
+/// The tokenizer of the model directory.
+pub fn tokenizer(model: &ModelChoice) -> anyhow::Result<Tokenizer> {
+    Tokenizer::from_model_dir(&model.dir)
+        .with_context(|| format!("loading the tokenizer of {}", model.dir.display()))
+}
+
+/// Loads the three stages and prepares the voice.
+pub fn backend(
+    model: &ModelChoice,
+    voice: &Voice,
+    device: &Device,
+    precision: Precision,
+) -> anyhow::Result<CosyVoiceBackend> {
+    CosyVoiceBackend::load(&model.dir, voice, device, precision)
+        .with_context(|| format!("loading the model in {}", model.dir.display()))
+}

@@ -1,0 +1,95 @@
+//! `lectern [MANUSCRIPT]`: the workstation. Wires the text frontend, the engine thread (which
+//! loads the model on its own thread), audio playback and the terminal UI.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use candle::Device;
+
+use crate::audio::{Player, PlayerConfig};
+use crate::engine::Engine;
+use crate::engine::protocol::RenderParams;
+use crate::session::{self, ModelChoice};
+use crate::text::{Manuscript, ParseOptions};
+use crate::tui::{self, AppConfig, RunConfig};
+
+/// The sample manuscript opened when none is given.
+pub const SAMPLE_MANUSCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/welcome.md");
+/// Themes shipped with the sources.
+pub const BUNDLED_THEMES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/themes");
+
+/// Options of the workstation.
+#[derive(Debug, Clone)]
+pub struct WorkstationOptions {
+    pub manuscript: Option<PathBuf>,
+    pub model: Option<PathBuf>,
+    pub voice: Option<String>,
+    pub device: Device,
+    pub params: RenderParams,
+    pub base_seed: u64,
+    /// Where playback goes when there is no audio device.
+    pub fallback_wav: Option<PathBuf>,
+}
+
+/// Opens the workstation and runs it until the narrator quits.
+pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
+    let manuscript_path =
+        opts.manuscript.clone().unwrap_or_else(|| PathBuf::from(SAMPLE_MANUSCRIPT));
+    let model = ModelChoice::resolve(opts.model.as_deref())?;
+    let voice = session::resolve_voice(opts.voice.as_deref(), &model)?;
+    let tokenizer = session::tokenizer(&model)?;
+    let book =
+        Manuscript::load(&manuscript_path, &ParseOptions::default().with_tokenizer(&tokenizer))
+            .with_context(|| format!("reading {}", manuscript_path.display()))?;
+    let segments: Vec<String> = book.segments().map(|s| s.text.clone()).collect();
+
+    let voice_name = voice.manifest.name.clone();
+    let (model_for_engine, device, precision) =
+        (model.clone(), opts.device.clone(), opts.params.precision);
+    let handle = Engine::spawn_with(
+        move || {
+            session::backend(&model_for_engine, &voice, &device, precision)
+                .map_err(|e| crate::engine::EngineError::Backend(format!("{e:#}")))
+        },
+        voice_name.clone(),
+        opts.params.clone(),
+    );
+    let fallback = opts.fallback_wav.clone().unwrap_or_else(|| default_fallback(&manuscript_path));
+    let player = Player::open(PlayerConfig { fallback_wav: fallback, ..PlayerConfig::default() })
+        .context("opening audio output")?;
+
+    let cfg = RunConfig {
+        app: AppConfig {
+            manuscript: display_name(&manuscript_path),
+            voice: voice_name,
+            model: if model.bundled_tiny {
+                "tiny-a".into()
+            } else {
+                model.dir.display().to_string()
+            },
+            tiny_model: model.bundled_tiny,
+            backend: crate::engine::cosyvoice::device_name(&opts.device),
+            base_seed: opts.base_seed,
+            params: opts.params.clone(),
+            ..AppConfig::default()
+        },
+        segments,
+        themes_dir: Some(PathBuf::from(BUNDLED_THEMES)),
+        ..RunConfig::default()
+    };
+    let result = tui::run(cfg, &handle.tx, &handle.rx, &player);
+    handle.shutdown();
+    result.context("workstation")
+}
+
+fn display_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into())
+}
+
+/// `book.md` → `book.playback.wav` beside it (or in the temp dir for the bundled sample).
+fn default_fallback(manuscript: &Path) -> PathBuf {
+    if manuscript.starts_with(env!("CARGO_MANIFEST_DIR")) {
+        return std::env::temp_dir().join("lectern-playback.wav");
+    }
+    manuscript.with_extension("playback.wav")
+}
