@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use candle::{DType, Device, Tensor};
 
-use super::{Tensors, input};
+use super::{Tensors, ids, input};
 use crate::model::config::{ModelConfig, ModelFiles};
 use crate::model::flow::dit::DiT;
 use crate::model::flow::{CausalMaskedDiffWithDiT, FlowPrompt, NoiseSource};
@@ -19,12 +19,6 @@ fn load_config(model_dir: &Path) -> anyhow::Result<ModelConfig> {
 
 fn on(case: &Tensors, name: &str, device: &Device) -> anyhow::Result<Tensor> {
     Ok(input(case, name)?.to_dtype(DType::F32)?.to_device(device)?)
-}
-
-fn ids(case: &Tensors, name: &str) -> anyhow::Result<Vec<u32>> {
-    let t = input(case, name)?.flatten_all()?.to_dtype(DType::I64)?.to_vec1::<i64>()?;
-    // Upstream clamps ids to ≥ 0 before the embedding lookup.
-    Ok(t.into_iter().map(|x| x.max(0) as u32).collect())
 }
 
 /// `in.{x,mask,mu,t,spks,cond}` → `time_embed`, `input_embed`, `block{i}.*`, `norm_out`,

@@ -1,5 +1,5 @@
 //! Parity stages `hift` (the vocoder on a case's mel, with the case's recorded noise buffer) and
-//! `mel` (the 24 kHz prompt log-mel); `e2e` is the whole pipeline.
+//! `mel` (the 24 kHz prompt log-mel).
 use std::path::Path;
 
 use anyhow::Context;
@@ -50,8 +50,4 @@ pub fn run_mel(case: &Tensors, _device: &Device) -> anyhow::Result<Tensors> {
     let basis: Vec<f32> = mel::mel_basis().iter().map(|&v| v as f32).collect();
     out.insert("mel_basis".into(), Tensor::from_vec(basis, (N_MELS, mel::N_BINS), &Device::Cpu)?);
     Ok(out)
-}
-
-pub fn run_e2e(_model_dir: &Path, _case: &Tensors, _device: &Device) -> anyhow::Result<Tensors> {
-    anyhow::bail!("the e2e parity stage is not implemented yet")
 }

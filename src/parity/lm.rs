@@ -8,9 +8,9 @@
 use std::path::Path;
 
 use anyhow::Context;
-use candle::{DType, Device, Tensor};
+use candle::{Device, Tensor};
 
-use super::{Tensors, input};
+use super::{Tensors, ids};
 use crate::model::lm::{GenerateOptions, LaneMode, LaneRequest, LmPrecision, SpeechLm};
 use crate::model::sampling::SamplingConfig;
 
@@ -33,14 +33,6 @@ pub fn run_with(lm: &SpeechLm, case: &Tensors) -> anyhow::Result<Tensors> {
     }
     anyhow::ensure!(n > 0, "the case file has no `case0.text_ids`");
     Ok(out)
-}
-
-fn ids(case: &Tensors, name: &str) -> anyhow::Result<Vec<u32>> {
-    let t = input(case, name)?.flatten_all()?.to_dtype(DType::I64)?;
-    t.to_vec1::<i64>()?
-        .into_iter()
-        .map(|v| u32::try_from(v).with_context(|| format!("`{name}` holds {v}, not a token id")))
-        .collect()
 }
 
 fn scalar(case: &Tensors, name: &str) -> anyhow::Result<usize> {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use candle::{Device, Tensor};
 
+pub mod e2e;
 pub mod flow;
 pub mod hift;
 pub mod lm;
@@ -66,7 +67,7 @@ pub fn run(req: &ParityRequest) -> anyhow::Result<(Stage, usize)> {
         Stage::Flow => flow::run_flow(&req.model_dir, &case, &req.device)?,
         Stage::Hift => hift::run_hift(&req.model_dir, &case, &req.device)?,
         Stage::Mel => hift::run_mel(&case, &req.device)?,
-        Stage::E2e => hift::run_e2e(&req.model_dir, &case, &req.device)?,
+        Stage::E2e => e2e::run(&req.model_dir, &case, &req.device)?,
     };
     let outputs: Tensors = outputs
         .into_iter()
@@ -80,4 +81,13 @@ pub fn run(req: &ParityRequest) -> anyhow::Result<(Stage, usize)> {
 /// Fetches a case tensor by name with a clear error.
 pub fn input<'a>(case: &'a Tensors, name: &str) -> anyhow::Result<&'a Tensor> {
     case.get(name).with_context(|| format!("case file has no tensor `{name}`"))
+}
+
+/// A case tensor of token ids (stored as int64) as `u32`s.
+pub fn ids(case: &Tensors, name: &str) -> anyhow::Result<Vec<u32>> {
+    let t = input(case, name)?.flatten_all()?.to_dtype(candle::DType::I64)?;
+    t.to_vec1::<i64>()?
+        .into_iter()
+        .map(|v| u32::try_from(v).with_context(|| format!("`{name}` holds {v}, not a token id")))
+        .collect()
 }
