@@ -116,6 +116,15 @@ pub enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Project directory keeping the takes (default: next to the manuscript, `book.lectern`).
+        #[arg(long, conflicts_with = "no_project")]
+        project: Option<PathBuf>,
+        /// Keep takes in memory only: no project directory, nothing reused.
+        #[arg(long)]
+        no_project: bool,
+        /// Check the inputs and segment the manuscript; load no model, write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Run one model stage on a reference fixture case and write Lectern's outputs.
     Parity {
@@ -236,7 +245,17 @@ pub fn run(cli: Cli) -> Result<()> {
             run_export(&project, out, split.is_some(), format, bits, loudness)
         }
         Some(Command::Voice { action }) => run_voice(action),
-        Some(Command::Render { manuscript, out, split, synth, report, quiet }) => {
+        Some(Command::Render {
+            manuscript,
+            out,
+            split,
+            synth,
+            report,
+            quiet,
+            project,
+            no_project,
+            dry_run,
+        }) => {
             let opts = render::RenderOptions {
                 manuscript,
                 out,
@@ -247,6 +266,12 @@ pub fn run(cli: Cli) -> Result<()> {
                 params: synth.params(),
                 base_seed: synth.seed,
                 progress: !quiet,
+                project: match (project, no_project) {
+                    (_, true) => render::ProjectChoice::Off,
+                    (Some(dir), false) => render::ProjectChoice::Dir(dir),
+                    (None, false) => render::ProjectChoice::NextToManuscript,
+                },
+                dry_run,
             };
             let rep = render::render(&opts)?;
             for (path, n) in &rep.files {
