@@ -277,14 +277,17 @@ pub fn run(cli: Cli) -> Result<()> {
             for (path, n) in &rep.files {
                 eprintln!("wrote {} ({:.2} s)", path.display(), *n as f64 / 24_000.0);
             }
-            eprintln!(
-                "{} segments, {:.1} s of audio in {:.1} s (RTF {:.2}) · {}",
-                rep.segments.len(),
-                rep.audio_s,
-                rep.wall_s,
-                rep.wall_s / rep.audio_s.max(1e-9),
-                rep.model
-            );
+            if !rep.dry_run {
+                eprintln!(
+                    "{} segments ({} reused), {:.1} s of audio in {:.1} s (RTF {:.2}) · {}",
+                    rep.segments.len(),
+                    rep.reused,
+                    rep.audio_s,
+                    rep.wall_s,
+                    rep.wall_s / rep.audio_s.max(1e-9),
+                    rep.model
+                );
+            }
             if let Some(path) = report {
                 std::fs::write(&path, serde_json::to_string_pretty(&rep)?)?;
             }

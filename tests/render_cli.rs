@@ -264,6 +264,39 @@ fn five_megabyte_single_line_segments_within_bounds() {
     assert!(report["files"].as_array().unwrap().is_empty());
     assert!(!out.exists());
     assert!(!dir.path().join("huge.lectern").exists(), "a dry run writes nothing");
+
+    // A real render records every segment in the project and starts the engine; killed
+    // there, it leaves no output file.
+    let mut child = lectern()
+        .arg("render")
+        .arg(&book)
+        .arg("-o")
+        .arg(&out)
+        .arg("--quiet")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn lectern");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(err)).map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let expected = format!("0 of {segments} segments reused, {segments} to render");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let started = loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) if line.contains(&expected) => break true,
+            Ok(_) => {}
+            Err(_) => break false,
+        }
+    };
+    child.kill().expect("SIGKILL");
+    child.wait().unwrap();
+    assert!(started, "the render did not start within 120 s");
+    assert!(!out.exists());
 }
 
 #[test]
