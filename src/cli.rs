@@ -116,6 +116,15 @@ pub enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
+        /// Project directory keeping the takes (default: next to the manuscript, `book.lectern`).
+        #[arg(long, conflicts_with = "no_project")]
+        project: Option<PathBuf>,
+        /// Keep takes in memory only: no project directory, nothing reused.
+        #[arg(long)]
+        no_project: bool,
+        /// Check the inputs and segment the manuscript; load no model, write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Run one model stage on a reference fixture case and write Lectern's outputs.
     Parity {
@@ -236,7 +245,17 @@ pub fn run(cli: Cli) -> Result<()> {
             run_export(&project, out, split.is_some(), format, bits, loudness)
         }
         Some(Command::Voice { action }) => run_voice(action),
-        Some(Command::Render { manuscript, out, split, synth, report, quiet }) => {
+        Some(Command::Render {
+            manuscript,
+            out,
+            split,
+            synth,
+            report,
+            quiet,
+            project,
+            no_project,
+            dry_run,
+        }) => {
             let opts = render::RenderOptions {
                 manuscript,
                 out,
@@ -247,19 +266,28 @@ pub fn run(cli: Cli) -> Result<()> {
                 params: synth.params(),
                 base_seed: synth.seed,
                 progress: !quiet,
+                project: match (project, no_project) {
+                    (_, true) => render::ProjectChoice::Off,
+                    (Some(dir), false) => render::ProjectChoice::Dir(dir),
+                    (None, false) => render::ProjectChoice::NextToManuscript,
+                },
+                dry_run,
             };
             let rep = render::render(&opts)?;
             for (path, n) in &rep.files {
                 eprintln!("wrote {} ({:.2} s)", path.display(), *n as f64 / 24_000.0);
             }
-            eprintln!(
-                "{} segments, {:.1} s of audio in {:.1} s (RTF {:.2}) · {}",
-                rep.segments.len(),
-                rep.audio_s,
-                rep.wall_s,
-                rep.wall_s / rep.audio_s.max(1e-9),
-                rep.model
-            );
+            if !rep.dry_run {
+                eprintln!(
+                    "{} segments ({} reused), {:.1} s of audio in {:.1} s (RTF {:.2}) · {}",
+                    rep.segments.len(),
+                    rep.reused,
+                    rep.audio_s,
+                    rep.wall_s,
+                    rep.wall_s / rep.audio_s.max(1e-9),
+                    rep.model
+                );
+            }
             if let Some(path) = report {
                 std::fs::write(&path, serde_json::to_string_pretty(&rep)?)?;
             }

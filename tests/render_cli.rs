@@ -1,0 +1,327 @@
+//! `lectern render` end to end: the real binary on the bundled tiny model, small manuscripts in
+//! a temporary directory. Lengths are checked exactly against the render report (tokens × 960
+//! per take, plus pauses and lead-in), takes are reused from the project store across runs and
+//! across a SIGKILL, and bad input fails clearly without leaving an output file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const SAMPLES_PER_TOKEN: u64 = 960;
+const SAMPLES_PER_MS: u64 = 24;
+
+fn lectern() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lectern"));
+    // Voice names resolve against the bundled voices only.
+    cmd.env("LECTERN_VOICES", "/nonexistent-lectern-voices");
+    cmd
+}
+
+/// Runs `lectern render MANUSCRIPT -o OUT --quiet --report REPORT ARGS…`.
+fn render(manuscript: &Path, out: &Path, report: &Path, args: &[&str]) -> Output {
+    let mut cmd = lectern();
+    cmd.arg("render").arg(manuscript).arg("-o").arg(out).arg("--quiet").arg("--report");
+    cmd.arg(report).args(args);
+    cmd.output().expect("run lectern")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok_report(o: &Output, report: &Path) -> Value {
+    assert!(o.status.success(), "render failed: {}", stderr(o));
+    serde_json::from_str(&std::fs::read_to_string(report).expect("report")).expect("report json")
+}
+
+/// Samples of a 24 kHz mono WAV (data length / bytes per sample).
+fn wav_samples(path: &Path) -> u64 {
+    let r = hound::WavReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(r.spec().sample_rate, 24_000);
+    assert_eq!(r.spec().channels, 1);
+    u64::from(r.duration())
+}
+
+fn n(v: &Value) -> u64 {
+    v.as_u64().expect("number")
+}
+
+/// Checks every segment's take length and returns `Σ (samples + pause)` per chapter.
+fn chapter_sums(report: &Value) -> Vec<u64> {
+    let mut sums = Vec::new();
+    for s in report["segments"].as_array().expect("segments") {
+        let (tokens, samples) = (n(&s["tokens"]), n(&s["samples"]));
+        assert!(tokens > 0, "segment {} has no tokens", s["id"]);
+        assert_eq!(samples, tokens * SAMPLES_PER_TOKEN, "segment {}", s["id"]);
+        let chapter = n(&s["chapter"]) as usize;
+        if sums.len() <= chapter {
+            sums.resize(chapter + 1, 0);
+        }
+        sums[chapter] += samples + n(&s["pause_samples"]);
+    }
+    sums
+}
+
+fn files_of(report: &Value) -> Vec<(PathBuf, u64)> {
+    report["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| (PathBuf::from(f[0].as_str().expect("path")), n(&f[1])))
+        .collect()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write manuscript");
+    path
+}
+
+const SHORT: &str = "[pause:250ms]\n\nThe keeper climbed the stairs. He counted every step.\n\n\
+                     The lamp was cold that night. [pause:0.5s] Nobody came.\n";
+
+#[test]
+fn wav_length_is_tokens_times_960_plus_pauses() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = write(dir.path(), "book.txt", SHORT);
+    let (out, rep) = (dir.path().join("book.wav"), dir.path().join("report.json"));
+    let report = ok_report(&render(&book, &out, &rep, &[]), &rep);
+
+    let lead_in = n(&report["lead_in_samples"]);
+    assert_eq!(lead_in, 250 * SAMPLES_PER_MS);
+    let body: u64 = chapter_sums(&report).iter().sum();
+    assert_eq!(wav_samples(&out), lead_in + body);
+    assert_eq!(files_of(&report), vec![(out.clone(), lead_in + body)]);
+    // The explicit pause is in the report's pauses.
+    let pauses: Vec<u64> =
+        report["segments"].as_array().unwrap().iter().map(|s| n(&s["pause_samples"])).collect();
+    assert!(pauses.contains(&(500 * SAMPLES_PER_MS)), "{pauses:?}");
+    assert!(dir.path().join("book.lectern").join("project.db").is_file());
+    assert!(!dir.path().join("book.partial.wav").exists());
+}
+
+#[test]
+fn split_chapters_writes_one_file_per_chapter() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = write(
+        dir.path(),
+        "book.md",
+        "# One\n\nThe first chapter starts here. It is short.\n\n\
+         # Two\n\nThe second chapter is shorter.\n\n# Three\n\nThe end.\n",
+    );
+    let (out, rep) = (dir.path().join("book.wav"), dir.path().join("report.json"));
+    let report = ok_report(&render(&book, &out, &rep, &["--split", "chapters"]), &rep);
+
+    let sums = chapter_sums(&report);
+    assert_eq!(sums.len(), 3);
+    let files = files_of(&report);
+    assert_eq!(files.len(), 3);
+    for (i, (path, len)) in files.iter().enumerate() {
+        assert_eq!(path, &dir.path().join(format!("book-{:02}.wav", i + 1)));
+        let expected = sums[i] + if i == 0 { n(&report["lead_in_samples"]) } else { 0 };
+        assert_eq!(*len, expected, "chapter {}", i + 1);
+        assert_eq!(wav_samples(path), expected, "chapter {}", i + 1);
+    }
+    assert!(!out.exists(), "no single file with --split chapters");
+}
+
+#[test]
+fn rerender_reuses_takes_and_an_edit_rerenders_one_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    // One paragraph per segment (short sentences of one paragraph may share a segment).
+    let text = "One bird sang.\n\nTwo dogs barked.\n\nThree cats slept.\n\nFour owls watched.\n";
+    let book = write(dir.path(), "book.txt", text);
+    let (out, rep) = (dir.path().join("book.wav"), dir.path().join("report.json"));
+
+    let first = ok_report(&render(&book, &out, &rep, &[]), &rep);
+    let total = first["segments"].as_array().unwrap().len() as u64;
+    assert_eq!(total, 4, "{first}");
+    assert_eq!((n(&first["reused"]), n(&first["rendered"])), (0, total));
+    let first_bytes = std::fs::read(&out).unwrap();
+
+    let o = render(&book, &out, &rep, &[]);
+    let second = ok_report(&o, &rep);
+    assert_eq!((n(&second["reused"]), n(&second["rendered"])), (total, 0));
+    assert!(stderr(&o).contains(&format!("{total} of {total} segments reused")), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), first_bytes, "same takes, same bytes");
+
+    write(dir.path(), "book.txt", &text.replace("Three cats slept.", "Three cats purred."));
+    let third = ok_report(&render(&book, &out, &rep, &[]), &rep);
+    assert_eq!((n(&third["reused"]), n(&third["rendered"])), (total - 1, 1));
+    let fresh: Vec<&Value> =
+        third["segments"].as_array().unwrap().iter().filter(|s| s["reused"] == false).collect();
+    assert_eq!(fresh.len(), 1);
+    let body: u64 = chapter_sums(&third).iter().sum();
+    assert_eq!(wav_samples(&out), n(&third["lead_in_samples"]) + body);
+
+    // Another render parameter is another take: nothing is reused.
+    let nfe = ok_report(&render(&book, &out, &rep, &["--nfe", "3"]), &rep);
+    assert_eq!(n(&nfe["rendered"]), total);
+    // `--no-project` renders everything and leaves the project alone.
+    let mem = ok_report(&render(&book, &out, &rep, &["--no-project"]), &rep);
+    assert_eq!((n(&mem["reused"]), n(&mem["rendered"])), (0, total));
+    assert!(mem["project"].is_null());
+}
+
+/// Finished take files (not `.tmp`) in the project.
+fn take_files(project: &Path) -> usize {
+    std::fs::read_dir(project.join("takes")).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".wav"))
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .count()
+    })
+}
+
+fn spawn_render(manuscript: &Path, out: &Path, report: &Path) -> Child {
+    let mut cmd = lectern();
+    cmd.arg("render").arg(manuscript).arg("-o").arg(out).arg("--quiet").arg("--report");
+    cmd.arg(report).args(["--lanes", "1", "--group-target", "0"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn lectern")
+}
+
+#[test]
+fn sigkill_midway_loses_no_finished_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (1..=40)
+        .map(|i| format!("Sentence number {i} tells of the sea and the quiet lighthouse keeper. "))
+        .collect();
+    let book = write(dir.path(), "book.txt", &text);
+    let (out, rep) = (dir.path().join("book.wav"), dir.path().join("report.json"));
+    let project = dir.path().join("book.lectern");
+
+    let mut child = spawn_render(&book, &out, &rep);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while take_files(&project) < 2 {
+        assert!(child.try_wait().unwrap().is_none(), "render ended before two takes were saved");
+        assert!(Instant::now() < deadline, "no take saved in 120 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(child.try_wait().unwrap().is_none(), "render finished before the kill");
+    child.kill().expect("SIGKILL");
+    child.wait().unwrap();
+    let saved = take_files(&project);
+    assert!(!out.exists(), "a killed render left {}", out.display());
+    assert!(!rep.exists());
+
+    let report = ok_report(&render(&book, &out, &rep, &[]), &rep);
+    let total = report["segments"].as_array().unwrap().len() as u64;
+    assert!(saved as u64 >= 2 && (saved as u64) < total, "saved {saved} of {total}");
+    // Every take finished before the kill is reused (one more may have been mid-commit).
+    assert!(n(&report["reused"]) + 1 >= saved as u64, "reused {} of {saved}", report["reused"]);
+    assert!(n(&report["reused"]) >= 1);
+    assert_eq!(n(&report["reused"]) + n(&report["rendered"]), total);
+    let body: u64 = chapter_sums(&report).iter().sum();
+    assert_eq!(wav_samples(&out), n(&report["lead_in_samples"]) + body);
+}
+
+/// Asserts a failed render: exit code ≠ 0, `needle` in stderr, no output left.
+fn assert_fails(o: &Output, needle: &str, out: &Path) {
+    let err = stderr(o);
+    assert!(!o.status.success(), "expected failure, got success: {err}");
+    assert!(err.to_lowercase().contains(&needle.to_lowercase()), "`{needle}` not in: {err}");
+    assert!(!out.exists(), "{} left after a failure", out.display());
+    let partial = out.with_extension("partial.wav");
+    assert!(!partial.exists(), "{} left after a failure", partial.display());
+}
+
+#[test]
+fn bad_manuscripts_fail_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, rep) = (dir.path().join("out.wav"), dir.path().join("report.json"));
+
+    let binary = dir.path().join("binary.txt");
+    std::fs::write(&binary, [0x7fu8, b'E', b'L', b'F', 0, 0, 1, 2, 3]).unwrap();
+    assert_fails(&render(&binary, &out, &rep, &[]), "binary", &out);
+    assert!(!dir.path().join("binary.lectern").exists(), "no project for a bad manuscript");
+
+    let empty = write(dir.path(), "empty.txt", "");
+    assert_fails(&render(&empty, &out, &rep, &[]), "empty", &out);
+    let blank = write(dir.path(), "blank.md", "\n\n   \n# \n");
+    assert_fails(&render(&blank, &out, &rep, &[]), "empty", &out);
+
+    let missing = dir.path().join("missing.txt");
+    assert_fails(&render(&missing, &out, &rep, &[]), "missing.txt", &out);
+}
+
+#[test]
+fn five_megabyte_single_line_segments_within_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let sentence = "The tide came in over the grey stones and went out again. ";
+    let line: String = sentence.repeat(5 * 1024 * 1024 / sentence.len() + 1);
+    let book = write(dir.path(), "huge.txt", &line);
+    let (out, rep) = (dir.path().join("huge.wav"), dir.path().join("report.json"));
+
+    let started = Instant::now();
+    let o = render(&book, &out, &rep, &["--dry-run"]);
+    let report = ok_report(&o, &rep);
+    assert!(started.elapsed() < Duration::from_secs(120), "took {:?}", started.elapsed());
+    let segments = report["segments"].as_array().unwrap().len();
+    assert!(segments > 10_000, "{segments} segments");
+    assert!(report["dry_run"].as_bool().unwrap());
+    assert!(report["files"].as_array().unwrap().is_empty());
+    assert!(!out.exists());
+    assert!(!dir.path().join("huge.lectern").exists(), "a dry run writes nothing");
+
+    // A real render records every segment in the project and starts the engine; killed
+    // there, it leaves no output file.
+    let mut child = lectern()
+        .arg("render")
+        .arg(&book)
+        .arg("-o")
+        .arg(&out)
+        .arg("--quiet")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn lectern");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(err)).map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let expected = format!("0 of {segments} segments reused, {segments} to render");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let started = loop {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) if line.contains(&expected) => break true,
+            Ok(_) => {}
+            Err(_) => break false,
+        }
+    };
+    child.kill().expect("SIGKILL");
+    child.wait().unwrap();
+    assert!(started, "the render did not start within 120 s");
+    assert!(!out.exists());
+}
+
+#[test]
+fn bad_voices_fail_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = write(dir.path(), "book.txt", "A short line.\n");
+    let (out, rep) = (dir.path().join("out.wav"), dir.path().join("report.json"));
+
+    let o = render(&book, &out, &rep, &["--voice", "no-such-voice"]);
+    assert_fails(&o, "no-such-voice", &out);
+    assert!(!dir.path().join("book.lectern").exists(), "no project for a bad voice");
+
+    // The demo voice relabelled as made for the full-size model.
+    let voice = dir.path().join("big-voice");
+    std::fs::create_dir(&voice).unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("voices/tiny-demo");
+    for f in ["voice.json", "prompt.safetensors"] {
+        std::fs::copy(demo.join(f), voice.join(f)).unwrap();
+    }
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(voice.join("voice.json")).unwrap()).unwrap();
+    manifest["model"]["name"] = "cosyvoice3-0.5b".into();
+    manifest["model"]["llm_hidden_size"] = 896.into();
+    std::fs::write(voice.join("voice.json"), manifest.to_string()).unwrap();
+    let o = render(&book, &out, &rep, &["--voice", voice.to_str().unwrap()]);
+    assert_fails(&o, "was made for model `cosyvoice3-0.5b`", &out);
+    assert!(!dir.path().join("book.lectern").exists(), "no project for a bad voice");
+}
