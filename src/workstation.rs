@@ -2,6 +2,7 @@
 //! loads the model on its own thread), audio playback and the terminal UI.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context;
 use candle::Device;
@@ -10,7 +11,8 @@ use crate::audio::{Player, PlayerConfig};
 use crate::engine::Engine;
 use crate::engine::protocol::RenderParams;
 use crate::session::{self, ModelChoice};
-use crate::text::{Manuscript, ParseOptions};
+use crate::text::{Manuscript, ParseOptions, TextError, Tokenizer};
+use crate::tui::watch::{ManuscriptSource, Reparse};
 use crate::tui::{self, AppConfig, RunConfig};
 
 /// The sample manuscript opened when none is given.
@@ -38,10 +40,11 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
     let model = ModelChoice::resolve(opts.model.as_deref())?;
     let voice = session::resolve_voice(opts.voice.as_deref(), &model)?;
     let tokenizer = session::tokenizer(&model)?;
-    let book =
-        Manuscript::load(&manuscript_path, &ParseOptions::default().with_tokenizer(&tokenizer))
-            .with_context(|| format!("reading {}", manuscript_path.display()))?;
-    let segments: Vec<String> = book.segments().map(|s| s.text.clone()).collect();
+    let segments = segment_texts(&manuscript_path, &tokenizer)
+        .with_context(|| format!("reading {}", manuscript_path.display()))?;
+    let tokenizer = Arc::new(tokenizer);
+    let reparse: Reparse =
+        Arc::new(move |path: &Path| segment_texts(path, &tokenizer).map_err(|e| e.to_string()));
 
     let voice_name = voice.manifest.name.clone();
     let (model_for_engine, device, precision) =
@@ -74,12 +77,19 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
             ..AppConfig::default()
         },
         segments,
+        manuscript: Some(ManuscriptSource { path: manuscript_path.clone(), reparse }),
         themes_dir: Some(PathBuf::from(BUNDLED_THEMES)),
         ..RunConfig::default()
     };
     let result = tui::run(cfg, &handle.tx, &handle.rx, &player);
     handle.shutdown();
     result.context("workstation")
+}
+
+/// The manuscript's segment texts, in reading order (also on every save).
+fn segment_texts(path: &Path, tokenizer: &Tokenizer) -> Result<Vec<String>, TextError> {
+    let book = Manuscript::load(path, &ParseOptions::default().with_tokenizer(tokenizer))?;
+    Ok(book.segments().map(|s| s.text.clone()).collect())
 }
 
 fn display_name(path: &Path) -> String {

@@ -112,3 +112,105 @@ fn theme_watcher_reports_edits() {
     assert_eq!(t.title, Theme::light().title);
     assert!(Theme::available(Some(dir.path())).contains(&"mine".to_string()));
 }
+
+/// Saving the watched manuscript re-renders exactly the segments whose text changed; a file
+/// that no longer parses is reported in the log and leaves the rows alone.
+#[test]
+fn saving_the_manuscript_rerenders_only_changed_segments() {
+    use lectern::engine::protocol::Request;
+    use lectern::text::{Manuscript, ParseOptions};
+    use lectern::tui::watch::{ManuscriptSource, Reparse};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("book.md");
+    let v1 = "# One\n\nThe first paragraph stays.\n\nThe second paragraph will change.\n\n\
+              The third paragraph stays too.\n";
+    let v2 = v1.replace("will change", "has changed now");
+    std::fs::write(&path, v1).unwrap();
+    let reparse: Reparse = Arc::new(|p: &std::path::Path| {
+        Manuscript::load(p, &ParseOptions::default())
+            .map(|m| m.segments().map(|s| s.text.clone()).collect())
+            .map_err(|e| e.to_string())
+    });
+    let before = reparse(&path).unwrap();
+    let probe = dir.path().join("probe.md");
+    std::fs::write(&probe, &v2).unwrap();
+    let after = reparse(&probe).unwrap();
+    assert_eq!(before.len(), after.len());
+    let changed: Vec<usize> = (0..before.len()).filter(|&i| before[i] != after[i]).collect();
+    assert_eq!(changed.len(), 1, "{before:?} vs {after:?}");
+
+    // Record every request on its way to the fake engine.
+    let (fake_tx, rx, engine) = spawn_fake_engine(FakeEngineConfig::default());
+    let (tx, tap) = std::sync::mpsc::channel::<Request>();
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&sent);
+    let forward = std::thread::spawn(move || {
+        for r in tap {
+            log.lock().unwrap().push(r.clone());
+            let _ = fake_tx.send(r);
+        }
+    });
+    let cfg = RunConfig {
+        segments: before.clone(),
+        themes_dir: None,
+        manuscript: Some(ManuscriptSource { path: path.clone(), reparse }),
+        fps: 200,
+        ..RunConfig::default()
+    };
+    let player = Recorder::default();
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    let start = Instant::now();
+    let mut step = 0;
+    let edit = v2.clone();
+    let mut input = |timeout: Duration| -> io::Result<Option<Event>> {
+        std::thread::sleep(timeout);
+        let t = start.elapsed();
+        match step {
+            0 if t > Duration::from_millis(800) => std::fs::write(&path, &edit)?,
+            1 if t > Duration::from_millis(2000) => std::fs::write(&path, "")?,
+            2 if t > Duration::from_millis(3000) => {
+                step += 1;
+                return Ok(Some(key('q')));
+            }
+            _ => return Ok(None),
+        }
+        step += 1;
+        Ok(None)
+    };
+    let app =
+        event_loop(&mut terminal, &cfg, KeyMap::default(), &tx, &rx, &player, &mut input).unwrap();
+    drop(tx);
+    forward.join().unwrap();
+    engine.join().unwrap();
+
+    let texts: Vec<&str> = app.rows.iter().map(|r| r.text.as_str()).collect();
+    assert_eq!(texts, after.iter().map(String::as_str).collect::<Vec<_>>());
+    let enqueued: Vec<(u64, String)> = sent
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|r| if let Request::Enqueue(v) = r { Some(v.clone()) } else { None })
+        .flatten()
+        .map(|s| (s.id, s.text))
+        .collect();
+    let mut expected: Vec<String> = before.clone();
+    expected.extend(changed.iter().map(|&i| after[i].clone()));
+    assert_eq!(enqueued.iter().map(|(_, t)| t.clone()).collect::<Vec<_>>(), expected);
+    for (i, row) in app.rows.iter().enumerate() {
+        assert_eq!(row.state, SegmentState::Ready, "{row:?}");
+        assert_eq!(row.takes.len(), 1, "one take each: {row:?}");
+        let first_id = enqueued[i].0;
+        if changed.contains(&i) {
+            assert_ne!(row.id, first_id, "the changed segment is a new row");
+        } else {
+            assert_eq!(row.id, first_id, "unchanged segments keep their row and take");
+        }
+    }
+    assert!(
+        app.log.iter().any(|l| l.contains("manuscript not reloaded")),
+        "the parse error is logged: {:?}",
+        app.log
+    );
+}

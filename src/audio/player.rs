@@ -535,8 +535,10 @@ impl Manager {
             match self.open_device() {
                 Ok(()) => return,
                 Err(why) => {
+                    // The file comes first: a narrow status line cuts the reason, not where
+                    // the audio went.
                     self.notice = Some(format!(
-                        "no audio output ({why}); writing playback to {}",
+                        "no audio output: writing playback to {} ({why})",
                         self.cfg.fallback_wav.display()
                     ));
                 }

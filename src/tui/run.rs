@@ -20,6 +20,7 @@ use super::app::{App, AppConfig, Msg};
 use super::keymap::{KeyMap, KeymapError};
 use super::theme::{Theme, ThemeError, ThemeWatcher};
 use super::view;
+use super::watch::{DEBOUNCE, ManuscriptSource, ManuscriptWatcher};
 use crate::audio::player::Playback;
 use crate::engine::protocol::{EngineEvent, Request};
 
@@ -47,6 +48,8 @@ pub struct RunConfig {
     pub keymap_file: Option<PathBuf>,
     /// Directory of `*.toml` themes, watched for edits.
     pub themes_dir: Option<PathBuf>,
+    /// The manuscript file, re-parsed when it is saved; `None` for a fixed list of segments.
+    pub manuscript: Option<ManuscriptSource>,
     /// Frames per second.
     pub fps: u32,
 }
@@ -58,6 +61,7 @@ impl Default for RunConfig {
             segments: Vec::new(),
             keymap_file: None,
             themes_dir: Some(PathBuf::from("themes")),
+            manuscript: None,
             fps: 30,
         }
     }
@@ -105,6 +109,12 @@ pub fn event_loop<B: Backend>(
         app.push_log(format!("themes will not hot-reload: {e}"));
         None
     });
+    let mut manuscript = cfg.manuscript.clone().and_then(|src| {
+        let path = src.path.display().to_string();
+        ManuscriptWatcher::new(src, DEBOUNCE)
+            .map_err(|e| app.push_log(format!("{path} will not reload on save: {e}")))
+            .ok()
+    });
     let size = terminal.size()?;
     app.update(Msg::Resize(size.width, size.height));
     let reqs = app.set_segments(&cfg.segments);
@@ -127,6 +137,9 @@ pub fn event_loop<B: Backend>(
             }
         }
         app.update(Msg::Player(player.status()));
+        if let Some(w) = manuscript.as_mut() {
+            reload_manuscript(&mut app, w, engine_tx, player);
+        }
         let reload = watch.as_ref().is_some_and(|(_, rx)| rx.try_iter().count() > 0);
         if reload || app.theme_name != theme.name {
             match Theme::load(dir, &app.theme_name) {
@@ -163,6 +176,27 @@ pub fn event_loop<B: Backend>(
         }
     }
     Ok(app)
+}
+
+/// Hands a saved manuscript's new segments to the App (which re-renders only changed ones);
+/// a file that no longer parses is reported in the log and the old segments stay.
+fn reload_manuscript(
+    app: &mut App,
+    watcher: &mut ManuscriptWatcher,
+    engine_tx: &Sender<Request>,
+    player: &dyn Playback,
+) {
+    match watcher.poll(Instant::now()) {
+        None => {}
+        Some(Ok(texts)) => {
+            let reqs = app.set_segments(&texts);
+            if reqs.is_empty() {
+                app.push_log("manuscript saved: no segment changed");
+            }
+            send(app, engine_tx, player, reqs);
+        }
+        Some(Err(e)) => app.push_log(format!("manuscript not reloaded: {e}")),
+    }
 }
 
 /// Sends the App's requests to the engine and its audio commands to the player.

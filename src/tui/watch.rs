@@ -1,0 +1,81 @@
+//! Manuscript hot reload: watches the manuscript file and, a short debounce after the last
+//! change, re-parses it. The directory is watched, not the file, because editors save by writing
+//! a temp file and renaming it over the original, which a watch on the file itself would lose.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Re-reads the manuscript into segment texts; the error is shown to the narrator as it is.
+pub type Reparse = Arc<dyn Fn(&Path) -> Result<Vec<String>, String> + Send + Sync>;
+
+/// The manuscript on disk and how to turn it into segment texts.
+#[derive(Clone)]
+pub struct ManuscriptSource {
+    pub path: PathBuf,
+    pub reparse: Reparse,
+}
+
+impl fmt::Debug for ManuscriptSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManuscriptSource").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+/// Editors touch a file several times per save; changes closer together than this are one.
+pub const DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// Watches one manuscript file; [`ManuscriptWatcher::poll`] yields a re-parse once the file
+/// has been quiet for the debounce.
+pub struct ManuscriptWatcher {
+    _watcher: notify::RecommendedWatcher,
+    rx: mpsc::Receiver<()>,
+    source: ManuscriptSource,
+    debounce: Duration,
+    due: Option<Instant>,
+}
+
+impl ManuscriptWatcher {
+    pub fn new(source: ManuscriptSource, debounce: Duration) -> notify::Result<Self> {
+        use notify::Watcher;
+        let name = source.path.file_name().map(ToOwned::to_owned);
+        let dir = match source.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let (tx, rx) = mpsc::channel();
+        let mut watcher =
+            notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+                if let Ok(ev) = res {
+                    let ours = !ev.kind.is_access()
+                        && ev.paths.iter().any(|p| p.file_name() == name.as_deref());
+                    if ours {
+                        let _ = tx.send(());
+                    }
+                }
+            })?;
+        watcher.watch(&dir, notify::RecursiveMode::NonRecursive)?;
+        Ok(Self { _watcher: watcher, rx, source, debounce, due: None })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.source.path
+    }
+
+    /// Non-blocking. `Some` once changes have settled: the new segment texts, or why the file
+    /// could not be read.
+    pub fn poll(&mut self, now: Instant) -> Option<Result<Vec<String>, String>> {
+        if self.rx.try_iter().count() > 0 {
+            self.due = Some(now + self.debounce);
+        }
+        match self.due {
+            Some(due) if now >= due => {
+                self.due = None;
+                Some((self.source.reparse)(&self.source.path))
+            }
+            _ => None,
+        }
+    }
+}
