@@ -85,6 +85,9 @@ pub struct WorkloadArgs {
     /// Only the first N segments (quick runs).
     #[arg(long)]
     pub max_segments: Option<usize>,
+    /// Speech tokens forced per word (10 is the real model's rate; less only for quick runs).
+    #[arg(long, default_value_t = bench::workload::TOKENS_PER_WORD)]
+    pub tokens_per_word: usize,
 }
 
 impl WorkloadArgs {
@@ -101,6 +104,7 @@ impl WorkloadArgs {
         o.nfe = self.nfe.max(1);
         o.precision = self.precision.into();
         o.max_segments = self.max_segments;
+        o.tokens_per_word = self.tokens_per_word.max(1);
         o.print = !json;
         o
     }

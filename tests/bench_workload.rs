@@ -26,7 +26,7 @@ fn stand_in_ids_have_a_realistic_rate() {
 }
 
 #[test]
-fn tiny_workload_forces_ten_tokens_per_word_through_the_engine() {
+fn tiny_workload_forces_tokens_per_word_through_the_engine() {
     let mut opts = WorkloadOptions::new(Workload::Short);
     opts.max_segments = Some(3);
     opts.config = ModelConfig::from_dir(std::path::Path::new(BUNDLED_TINY_MODEL)).unwrap();

@@ -554,9 +554,12 @@ fn run_engine(
     let mut telemetry_ttfa = None;
     let mut groups = 0usize;
     let mut ready = 0usize;
-    while ready < segs.len() {
+    let mut wall_s = 0.0;
+    // The last group's telemetry follows its takes; `Idle` closes the run.
+    loop {
         let ev = handle.rx.recv().context("the engine stopped before the workload finished")?;
         match ev {
+            EngineEvent::Idle if ready == segs.len() => break,
             EngineEvent::TakeReady(take) => {
                 first_audio_s.get_or_insert(start.elapsed().as_secs_f64());
                 let r = &take.record;
@@ -572,6 +575,9 @@ fn run_engine(
                     "group_size": r.group.segment_ids.len(),
                 }));
                 ready += 1;
+                if ready == segs.len() {
+                    wall_s = start.elapsed().as_secs_f64();
+                }
             }
             EngineEvent::SegmentState { id, state: SegmentState::Failed(e) } => {
                 bail!("segment {id} failed: {e}")
@@ -593,7 +599,6 @@ fn run_engine(
             _ => {}
         }
     }
-    let wall_s = start.elapsed().as_secs_f64();
     handle.shutdown();
     let settled = probe_memory();
     let audio_s = samples_total as f64 / f64::from(SAMPLE_RATE_HZ);
