@@ -96,6 +96,8 @@ fn tiny_workload_forces_tokens_per_word_through_the_engine() {
             total += tokens;
         }
         assert_eq!(run["speech_tokens"].as_u64().unwrap(), total);
+        assert!(run["flow_groups"].as_u64().unwrap() >= 1, "telemetry of every group collected");
+        assert!(run["kv_bytes_per_lane"].as_u64().unwrap() > 0);
     }
     // Batches follow the lanes asked for.
     assert!(runs[0]["lm_batches"].as_array().unwrap().iter().all(|b| b["lanes"] == 1));
