@@ -67,6 +67,49 @@ pub struct SynthArgs {
     pub seed: u64,
 }
 
+/// `lectern bench --workload`'s options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorkloadArgs {
+    /// LM lanes; several (`1,4`) run one after another on the same weights.
+    #[arg(long, value_delimiter = ',', default_value = "8")]
+    pub lanes: Vec<usize>,
+    /// Target generated mel frames per flow group.
+    #[arg(long, default_value_t = 2000)]
+    pub group_target: usize,
+    /// Flow Euler steps.
+    #[arg(long, default_value_t = 10)]
+    pub nfe: usize,
+    /// LM weight precision.
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: PrecisionArg,
+    /// Only the first N segments (quick runs).
+    #[arg(long)]
+    pub max_segments: Option<usize>,
+    /// Speech tokens forced per word (10 is the real model's rate; less only for quick runs).
+    #[arg(long, default_value_t = bench::workload::TOKENS_PER_WORD)]
+    pub tokens_per_word: usize,
+}
+
+impl WorkloadArgs {
+    fn options(
+        &self,
+        w: bench::workload::Workload,
+        device: candle::Device,
+        json: bool,
+    ) -> bench::workload::WorkloadOptions {
+        let mut o = bench::workload::WorkloadOptions::new(w);
+        o.device = device;
+        o.lanes = self.lanes.iter().map(|&l| l.max(1)).collect();
+        o.group_target_frames = self.group_target;
+        o.nfe = self.nfe.max(1);
+        o.precision = self.precision.into();
+        o.max_segments = self.max_segments;
+        o.tokens_per_word = self.tokens_per_word.max(1);
+        o.print = !json;
+        o
+    }
+}
+
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum PrecisionArg {
     F32,
@@ -75,18 +118,24 @@ pub enum PrecisionArg {
     Q8_0,
 }
 
+impl From<PrecisionArg> for Precision {
+    fn from(p: PrecisionArg) -> Self {
+        match p {
+            PrecisionArg::F32 => Precision::F32,
+            PrecisionArg::F16 => Precision::F16,
+            PrecisionArg::Bf16 => Precision::Bf16,
+            PrecisionArg::Q8_0 => Precision::Q8_0,
+        }
+    }
+}
+
 impl SynthArgs {
     pub fn params(&self) -> RenderParams {
         RenderParams {
             nfe: self.nfe,
             group_target_frames: self.group_target,
             lanes: self.lanes.max(1),
-            precision: match self.precision {
-                PrecisionArg::F32 => Precision::F32,
-                PrecisionArg::F16 => Precision::F16,
-                PrecisionArg::Bf16 => Precision::Bf16,
-                PrecisionArg::Q8_0 => Precision::Q8_0,
-            },
+            precision: self.precision.into(),
             min_len_rule: if self.enforce_min_len {
                 MinLenRule::AllStopIds
             } else {
@@ -144,11 +193,16 @@ pub enum Command {
         #[arg(long, default_value = "cpu")]
         device: String,
     },
-    /// Benchmark a stage on full-size, seeded random weights.
+    /// Benchmark a stage, or an end-to-end workload, on full-size, seeded random weights.
     Bench {
         /// The stage to benchmark.
-        #[arg(long, value_enum)]
-        stage: bench::BenchStage,
+        #[arg(long, value_enum, required_unless_present = "workload")]
+        stage: Option<bench::BenchStage>,
+        /// An end-to-end workload through the engine (../shared/bench/README.md).
+        #[arg(long, value_enum, conflicts_with = "stage")]
+        workload: Option<bench::workload::Workload>,
+        #[command(flatten)]
+        wl: WorkloadArgs,
         /// cpu (default) or cuda / cuda:N / metal.
         #[arg(long, default_value = "cpu")]
         device: String,
@@ -232,10 +286,16 @@ pub fn run(cli: Cli) -> Result<()> {
             eprintln!("parity {stage:?}: wrote {n} tensors to {}", req.out.display());
             Ok(())
         }
-        Some(Command::Bench { stage, device, json, quick }) => {
-            let opts =
-                bench::BenchOptions { device: parse_device(&device)?, weights_seed: 0, quick };
-            let report = bench::run_stage(stage, &opts)?;
+        Some(Command::Bench { stage, workload, wl, device, json, quick }) => {
+            let device = parse_device(&device)?;
+            let report = match (stage, workload) {
+                (_, Some(w)) => bench::workload::run(&wl.options(w, device, json))?,
+                (Some(stage), None) => {
+                    let opts = bench::BenchOptions { device, weights_seed: 0, quick };
+                    bench::run_stage(stage, &opts)?
+                }
+                (None, None) => anyhow::bail!("give --stage or --workload"),
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             }

@@ -52,7 +52,7 @@ fn uniform(
 /// A `flow.pt`-shaped checkpoint of seeded random weights. All blocks share one weight set
 /// (60 MB per block, far beyond any cache, so the cost per block is unchanged) to keep the
 /// benchmark's memory and set-up time small.
-fn random_flow(cfg: &FlowConfig, seed: u64, dev: &Device) -> candle::Result<Checkpoint> {
+pub(crate) fn random_flow(cfg: &FlowConfig, seed: u64, dev: &Device) -> candle::Result<Checkpoint> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let d = &cfg.dit;
     let (dim, mel) = (d.dim, cfg.input_size);

@@ -129,7 +129,11 @@ fn rand_tensor(
 }
 
 /// Every HiFT tensor at full size, plain (already folded) weights, uniform ±1/√fan_in.
-fn random_weights(cfg: &ModelConfig, seed: u64, dev: &Device) -> anyhow::Result<Weights> {
+pub(crate) fn random_weights(
+    cfg: &ModelConfig,
+    seed: u64,
+    dev: &Device,
+) -> anyhow::Result<Weights> {
     let h = &cfg.hift;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut map = HashMap::new();

@@ -41,7 +41,7 @@ fn uniform(rng: &mut ChaCha8Rng, shape: &[usize], device: &Device) -> Result<Ten
 }
 
 /// Seeded random `llm.pt` tensors of the full-size model (see the module doc).
-fn random_checkpoint(
+pub(crate) fn random_checkpoint(
     cfg: &ModelConfig,
     seed: u64,
     text_ids: &[u32],

@@ -6,6 +6,7 @@ use candle::Device;
 pub mod flow;
 pub mod hift;
 pub mod lm;
+pub mod workload;
 
 /// Which benchmark to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -1,0 +1,105 @@
+//! The workload machinery of `lectern bench --workload` on tiny shapes (the bundled tiny
+//! model's config with seeded random weights): forced lengths, cuts and the report's fields.
+//! Not timed: speed is what the benchmark reports.
+
+use lectern::bench::workload::{self, Workload, WorkloadOptions};
+use lectern::model::config::{ModelConfig, SAMPLES_PER_TOKEN};
+use lectern::session::BUNDLED_TINY_MODEL;
+
+#[test]
+fn smoke_text_is_the_first_two_sentences() {
+    let text = Workload::Smoke.text();
+    assert!(text.starts_with("The lighthouse keeper"));
+    assert!(text.ends_with("like restless horses."));
+    assert_eq!(Workload::Long.text().matches("lighthouse keeper").count(), 20);
+    assert_eq!(workload::word_count(&Workload::Short.text()), 132);
+}
+
+#[test]
+fn stand_in_ids_have_a_realistic_rate() {
+    let text = Workload::Short.text();
+    let ids = workload::stand_in_text_ids(&text);
+    let per_word = ids.len() as f64 / 132.0;
+    assert!((1.1..1.5).contains(&per_word), "{per_word} ids per word");
+    assert!(ids.iter().all(|&i| i < 151_643));
+    assert_eq!(ids, workload::stand_in_text_ids(&text), "deterministic");
+}
+
+#[test]
+fn tiny_workload_forces_tokens_per_word_through_the_engine() {
+    let mut opts = WorkloadOptions::new(Workload::Short);
+    opts.max_segments = Some(3);
+    opts.config = ModelConfig::from_dir(std::path::Path::new(BUNDLED_TINY_MODEL)).unwrap();
+    opts.lanes = vec![1, 2];
+    opts.nfe = 1;
+    opts.group_target_frames = 200;
+    opts.tokens_per_word = 2; // keeps the tiny run quick; the rule is the same
+    opts.print = false;
+    let segs = workload::segments(&Workload::Smoke.text(), 10, None).unwrap();
+    assert!(!segs.is_empty());
+    let short = workload::segments(&Workload::Short.text(), 10, None).unwrap();
+    assert!(short.len() >= 3, "the passage spans several segments");
+    assert_eq!(short.iter().map(|s| s.forced_tokens).sum::<usize>(), 1320);
+    for s in &segs {
+        assert_eq!(s.forced_tokens, 10 * s.words);
+        assert_eq!(s.spec.seed, 1000 + s.spec.id);
+    }
+
+    let report = workload::run(&opts).unwrap();
+    for key in [
+        "workload",
+        "model",
+        "machine",
+        "backend",
+        "precision",
+        "nfe",
+        "group_target_frames",
+        "segments",
+        "words",
+        "speech_tokens",
+        "audio_s",
+        "runs",
+    ] {
+        assert!(!report[key].is_null(), "missing top-level `{key}`");
+    }
+    assert!(report["machine"]["cpu_model"].is_string());
+    assert!(report["machine"]["threads"].as_u64().unwrap() >= 1);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        for key in [
+            "lanes",
+            "wall_s",
+            "total_rtf",
+            "lm_rtf",
+            "flow_rtf",
+            "vocoder_rtf",
+            "lm_tokens_per_s_per_lane",
+            "lm_tokens_per_s_aggregate",
+            "flow_frames_per_s",
+            "vocoder_audio_s_per_s",
+            "time_to_first_audio_s",
+            "peak_rss_bytes",
+            "settled_rss_bytes",
+            "kv_bytes_per_lane",
+        ] {
+            assert!(run[key].is_number(), "run field `{key}`: {}", run[key]);
+        }
+        let segs_out = run["segments"].as_array().unwrap();
+        assert_eq!(segs_out.len(), 3);
+        let mut total = 0;
+        for s in segs_out {
+            let words = s["words"].as_u64().unwrap();
+            let tokens = s["tokens"].as_u64().unwrap();
+            assert_eq!(tokens, 2 * words, "forced tokens per word");
+            assert_eq!(s["samples"].as_u64().unwrap(), tokens * SAMPLES_PER_TOKEN as u64);
+            total += tokens;
+        }
+        assert_eq!(run["speech_tokens"].as_u64().unwrap(), total);
+        assert!(run["flow_groups"].as_u64().unwrap() >= 1, "telemetry of every group collected");
+        assert!(run["kv_bytes_per_lane"].as_u64().unwrap() > 0);
+    }
+    // Batches follow the lanes asked for.
+    assert!(runs[0]["lm_batches"].as_array().unwrap().iter().all(|b| b["lanes"] == 1));
+    assert!(runs[1]["lm_batches"].as_array().unwrap().iter().any(|b| b["lanes"] == 2));
+}
