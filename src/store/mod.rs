@@ -244,8 +244,7 @@ impl Project {
             .write(true)
             .open(&lock_path)
             .map_err(|e| StoreError::io("opening lock file", &lock_path, e))?;
-        fs2::FileExt::try_lock_exclusive(&lock)
-            .map_err(|_| StoreError::Locked { path: dir.clone() })?;
+        lock_with_grace(&lock).map_err(|_| StoreError::Locked { path: dir.clone() })?;
         let conn = db::open(&dir.join(DB_FILE))?;
         let mut project = Self { dir, conn, report: OpenReport::default(), _lock: lock };
         project.report = takes::check_files(&project.conn, &project.dir)?;
@@ -423,5 +422,22 @@ impl Project {
             .optional()
             .map_err(|e| self.sql_err(e))?
             .ok_or(StoreError::UnknownSegment(id))
+    }
+}
+
+/// Takes the project lock, retrying for up to a second: a process that forked while it held
+/// the lock file open (any thread spawning a child) keeps the lock until its exec, which
+/// closes the inherited descriptor a moment later.
+fn lock_with_grace(lock: &fs::File) -> std::io::Result<()> {
+    let mut attempt = 0;
+    loop {
+        match fs2::FileExt::try_lock_exclusive(lock) {
+            Ok(()) => return Ok(()),
+            Err(e) if attempt >= 20 => return Err(e),
+            Err(_) => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
     }
 }
