@@ -102,9 +102,16 @@ pub fn conv1d_tap_major(x: &Tensor, w_taps: &Tensor, dilation: usize) -> candle:
     let (k, _c_out, _c_in) = w_taps.dims3()?;
     let t_out = x.dim(2)? - (k - 1) * dilation;
     let x = x.squeeze(0)?;
-    let mut y = w_taps.get(0)?.matmul(&x.narrow(1, 0, t_out)?)?;
+    // CPU gemm reads the shifted views in place; cuBLAS/Metal matmuls in candle need a
+    // contiguous right-hand side, so other devices copy each tap's window.
+    let on_cpu = x.device().is_cpu();
+    let tap = |j: usize| -> candle::Result<Tensor> {
+        let view = x.narrow(1, j * dilation, t_out)?;
+        if on_cpu { Ok(view) } else { view.contiguous() }
+    };
+    let mut y = w_taps.get(0)?.matmul(&tap(0)?)?;
     for j in 1..k {
-        y = (y + w_taps.get(j)?.matmul(&x.narrow(1, j * dilation, t_out)?)?)?;
+        y = (y + w_taps.get(j)?.matmul(&tap(j)?)?)?;
     }
     y.unsqueeze(0)
 }
