@@ -110,37 +110,14 @@ impl CosyVoiceBackend {
         let tokenizer = Tokenizer::from_model_dir(model_dir).map_err(invalid)?;
         let is_tiny = model_dir.join("tiny.json").exists();
         let model_id = format!("{} ({})", cfg.name, model_dir.display());
-        Self::from_parts(model_id, is_tiny, device, precision, lm, flow, hift, tokenizer, voice)
-    }
-
-    /// Assembles a backend from loaded stages (benchmarks build them from random weights).
-    #[allow(clippy::too_many_arguments)]
-    pub fn from_parts(
-        model_id: String,
-        is_tiny_random: bool,
-        device: &Device,
-        precision: Precision,
-        lm: SpeechLm,
-        flow: CausalMaskedDiffWithDiT,
-        hift: Hift,
-        tokenizer: Tokenizer,
-        voice: &Voice,
-    ) -> Result<Self> {
         let prepared = PreparedVoice::new(voice, &tokenizer, device)?;
         Ok(Self::with_prepared_voice(
-            model_id,
-            is_tiny_random,
-            device,
-            precision,
-            lm,
-            flow,
-            hift,
-            tokenizer,
-            prepared,
+            model_id, is_tiny, device, precision, lm, flow, hift, tokenizer, prepared,
         ))
     }
 
-    /// As [`Self::from_parts`] with an already prepared voice prompt.
+    /// Assembles a backend from loaded stages and a prepared voice prompt (benchmarks build
+    /// the stages from random weights).
     #[allow(clippy::too_many_arguments)]
     pub fn with_prepared_voice(
         model_id: String,

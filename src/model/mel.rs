@@ -42,7 +42,7 @@ pub fn log_mel_24k(wav: &[f32]) -> Result<(Vec<f32>, usize)> {
     }
     let basis = mel_basis();
     let window = hann_window();
-    let padded = reflect_pad(wav, PAD_SAMPLES);
+    let padded = super::hift::stft::reflect_pad(wav, PAD_SAMPLES);
     let frames = n_frames(wav.len());
     let fft = Fft::new(N_FFT);
     let mut mel = vec![0f32; N_MELS * frames];
@@ -68,15 +68,6 @@ pub fn log_mel_24k(wav: &[f32]) -> Result<(Vec<f32>, usize)> {
 /// `torch.hann_window(1920)` (periodic), in f64.
 pub fn hann_window() -> Vec<f64> {
     (0..N_FFT).map(|i| 0.5 - 0.5 * (2.0 * PI * i as f64 / N_FFT as f64).cos()).collect()
-}
-
-fn reflect_pad(signal: &[f32], pad: usize) -> Vec<f32> {
-    let n = signal.len();
-    let mut out = Vec::with_capacity(n + 2 * pad);
-    out.extend((1..=pad).rev().map(|i| signal[i]));
-    out.extend_from_slice(signal);
-    out.extend((0..pad).map(|i| signal[n - 2 - i]));
-    out
 }
 
 fn hz_to_mel(hz: f64) -> f64 {
