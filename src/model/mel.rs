@@ -85,43 +85,55 @@ fn mel_to_hz(mel: f64) -> f64 {
 /// librosa `filters.mel(sr=24000, n_fft=1920, n_mels=80, fmin=0, fmax=12000)`, Slaney scale and
 /// Slaney norm, `(80, 961)` row-major, in f64.
 pub fn mel_basis() -> Vec<f64> {
-    let sr = f64::from(SAMPLE_RATE_HZ);
-    let n_points = N_MELS + 2;
-    let (lo, hi) = (hz_to_mel(0.0), hz_to_mel(sr / 2.0));
+    slaney_mel_basis(f64::from(SAMPLE_RATE_HZ), N_FFT, N_MELS, f64::from(SAMPLE_RATE_HZ) / 2.0)
+}
+
+/// librosa `filters.mel(sr, n_fft, n_mels, fmin=0, fmax)` with the Slaney mel scale and Slaney
+/// area normalisation, `(n_mels, n_fft/2 + 1)` row-major, in f64.
+///
+/// Shared by the 24 kHz prompt mel (matcha) and whisper's 128-bin filters (`sr 16000`,
+/// `n_fft 400`, `fmax 8000`), which both come from this librosa function.
+pub fn slaney_mel_basis(sr: f64, n_fft: usize, n_mels: usize, fmax: f64) -> Vec<f64> {
+    let n_bins = n_fft / 2 + 1;
+    let n_points = n_mels + 2;
+    let (lo, hi) = (hz_to_mel(0.0), hz_to_mel(fmax));
     // numpy.linspace: start + i·step, with the last point set exactly to `stop`.
     let step = (hi - lo) / (n_points - 1) as f64;
     let mel_f: Vec<f64> = (0..n_points)
         .map(|i| mel_to_hz(if i == n_points - 1 { hi } else { lo + i as f64 * step }))
         .collect();
-    let fft_freqs: Vec<f64> = (0..N_BINS).map(|k| k as f64 * sr / N_FFT as f64).collect();
-    let mut basis = vec![0f64; N_MELS * N_BINS];
-    for i in 0..N_MELS {
+    let fft_freqs: Vec<f64> = (0..n_bins).map(|k| k as f64 * sr / n_fft as f64).collect();
+    let mut basis = vec![0f64; n_mels * n_bins];
+    for i in 0..n_mels {
         let (d0, d1) = (mel_f[i + 1] - mel_f[i], mel_f[i + 2] - mel_f[i + 1]);
         let enorm = 2.0 / (mel_f[i + 2] - mel_f[i]);
         for (k, &f) in fft_freqs.iter().enumerate() {
             let lower = (f - mel_f[i]) / d0;
             let upper = (mel_f[i + 2] - f) / d1;
-            basis[i * N_BINS + k] = lower.min(upper).max(0.0) * enorm;
+            basis[i * n_bins + k] = lower.min(upper).max(0.0) * enorm;
         }
     }
     basis
 }
 
 /// A mixed-radix decimation-in-time complex FFT in f64 for sizes with small prime factors.
-struct Fft {
+///
+/// Shared with the voice front end (`crate::voice::dsp`: whisper's 400-point and Kaldi's
+/// 512-point transforms), so every feature uses the same f64 arithmetic.
+pub(crate) struct Fft {
     n: usize,
     /// `exp(−2πij/n)` for `j < n`.
     twiddles: Vec<(f64, f64)>,
 }
 
 impl Fft {
-    fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         let twiddles =
             (0..n).map(|j| -2.0 * PI * j as f64 / n as f64).map(|a| (a.cos(), a.sin())).collect();
         Self { n, twiddles }
     }
 
-    fn forward(&self, input: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    pub(crate) fn forward(&self, input: &[(f64, f64)]) -> Vec<(f64, f64)> {
         let mut out = vec![(0.0, 0.0); self.n];
         self.rec(input, 0, 1, self.n, &mut out);
         out
@@ -178,7 +190,7 @@ mod tests {
 
     #[test]
     fn fft_matches_naive_dft() {
-        for n in [1, 2, 6, 15, 60, 1920] {
+        for n in [1, 2, 6, 15, 60, 400, 512, 1920] {
             let x: Vec<(f64, f64)> =
                 (0..n).map(|i| ((i as f64 * 0.7).sin(), (i as f64 * 0.3).cos())).collect();
             let got = Fft::new(n).forward(&x);

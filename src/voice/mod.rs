@@ -20,6 +20,9 @@
 //! # Ok::<(), lectern::voice::VoiceError>(())
 //! ```
 
+pub mod dsp;
+pub mod reference;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

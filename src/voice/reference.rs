@@ -1,0 +1,243 @@
+//! Reading the reference recording of a voice (`lectern voice add`): decode, downmix, validate.
+//!
+//! Mirrors upstream's `load_wav` (`torchaudio.load(backend='soundfile')`, channel mean) and its
+//! asserts, but checks everything up front so a bad file fails once, with a message naming the
+//! file, what is wrong, and what is accepted.
+//!
+//! Accepted: WAV (RIFF/WAVE, including WAVE_FORMAT_EXTENSIBLE) with integer PCM of 8, 16, 24 or
+//! 32 bits, or 32-bit float; any channel count (averaged to mono); at least 16 kHz; between
+//! [`MIN_REFERENCE_S`] and [`MAX_REFERENCE_S`] seconds; finite samples; not silent.
+//! 8-bit PCM is unsigned in WAV; hound recentres it to −128…127, and it is scaled by 1/128 like
+//! libsndfile does for soundfile.
+
+use std::path::{Path, PathBuf};
+
+use super::dsp::resample::resample;
+
+/// Longest accepted reference, seconds: upstream's tokenizer asserts `N16 / 16000 ≤ 30`.
+pub const MAX_REFERENCE_S: f64 = 30.0;
+
+/// Shortest accepted reference, seconds.
+///
+/// 0.5 s keeps every feature well defined with margin: 8 000 samples at 16 kHz give 48 Kaldi
+/// frames (≥ 400 samples needed for one) and 50 whisper frames; 12 000 samples at 24 kHz give
+/// 25 prompt-mel frames (> 720 samples needed to reflect-pad), hence 12 aligned speech tokens
+/// (25 tokens/s). Anything shorter gives CAM++ and the LLM too little speech to clone from.
+pub const MIN_REFERENCE_S: f64 = 0.5;
+
+/// Lowest accepted sample rate, Hz: upstream's `load_wav` asserts `rate ≥ 16000` whenever it
+/// resamples, and every rate but 16 kHz is resampled for the tokenizer, 16 kHz itself for the
+/// 24 kHz mel — so anything below is always refused upstream.
+pub const MIN_SAMPLE_RATE_HZ: u32 = 16_000;
+
+/// Peak magnitude below which a reference counts as silent (−80 dBFS).
+pub const SILENCE_PEAK: f32 = 1e-4;
+
+/// What is accepted, appended to format errors.
+const ACCEPTED: &str =
+    "accepted: WAV with 8/16/24/32-bit integer PCM or 32-bit float samples, any channel count";
+
+/// Why a reference recording cannot be used. Every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ReferenceError {
+    #[error("{path}: cannot read the reference recording: {reason}", path = path.display())]
+    Io { path: PathBuf, reason: String },
+    #[error("{path}: not a WAV file ({reason}); {ACCEPTED}", path = path.display())]
+    NotWav { path: PathBuf, reason: String },
+    #[error("{path}: WAV file is truncated ({reason}); re-export the recording", path = path.display())]
+    Truncated { path: PathBuf, reason: String },
+    #[error("{path}: unsupported sample format {format}; {ACCEPTED}", path = path.display())]
+    UnsupportedFormat { path: PathBuf, format: String },
+    #[error(
+        "{path}: sample rate {rate_hz} Hz is too low; the reference must be at least \
+         {MIN_SAMPLE_RATE_HZ} Hz (CosyVoice3 resamples to 16 kHz and 24 kHz and refuses to upsample \
+         from below 16 kHz)",
+        path = path.display()
+    )]
+    RateTooLow { path: PathBuf, rate_hz: u32 },
+    #[error(
+        "{path}: reference is {seconds:.2} s long; at most {MAX_REFERENCE_S} s is accepted (the \
+         speech tokenizer's limit): trim it",
+        path = path.display()
+    )]
+    TooLong { path: PathBuf, seconds: f64 },
+    #[error(
+        "{path}: reference is {seconds:.3} s long; at least {MIN_REFERENCE_S} s of speech is needed",
+        path = path.display()
+    )]
+    TooShort { path: PathBuf, seconds: f64 },
+    #[error("{path}: sample {index} is not finite (NaN or infinity); the audio is corrupt", path = path.display())]
+    NonFinite { path: PathBuf, index: usize },
+    #[error(
+        "{path}: reference is silent (peak {peak:e}, below {SILENCE_PEAK:e}); record some speech",
+        path = path.display()
+    )]
+    Silent { path: PathBuf, peak: f32 },
+}
+
+impl ReferenceError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            Self::Io { path, .. }
+            | Self::NotWav { path, .. }
+            | Self::Truncated { path, .. }
+            | Self::UnsupportedFormat { path, .. }
+            | Self::RateTooLow { path, .. }
+            | Self::TooLong { path, .. }
+            | Self::TooShort { path, .. }
+            | Self::NonFinite { path, .. }
+            | Self::Silent { path, .. } => path,
+        }
+    }
+}
+
+/// A validated reference recording, downmixed to mono at its own rate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    /// The file's sample rate, Hz (≥ [`MIN_SAMPLE_RATE_HZ`]).
+    pub sample_rate_hz: u32,
+    /// Channels in the file (before the downmix).
+    pub channels: u16,
+    /// Mono samples in [−1, 1]: the mean over channels, like upstream's `load_wav`.
+    pub samples: Vec<f32>,
+    /// The file it came from.
+    pub source: PathBuf,
+}
+
+impl Reference {
+    /// Duration, seconds.
+    pub fn seconds(&self) -> f64 {
+        self.samples.len() as f64 / f64::from(self.sample_rate_hz)
+    }
+
+    /// The samples at `to_hz` (torchaudio's `Resample`; a copy at the file's own rate), as
+    /// upstream's `load_wav(path, to_hz)` returns them.
+    pub fn resampled(&self, to_hz: u32) -> Vec<f32> {
+        resample(&self.samples, self.sample_rate_hz, to_hz)
+    }
+}
+
+/// Reads, downmixes and validates the reference recording at `path`.
+pub fn load_reference(path: &Path) -> Result<Reference, ReferenceError> {
+    let source = path.to_path_buf();
+    let reader = hound::WavReader::open(path).map_err(|e| open_error(&source, e))?;
+    let spec = reader.spec();
+    if spec.channels == 0 {
+        return Err(ReferenceError::NotWav { path: source, reason: "zero channels".into() });
+    }
+    let interleaved = decode(reader, spec).map_err(|e| sample_error(&source, e))?;
+    let samples = downmix(&interleaved, usize::from(spec.channels));
+    let reference =
+        Reference { sample_rate_hz: spec.sample_rate, channels: spec.channels, samples, source };
+    validate(&reference)?;
+    Ok(reference)
+}
+
+/// Classifies a header error from hound.
+fn open_error(path: &Path, e: hound::Error) -> ReferenceError {
+    let path = path.to_path_buf();
+    match e {
+        hound::Error::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            ReferenceError::Truncated { path, reason: "the header ends early".into() }
+        }
+        hound::Error::IoError(io) => ReferenceError::Io { path, reason: io.to_string() },
+        hound::Error::FormatError(what) => ReferenceError::NotWav { path, reason: what.into() },
+        hound::Error::Unsupported => {
+            ReferenceError::UnsupportedFormat { path, format: "(not PCM or IEEE float)".into() }
+        }
+        other => ReferenceError::NotWav { path, reason: other.to_string() },
+    }
+}
+
+/// Classifies an error while reading samples (a data chunk shorter than its header says).
+fn sample_error(path: &Path, e: hound::Error) -> ReferenceError {
+    let path = path.to_path_buf();
+    match e {
+        hound::Error::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            ReferenceError::Truncated { path, reason: "the sample data ends early".into() }
+        }
+        hound::Error::IoError(io) => ReferenceError::Io { path, reason: io.to_string() },
+        other => ReferenceError::NotWav { path, reason: other.to_string() },
+    }
+}
+
+/// Interleaved samples scaled to [−1, 1] the way libsndfile (soundfile) does: integer PCM
+/// divided by 2^(bits−1), float as stored.
+fn decode<R: std::io::Read>(
+    reader: hound::WavReader<R>,
+    spec: hound::WavSpec,
+) -> Result<Vec<f32>, hound::Error> {
+    match (spec.sample_format, spec.bits_per_sample) {
+        (hound::SampleFormat::Float, 32) => reader.into_samples::<f32>().collect(),
+        (hound::SampleFormat::Int, bits @ (8 | 16 | 24 | 32)) => {
+            let scale = 1.0 / (1u64 << (bits - 1)) as f32;
+            reader.into_samples::<i32>().map(|s| s.map(|v| v as f32 * scale)).collect()
+        }
+        _ => Err(hound::Error::Unsupported),
+    }
+}
+
+/// Mean over channels of interleaved frames (`torch.mean(dim=0)`); mono is returned as is.
+fn downmix(interleaved: &[f32], channels: usize) -> Vec<f32> {
+    if channels == 1 {
+        return interleaved.to_vec();
+    }
+    interleaved
+        .chunks_exact(channels)
+        .map(|f| (f.iter().map(|&x| f64::from(x)).sum::<f64>() / channels as f64) as f32)
+        .collect()
+}
+
+/// Rate, duration, finiteness and silence checks, in that order.
+fn validate(r: &Reference) -> Result<(), ReferenceError> {
+    let path = || r.source.clone();
+    if r.sample_rate_hz < MIN_SAMPLE_RATE_HZ {
+        return Err(ReferenceError::RateTooLow { path: path(), rate_hz: r.sample_rate_hz });
+    }
+    let seconds = r.seconds();
+    if seconds > MAX_REFERENCE_S {
+        return Err(ReferenceError::TooLong { path: path(), seconds });
+    }
+    if seconds < MIN_REFERENCE_S {
+        return Err(ReferenceError::TooShort { path: path(), seconds });
+    }
+    if let Some(index) = r.samples.iter().position(|x| !x.is_finite()) {
+        return Err(ReferenceError::NonFinite { path: path(), index });
+    }
+    let peak = r.samples.iter().fold(0f32, |m, &x| m.max(x.abs()));
+    if peak < SILENCE_PEAK {
+        return Err(ReferenceError::Silent { path: path(), peak });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn downmix_averages_channels() {
+        assert_eq!(downmix(&[1.0, 0.0, 0.5, 0.5], 2), vec![0.5, 0.5]);
+        assert_eq!(downmix(&[0.25, -1.0], 1), vec![0.25, -1.0]);
+    }
+
+    #[test]
+    fn validation_order_and_limits() {
+        let mk = |rate: u32, n: usize, v: f32| Reference {
+            sample_rate_hz: rate,
+            channels: 1,
+            samples: vec![v; n],
+            source: "x.wav".into(),
+        };
+        assert!(validate(&mk(16_000, 8_000, 0.1)).is_ok());
+        assert!(matches!(validate(&mk(8_000, 8_000, 0.1)), Err(ReferenceError::RateTooLow { .. })));
+        assert!(matches!(validate(&mk(16_000, 7_999, 0.1)), Err(ReferenceError::TooShort { .. })));
+        assert!(validate(&mk(16_000, 480_000, 0.1)).is_ok());
+        assert!(matches!(validate(&mk(16_000, 480_001, 0.1)), Err(ReferenceError::TooLong { .. })));
+        assert!(matches!(validate(&mk(16_000, 8_000, 0.0)), Err(ReferenceError::Silent { .. })));
+        let mut r = mk(16_000, 8_000, 0.1);
+        r.samples[3] = f32::INFINITY;
+        assert!(matches!(validate(&r), Err(ReferenceError::NonFinite { index: 3, .. })));
+    }
+}
