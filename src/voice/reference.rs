@@ -10,6 +10,7 @@
 //! 8-bit PCM is unsigned in WAV; hound recentres it to −128…127, and it is scaled by 1/128 like
 //! libsndfile does for soundfile.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::dsp::resample::resample;
@@ -121,12 +122,24 @@ impl Reference {
 /// Reads, downmixes and validates the reference recording at `path`.
 pub fn load_reference(path: &Path) -> Result<Reference, ReferenceError> {
     let source = path.to_path_buf();
-    let reader = hound::WavReader::open(path).map_err(|e| open_error(&source, e))?;
+    let file = std::fs::File::open(path)
+        .map_err(|e| ReferenceError::Io { path: source.clone(), reason: e.to_string() })?;
+    let mut file = std::io::BufReader::new(file);
+    check_riff_magic(&source, &mut file)?;
+    let reader = hound::WavReader::new(file).map_err(|e| wav_error(&source, e, "header"))?;
     let spec = reader.spec();
     if spec.channels == 0 {
         return Err(ReferenceError::NotWav { path: source, reason: "zero channels".into() });
     }
-    let interleaved = decode(reader, spec).map_err(|e| sample_error(&source, e))?;
+    if !supported(spec) {
+        let kind = match spec.sample_format {
+            hound::SampleFormat::Float => "float",
+            hound::SampleFormat::Int => "integer PCM",
+        };
+        let format = format!("{}-bit {kind}", spec.bits_per_sample);
+        return Err(ReferenceError::UnsupportedFormat { path: source, format });
+    }
+    let interleaved = decode(reader, spec).map_err(|e| wav_error(&source, e, "sample data"))?;
     let samples = downmix(&interleaved, usize::from(spec.channels));
     let reference =
         Reference { sample_rate_hz: spec.sample_rate, channels: spec.channels, samples, source };
@@ -134,32 +147,53 @@ pub fn load_reference(path: &Path) -> Result<Reference, ReferenceError> {
     Ok(reference)
 }
 
-/// Classifies a header error from hound.
-fn open_error(path: &Path, e: hound::Error) -> ReferenceError {
+/// Tells a non-WAV file from a truncated WAV before hound parses it: the first 12 bytes must be
+/// `RIFF····WAVE`. A file that agrees with that as far as it goes but stops early is truncated.
+fn check_riff_magic<R: std::io::Read + std::io::Seek>(
+    path: &Path,
+    file: &mut R,
+) -> Result<(), ReferenceError> {
+    let mut head = Vec::with_capacity(12);
+    let io = |e: std::io::Error| ReferenceError::Io { path: path.into(), reason: e.to_string() };
+    file.by_ref().take(12).read_to_end(&mut head).map_err(io)?;
+    file.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+    let riff_ok = head.iter().zip(b"RIFF").all(|(a, b)| a == b);
+    let wave_ok = head.iter().skip(8).zip(b"WAVE").all(|(a, b)| a == b);
+    if !riff_ok || !wave_ok {
+        let reason = "no RIFF/WAVE header".to_string();
+        return Err(ReferenceError::NotWav { path: path.into(), reason });
+    }
+    if head.len() < 12 {
+        let reason = format!("{} bytes, shorter than a RIFF header", head.len());
+        return Err(ReferenceError::Truncated { path: path.into(), reason });
+    }
+    Ok(())
+}
+
+/// Classifies a hound error. The file is open and starts like a WAV, so a failed read means it
+/// ends early (hound reports that as an I/O error, not always `UnexpectedEof`).
+fn wav_error(path: &Path, e: hound::Error, part: &str) -> ReferenceError {
     let path = path.to_path_buf();
     match e {
-        hound::Error::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
-            ReferenceError::Truncated { path, reason: "the header ends early".into() }
+        hound::Error::IoError(io) => {
+            ReferenceError::Truncated { path, reason: format!("the {part} ends early: {io}") }
         }
-        hound::Error::IoError(io) => ReferenceError::Io { path, reason: io.to_string() },
         hound::Error::FormatError(what) => ReferenceError::NotWav { path, reason: what.into() },
-        hound::Error::Unsupported => {
-            ReferenceError::UnsupportedFormat { path, format: "(not PCM or IEEE float)".into() }
-        }
+        hound::Error::Unsupported => ReferenceError::UnsupportedFormat {
+            path,
+            format: "(neither integer PCM nor 32-bit IEEE float)".into(),
+        },
         other => ReferenceError::NotWav { path, reason: other.to_string() },
     }
 }
 
-/// Classifies an error while reading samples (a data chunk shorter than its header says).
-fn sample_error(path: &Path, e: hound::Error) -> ReferenceError {
-    let path = path.to_path_buf();
-    match e {
-        hound::Error::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
-            ReferenceError::Truncated { path, reason: "the sample data ends early".into() }
-        }
-        hound::Error::IoError(io) => ReferenceError::Io { path, reason: io.to_string() },
-        other => ReferenceError::NotWav { path, reason: other.to_string() },
-    }
+/// Integer PCM of 8, 16, 24 or 32 bits, or 32-bit float: what hound decodes and soundfile
+/// would scale the same way.
+fn supported(spec: hound::WavSpec) -> bool {
+    matches!(
+        (spec.sample_format, spec.bits_per_sample),
+        (hound::SampleFormat::Float, 32) | (hound::SampleFormat::Int, 8 | 16 | 24 | 32)
+    )
 }
 
 /// Interleaved samples scaled to [−1, 1] the way libsndfile (soundfile) does: integer PCM
