@@ -20,6 +20,8 @@
 //! # Ok::<(), lectern::voice::VoiceError>(())
 //! ```
 
+pub mod onnx;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
