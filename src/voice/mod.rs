@@ -21,6 +21,7 @@
 //! ```
 
 pub mod dsp;
+pub mod onnx;
 pub mod reference;
 
 use std::collections::HashMap;
