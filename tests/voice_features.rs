@@ -395,3 +395,31 @@ fn non_finite_float_samples_are_rejected() {
     assert!(matches!(e, ReferenceError::NonFinite { index: 100, .. }), "{e}");
     assert_names(&e, &p);
 }
+
+// ---------------------------------------------------------------- full chain
+
+/// prompt.wav → our decode → our resampler → all three features, against upstream's tensors
+/// (which came from torchaudio's resampler): the errors do not compound past the tolerances.
+#[test]
+fn full_chain_from_prompt_wav_matches_upstream() {
+    let feats = load("features.safetensors");
+    let r = load_reference(&fixture_dir().join("prompt.wav")).unwrap();
+    let (w16, w24) = (r.resampled(16_000), r.resampled(24_000));
+
+    let (logmel, _) = whisper::log_mel_128(&w16);
+    let d = max_abs(&logmel, &flat(&feats["whisper_logmel"]));
+    eprintln!("chain whisper log-mel: max abs diff {d:e}");
+    assert!(d < 1e-4, "{d}");
+
+    let (mut fb, _) = kaldi::fbank_80(&w16);
+    kaldi::subtract_column_mean(&mut fb, 80);
+    let d = max_abs(&fb, &flat(&feats["campplus_input"]));
+    eprintln!("chain campplus input: max abs diff {d:e}");
+    assert!(d < 1e-3, "{d}");
+
+    let (m24, t) = mel::log_mel_24k(&w24).unwrap();
+    assert_eq!(t, 331);
+    let d = max_abs(&m24, &flat(&feats["mel24_raw"]));
+    eprintln!("chain mel24: max abs diff {d:e}");
+    assert!(d < 5e-4, "{d}");
+}
