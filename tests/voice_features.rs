@@ -262,8 +262,8 @@ fn eight_bit_pcm_is_scaled_like_soundfile() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("u8.wav");
     let mut w = hound::WavWriter::create(&p, spec(16_000, 1, 8, false)).unwrap();
-    for i in 0..16_000 {
-        w.write_sample(((i % 256) as i32 - 128) as i8).unwrap();
+    for i in 0i32..16_000 {
+        w.write_sample(((i % 256) - 128) as i8).unwrap();
     }
     w.finalize().unwrap();
     let r = load_reference(&p).unwrap();
@@ -422,4 +422,16 @@ fn full_chain_from_prompt_wav_matches_upstream() {
     let d = max_abs(&m24, &flat(&feats["mel24_raw"]));
     eprintln!("chain mel24: max abs diff {d:e}");
     assert!(d < 5e-4, "{d}");
+}
+
+#[test]
+fn features_of_30_s_are_fast() {
+    let x: Vec<f32> = (0..480_000).map(|i| ((i as f32) * 0.013).sin() * 0.4).collect();
+    let t0 = std::time::Instant::now();
+    let (_, t) = whisper::log_mel_128(&x);
+    let (_, tk) = kaldi::fbank_80(&x);
+    let dt = t0.elapsed();
+    eprintln!("30 s whisper log-mel + Kaldi fbank: {dt:?}");
+    assert_eq!((t, tk), (3000, 2998));
+    assert!(dt.as_secs_f64() < 10.0, "{dt:?}");
 }
