@@ -262,8 +262,8 @@ fn eight_bit_pcm_is_scaled_like_soundfile() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("u8.wav");
     let mut w = hound::WavWriter::create(&p, spec(16_000, 1, 8, false)).unwrap();
-    for i in 0..16_000 {
-        w.write_sample(((i % 256) as i32 - 128) as i8).unwrap();
+    for i in 0i32..16_000 {
+        w.write_sample(((i % 256) - 128) as i8).unwrap();
     }
     w.finalize().unwrap();
     let r = load_reference(&p).unwrap();
@@ -394,4 +394,44 @@ fn non_finite_float_samples_are_rejected() {
     let e = load_reference(&p).unwrap_err();
     assert!(matches!(e, ReferenceError::NonFinite { index: 100, .. }), "{e}");
     assert_names(&e, &p);
+}
+
+// ---------------------------------------------------------------- full chain
+
+/// prompt.wav → our decode → our resampler → all three features, against upstream's tensors
+/// (which came from torchaudio's resampler): the errors do not compound past the tolerances.
+#[test]
+fn full_chain_from_prompt_wav_matches_upstream() {
+    let feats = load("features.safetensors");
+    let r = load_reference(&fixture_dir().join("prompt.wav")).unwrap();
+    let (w16, w24) = (r.resampled(16_000), r.resampled(24_000));
+
+    let (logmel, _) = whisper::log_mel_128(&w16);
+    let d = max_abs(&logmel, &flat(&feats["whisper_logmel"]));
+    eprintln!("chain whisper log-mel: max abs diff {d:e}");
+    assert!(d < 1e-4, "{d}");
+
+    let (mut fb, _) = kaldi::fbank_80(&w16);
+    kaldi::subtract_column_mean(&mut fb, 80);
+    let d = max_abs(&fb, &flat(&feats["campplus_input"]));
+    eprintln!("chain campplus input: max abs diff {d:e}");
+    assert!(d < 1e-3, "{d}");
+
+    let (m24, t) = mel::log_mel_24k(&w24).unwrap();
+    assert_eq!(t, 331);
+    let d = max_abs(&m24, &flat(&feats["mel24_raw"]));
+    eprintln!("chain mel24: max abs diff {d:e}");
+    assert!(d < 5e-4, "{d}");
+}
+
+#[test]
+fn features_of_30_s_are_fast() {
+    let x: Vec<f32> = (0..480_000).map(|i| ((i as f32) * 0.013).sin() * 0.4).collect();
+    let t0 = std::time::Instant::now();
+    let (_, t) = whisper::log_mel_128(&x);
+    let (_, tk) = kaldi::fbank_80(&x);
+    let dt = t0.elapsed();
+    eprintln!("30 s whisper log-mel + Kaldi fbank: {dt:?}");
+    assert_eq!((t, tk), (3000, 2998));
+    assert!(dt.as_secs_f64() < 10.0, "{dt:?}");
 }
