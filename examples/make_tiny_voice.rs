@@ -27,6 +27,7 @@ fn main() -> anyhow::Result<()> {
         created: "2026-11-29T00:00:00Z".into(),
         prompt_tokens: 0,
         prompt_mel_frames: 0,
+        reference_seconds: None,
     };
     let voice = Voice::from_prompt(
         manifest,

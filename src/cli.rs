@@ -232,7 +232,7 @@ pub enum Command {
         #[arg(long, allow_negative_numbers = true)]
         loudness: Option<f64>,
     },
-    /// Voice prompts: list them, or show one.
+    /// Voice prompts: make one from a recording, list them, or show one.
     Voice {
         #[command(subcommand)]
         action: VoiceCommand,
@@ -252,6 +252,26 @@ pub enum ExportFormatArg {
 
 #[derive(Debug, Subcommand)]
 pub enum VoiceCommand {
+    /// Make a voice from a reference recording (WAV, 16 kHz or more, 0.5–30 s) and its
+    /// transcript: prompt speech tokens, prompt mel and speaker embedding, as upstream's
+    /// zero-shot frontend computes them.
+    Add {
+        /// The reference recording.
+        reference: PathBuf,
+        /// What the recording says, word for word.
+        #[arg(long)]
+        text: String,
+        /// Name of the new voice (a directory under the voices directory).
+        #[arg(long)]
+        name: String,
+        /// Model directory holding speech_tokenizer_v3.onnx and campplus.onnx; the bundled tiny
+        /// model (with its stand-in ONNX models) when omitted.
+        #[arg(long)]
+        model: Option<PathBuf>,
+        /// Replace an existing voice of the same name.
+        #[arg(long)]
+        force: bool,
+    },
     /// List the voices in the voices directory ($LECTERN_VOICES or ./voices).
     List,
     /// Show one voice: prompt text, duration, token count, source, model.
@@ -428,6 +448,31 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
         }
         VoiceCommand::Show { name } => {
             println!("{}", crate::voice::Voice::load(&name)?.describe());
+            Ok(())
+        }
+        VoiceCommand::Add { reference, text, name, model, force } => {
+            let model = crate::session::ModelChoice::resolve(model.as_deref())?;
+            let req = crate::voice::add::AddRequest {
+                reference,
+                text,
+                name,
+                model_dir: model.dir.clone(),
+                voices_dir: crate::voice::voices_dir(),
+                force,
+            };
+            let added = crate::voice::add::add_voice(&req)?;
+            let v = &added.voice;
+            println!("{}", v.describe());
+            println!(
+                "aligned:      {} of {} tokens, {} of {} mel frames",
+                v.manifest.prompt_tokens,
+                added.raw_tokens,
+                v.manifest.prompt_mel_frames,
+                added.raw_mel_frames
+            );
+            if model.bundled_tiny {
+                println!("note:         {}", crate::session::TINY_NOTICE);
+            }
             Ok(())
         }
     }

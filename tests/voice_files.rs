@@ -20,6 +20,7 @@ fn manifest(name: &str) -> Manifest {
         created: "2026-11-29T00:00:00Z".into(),
         prompt_tokens: 0,
         prompt_mel_frames: 0,
+        reference_seconds: None,
     }
 }
 
@@ -127,4 +128,11 @@ fn broken_alignment_is_refused() {
     v.save(&d).unwrap();
     let e = Voice::load_dir(&d).unwrap_err();
     assert!(e.to_string().contains("alignment rule"), "{e}");
+}
+
+#[test]
+fn rfc3339_formats_utc_dates() {
+    assert_eq!(lectern::voice::rfc3339_utc(0), "1970-01-01T00:00:00Z");
+    assert_eq!(lectern::voice::rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
+    assert_eq!(lectern::voice::rfc3339_utc(1_795_970_283), "2026-11-29T16:38:03Z");
 }

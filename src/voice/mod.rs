@@ -20,7 +20,9 @@
 //! # Ok::<(), lectern::voice::VoiceError>(())
 //! ```
 
+pub mod add;
 pub mod dsp;
+pub mod extract;
 pub mod onnx;
 pub mod reference;
 
@@ -135,6 +137,27 @@ impl ModelSignature {
     }
 }
 
+/// `unix_seconds` as an RFC 3339 UTC timestamp, e.g. `2026-11-29T16:58:03Z`.
+pub fn rfc3339_utc(unix_seconds: u64) -> String {
+    let (days, secs) = (unix_seconds / 86_400, unix_seconds % 86_400);
+    // Howard Hinnant's civil-from-days, for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
 fn read_json(path: &Path) -> Result<serde_json::Value> {
     let s = std::fs::read_to_string(path)
         .map_err(|e| VoiceError::Corrupt { path: path.into(), reason: e.to_string() })?;
@@ -158,6 +181,9 @@ pub struct Manifest {
     pub created: String,
     pub prompt_tokens: usize,
     pub prompt_mel_frames: usize,
+    /// Length of the reference recording, seconds (voices made by `lectern voice add`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_seconds: Option<f64>,
 }
 
 /// A loaded voice.
@@ -413,8 +439,10 @@ impl Voice {
     /// A multi-line description for `lectern voice show`.
     pub fn describe(&self) -> String {
         let m = &self.manifest;
+        let reference =
+            m.reference_seconds.map_or(String::new(), |s| format!(" (reference {s:.2} s)"));
         format!(
-            "voice:        {}\ndirectory:    {}\nprompt text:  {}\nduration:     {:.2} s\ntokens:       {}\nmel frames:   {}\nmodel:        {} (LM hidden {}, mel {}, speaker {})\nsource:       {} ({} Hz)\ncreated:      {}",
+            "voice:        {}\ndirectory:    {}\nprompt text:  {}\nduration:     {:.2} s{reference}\ntokens:       {}\nmel frames:   {}\nmodel:        {} (LM hidden {}, mel {}, speaker {})\nsource:       {} ({} Hz)\ncreated:      {}",
             m.name,
             self.dir.display(),
             m.prompt_text,
