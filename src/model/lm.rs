@@ -17,7 +17,8 @@
 //! * Decode is launch-bound on a GPU (one row per lane, tiny kernels), so the per-layer path
 //!   is kept short: q/k/v and gate/up are each one stacked projection (`narrow`ed views of the
 //!   output), the attention scale 1/√d lives in the q rows, RoPE runs once per layer over the
-//!   q and k heads of every row of every lane, and single-row reshapes stay views.
+//!   whole q|k|v output of every lane (identity tables for v), k and v share one cache tensor
+//!   (one write per lane), and single-row reshapes stay views.
 
 use std::sync::Arc;
 
@@ -205,11 +206,12 @@ struct DecoderLayer {
     post_attention_layernorm: Tensor,
 }
 
-/// Keys and values of one lane, `(kv_heads, capacity, head_dim)` per layer, f32.
+/// Keys and values of one lane, f32: per layer one `(2·kv_heads, capacity, head_dim)` tensor,
+/// the k heads then the v heads, matching the adjacent k and v columns of the fused projection
+/// so that one `slice_set` writes both.
 #[derive(Debug)]
 pub struct KvCache {
-    k: Vec<Tensor>,
-    v: Vec<Tensor>,
+    kv: Vec<Tensor>,
     len: usize,
     capacity: usize,
 }
@@ -228,13 +230,13 @@ impl KvCache {
     /// A deep copy (new storage: the original is written in place, so a shallow clone would
     /// alias it). Used to fork one prefilled prompt into several lanes.
     pub fn duplicate(&self) -> Result<Self> {
-        let copy = |v: &[Tensor]| v.iter().map(Tensor::copy).collect::<candle::Result<Vec<_>>>();
-        Ok(Self { k: copy(&self.k)?, v: copy(&self.v)?, len: self.len, capacity: self.capacity })
+        let kv = self.kv.iter().map(Tensor::copy).collect::<candle::Result<Vec<_>>>()?;
+        Ok(Self { kv, len: self.len, capacity: self.capacity })
     }
 
     /// Bytes actually allocated by this cache's tensors.
     pub fn allocated_bytes(&self) -> usize {
-        self.k.iter().chain(&self.v).map(|t| t.elem_count() * t.dtype().size_in_bytes()).sum()
+        self.kv.iter().map(|t| t.elem_count() * t.dtype().size_in_bytes()).sum()
     }
 }
 
@@ -368,15 +370,11 @@ impl SpeechLm {
     /// A zeroed cache for `capacity` positions.
     pub fn new_cache(&self, capacity: usize) -> Result<KvCache> {
         let q = &self.cfg.qwen;
-        let shape = (q.num_key_value_heads, capacity, q.head_dim());
-        let mk = || Tensor::zeros(shape, DType::F32, &self.device);
-        let n = q.num_hidden_layers;
-        Ok(KvCache {
-            k: (0..n).map(|_| mk()).collect::<candle::Result<_>>()?,
-            v: (0..n).map(|_| mk()).collect::<candle::Result<_>>()?,
-            len: 0,
-            capacity,
-        })
+        let shape = (2 * q.num_key_value_heads, capacity, q.head_dim());
+        let kv = (0..q.num_hidden_layers)
+            .map(|_| Tensor::zeros(shape, DType::F32, &self.device))
+            .collect::<candle::Result<_>>()?;
+        Ok(KvCache { kv, len: 0, capacity })
     }
 
     /// The prompt embeddings of §6.3, `(L0, H)`, after checking the inputs.
@@ -491,14 +489,12 @@ impl SpeechLm {
             let h = candle_nn::ops::rms_norm(&x, &layer.input_layernorm, eps)?;
             let a = &layer.self_attn;
             let qkv = a.qkv_proj.forward(&h)?; // (Σ rows, (nh + 2·nkv)·d)
-            let qk = rope_rows(&qkv, nh + nkv, d, &cos, &sin)?; // (Σ rows, nh + nkv, 1, d)
-            let v = qkv.reshape((qkv.dim(0)?, nh + 2 * nkv, d))?.narrow(1, nh + nkv, nkv)?;
+            let qkv = rope_heads(&qkv, nh + 2 * nkv, d, &cos, &sin)?; // (Σ rows, nh + 2·nkv, d)
             let mut outs = Vec::with_capacity(lanes.len());
             let mut row = 0;
             for lane in lanes.iter_mut() {
                 let n = lane.rows;
-                let (qki, vi) = (qk.narrow(0, row, n)?, v.narrow(0, row, n)?);
-                outs.push(self.attend(&qki, &vi, lane.cache, li)?);
+                outs.push(self.attend(&qkv.narrow(0, row, n)?, lane.cache, li)?);
                 row += n;
             }
             let attn = Tensor::cat(&outs, 0)?; // no copy for one lane
@@ -515,50 +511,59 @@ impl SpeechLm {
         log_softmax_rows(&logits)
     }
 
-    /// cos/sin of RoPE for every new row of every lane (lane `l`'s rows sit at positions
-    /// `len_l..len_l + rows_l`), `(Σ rows, 1, head_dim/2)` each, the per-batch-entry layout of
-    /// [`rope_rows`]; angles `p·θ_i` in f32 as HF computes them.
+    /// RoPE tables for every new row of every lane (lane `l`'s rows sit at positions
+    /// `len_l..len_l + rows_l`): cos and sin `(Σ rows, heads + 2·kv, head_dim/2)`, one entry per
+    /// head of the fused q|k|v output (see [`rope_heads`]). q and k heads get their row's angles
+    /// `p·θ_i` (f32, as HF computes them); v heads get cos 1, sin 0, which leaves them exactly
+    /// as they are (x·1 − y·0 = x, x·0 + y·1 = y).
     fn rope_tables(&self, lanes: &[LaneRows]) -> Result<(Tensor, Tensor)> {
+        let qc = &self.cfg.qwen;
+        let (rotated, kept) =
+            (qc.num_attention_heads + qc.num_key_value_heads, qc.num_key_value_heads);
         let half = self.inv_freq.len();
         let total: usize = lanes.iter().map(|l| l.rows).sum();
-        let mut cos = Vec::with_capacity(total * half);
-        let mut sin = Vec::with_capacity(total * half);
+        let per_row = (rotated + kept) * half;
+        let mut cos = Vec::with_capacity(total * per_row);
+        let mut sin = Vec::with_capacity(total * per_row);
         for lane in lanes {
             let start = lane.cache.len;
             for p in start..start + lane.rows {
-                for &f in &self.inv_freq {
-                    let angle = p as f32 * f;
-                    cos.push(angle.cos());
-                    sin.push(angle.sin());
+                let angles: Vec<f32> = self.inv_freq.iter().map(|&f| p as f32 * f).collect();
+                let (c, s): (Vec<f32>, Vec<f32>) =
+                    angles.iter().map(|a| (a.cos(), a.sin())).unzip();
+                for _ in 0..rotated {
+                    cos.extend_from_slice(&c);
+                    sin.extend_from_slice(&s);
                 }
+                cos.extend(std::iter::repeat_n(1f32, kept * half));
+                sin.extend(std::iter::repeat_n(0f32, kept * half));
             }
         }
+        let shape = (total, rotated + kept, half);
         Ok((
-            Tensor::from_vec(cos, (total, 1, half), &self.device)?,
-            Tensor::from_vec(sin, (total, 1, half), &self.device)?,
+            Tensor::from_vec(cos, shape, &self.device)?,
+            Tensor::from_vec(sin, shape, &self.device)?,
         ))
     }
 
     /// GQA attention of one lane's `t` new rows over its cache (k and v are written here).
-    /// qk: `(t, heads + kv, 1, d)` post-RoPE (q already scaled by 1/√d), v: `(t, kv, d)`
+    /// qkv: `(t, heads + 2·kv, d)` with q and k post-RoPE (q already scaled by 1/√d)
     /// → `(t, heads·d)`.
-    fn attend(&self, qk: &Tensor, v: &Tensor, cache: &mut KvCache, layer: usize) -> Result<Tensor> {
+    fn attend(&self, qkv: &Tensor, cache: &mut KvCache, layer: usize) -> Result<Tensor> {
         let qc = &self.cfg.qwen;
         let (nh, nkv, d) = (qc.num_attention_heads, qc.num_key_value_heads, qc.head_dim());
         let groups = nh / nkv;
-        let t = qk.dim(0)?;
+        let t = qkv.dim(0)?;
         let pos = cache.len;
         // (t, n, d) → (n, t, d). candle's contiguity test ignores size-1 dims, so at t = 1
         // (decode) this is a view, not a copy.
         let heads = |x: &Tensor| x.transpose(0, 1)?.contiguous();
-        let q = heads(&qk.narrow(1, 0, nh)?.squeeze(2)?)?; // (nh, t, d)
-        let k = heads(&qk.narrow(1, nh, nkv)?.squeeze(2)?)?; // (nkv, t, d)
-        let v = heads(v)?; // (nkv, t, d)
-        cache.k[layer].slice_set(&k, 1, pos)?;
-        cache.v[layer].slice_set(&v, 1, pos)?;
+        let q = heads(&qkv.narrow(1, 0, nh)?)?; // (nh, t, d)
+        let kv = heads(&qkv.narrow(1, nh, 2 * nkv)?)?; // (2·nkv, t, d): k heads, then v heads
+        cache.kv[layer].slice_set(&kv, 1, pos)?;
         let len = pos + t;
-        let kc = cache.k[layer].narrow(1, 0, len)?; // (nkv, len, d)
-        let vc = cache.v[layer].narrow(1, 0, len)?;
+        let cached = cache.kv[layer].narrow(1, 0, len)?; // (2·nkv, len, d)
+        let (kc, vc) = (cached.narrow(0, 0, nkv)?, cached.narrow(0, nkv, nkv)?); // (nkv, len, d)
         // Query head h uses KV head h / groups: heads are grouped contiguously.
         let q = q.reshape((nkv, groups * t, d))?;
         let mut scores = q.matmul(&kc.t()?)?; // (nkv, groups·t, len), already scaled via q
@@ -635,15 +640,22 @@ impl SpeechLm {
     }
 }
 
-/// RoPE over the q and k heads of every row at once, `(rows, n_heads, 1, d)`: q and k are the
-/// first `n_heads·d` columns of the fused projection, and each row is its own batch entry with
-/// its own position's cos/sin `(rows, 1, d/2)`, so one kernel serves every head of every lane
-/// (the same per-element arithmetic as rotating each lane's q and k separately). The column
-/// slice is a view for a single row; with several rows it costs one copy.
-fn rope_rows(qkv: &Tensor, n_heads: usize, d: usize, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+/// RoPE over every head of every row at once: `qkv` `(rows, n_heads·d)` is viewed as
+/// `(rows, 1, n_heads, d)`, so that rope's per-batch-entry, per-"position" tables run over
+/// (row, head) and each head gets its own entry of `cos`/`sin` `(rows, n_heads, d/2)` (see
+/// `SpeechLm::rope_tables`: identity for the v heads). One kernel and no copy for every lane's
+/// q and k, with the same per-element arithmetic as rotating each lane's q and k separately.
+/// Returns `(rows, n_heads, d)`.
+fn rope_heads(
+    qkv: &Tensor,
+    n_heads: usize,
+    d: usize,
+    cos: &Tensor,
+    sin: &Tensor,
+) -> Result<Tensor> {
     let rows = qkv.dim(0)?;
-    let qk = qkv.narrow(1, 0, n_heads * d)?.contiguous()?;
-    Ok(candle_nn::rotary_emb::rope(&qk.reshape((rows, n_heads, 1, d))?, cos, sin)?)
+    let x = qkv.reshape((rows, 1, n_heads, d))?;
+    Ok(candle_nn::rotary_emb::rope(&x, cos, sin)?.squeeze(1)?)
 }
 
 /// The last row of each lane, `(lanes, H)`; `x` itself when every lane has one row (decode).
