@@ -14,6 +14,11 @@
 //! * Weights: f32 (default), f16/bf16 projections (activations cast per matmul, results back to
 //!   f32), or q8_0 projections (`QMatMul`; needs every inner dim divisible by 32). Embedding
 //!   tables, norms, biases and the KV cache stay f32.
+//! * Decode is launch-bound on a GPU (one row per lane, tiny kernels), so the per-layer path
+//!   is kept short: q/k/v and gate/up are each one stacked projection (`narrow`ed views of the
+//!   output), the attention scale 1/√d lives in the q rows, RoPE runs once per layer over the
+//!   whole q|k|v output of every lane (identity tables for v), k and v share one cache tensor
+//!   (one write per lane), and single-row reshapes stay views.
 
 use std::sync::Arc;
 
@@ -66,6 +71,27 @@ enum Linear {
     Quant { weight: QMatMul, bias: Option<Tensor> },
 }
 
+/// The f32 weight `(out, in)` and optional bias `(out,)` of one checkpoint projection, before
+/// any fusion or precision cast.
+struct Rows {
+    weight: Tensor,
+    bias: Option<Tensor>,
+}
+
+impl Rows {
+    /// Loads `weight` (and `bias`) under `w`; shape errors name the checkpoint tensor.
+    fn load(w: &Weights, out_dim: usize, in_dim: usize, bias: bool) -> Result<Self> {
+        let weight = w.get("weight", &[out_dim, in_dim])?;
+        let bias = if bias { Some(w.get("bias", &[out_dim])?) } else { None };
+        Ok(Self { weight, bias })
+    }
+
+    /// `y = s·(x·Wᵀ + b)`, by scaling the f32 weight and bias (before any cast or quantization).
+    fn scaled(self, s: f64) -> Result<Self> {
+        Ok(Self { weight: (self.weight * s)?, bias: self.bias.map(|b| b * s).transpose()? })
+    }
+}
+
 impl Linear {
     fn load(
         w: &Weights,
@@ -74,9 +100,26 @@ impl Linear {
         bias: bool,
         prec: LmPrecision,
     ) -> Result<Self> {
-        let weight = w.get("weight", &[out_dim, in_dim])?;
-        let bias = if bias { Some(w.get("bias", &[out_dim])?) } else { None };
-        Self::from_tensor(weight, bias, prec)
+        Self::stacked(vec![Rows::load(w, out_dim, in_dim, bias)?], prec)
+    }
+
+    /// One layer whose output columns are the outputs of `parts` in order (they must share the
+    /// input width, and all or none have a bias): one matmul and one bias add instead of one per
+    /// part, the point on a GPU where every kernel launch counts. Callers `narrow` the columns.
+    /// q8_0 blocks run along the inner dimension, so stacking rows does not change them.
+    fn stacked(parts: Vec<Rows>, prec: LmPrecision) -> Result<Self> {
+        let weights: Vec<&Tensor> = parts.iter().map(|p| &p.weight).collect();
+        let biases: Vec<&Tensor> = parts.iter().filter_map(|p| p.bias.as_ref()).collect();
+        let bias = match biases.len() {
+            0 => None,
+            n if n == parts.len() => Some(Tensor::cat(&biases, 0)?),
+            _ => {
+                return Err(ModelError::InvalidInput(
+                    "stacked projections must all have a bias or none".into(),
+                ));
+            }
+        };
+        Self::from_tensor(Tensor::cat(&weights, 0)?, bias, prec)
     }
 
     fn from_tensor(weight: Tensor, bias: Option<Tensor>, prec: LmPrecision) -> Result<Self> {
@@ -131,23 +174,27 @@ impl Linear {
 
 #[derive(Debug, Clone)]
 struct Attention {
-    q_proj: Linear,
-    k_proj: Linear,
-    v_proj: Linear,
+    /// `q_proj`, `k_proj`, `v_proj` stacked: output columns `[q (heads·d) | k (kv·d) | v (kv·d)]`.
+    /// The q rows (weight and bias) are pre-multiplied by the attention scale 1/√d: RoPE is
+    /// linear, so rope(s·q)·kᵀ = s·(rope(q)·kᵀ), and the scores need no separate scaling op.
+    qkv_proj: Linear,
     o_proj: Linear,
 }
 
 #[derive(Debug, Clone)]
 struct Mlp {
-    gate_proj: Linear,
-    up_proj: Linear,
+    /// `gate_proj` and `up_proj` stacked: output columns `[gate (I) | up (I)]`.
+    gate_up_proj: Linear,
     down_proj: Linear,
+    intermediate: usize,
 }
 
 impl Mlp {
     fn forward(&self, h: &Tensor) -> Result<Tensor> {
-        let gate = candle_nn::ops::silu(&self.gate_proj.forward(h)?)?;
-        self.down_proj.forward(&(gate * self.up_proj.forward(h)?)?)
+        let gate_up = self.gate_up_proj.forward(h)?;
+        let i = self.intermediate;
+        let gate = candle_nn::ops::silu(&gate_up.narrow(1, 0, i)?)?;
+        self.down_proj.forward(&(gate * gate_up.narrow(1, i, i)?)?)
     }
 }
 
@@ -159,11 +206,12 @@ struct DecoderLayer {
     post_attention_layernorm: Tensor,
 }
 
-/// Keys and values of one lane, `(kv_heads, capacity, head_dim)` per layer, f32.
+/// Keys and values of one lane, f32: per layer one `(2·kv_heads, capacity, head_dim)` tensor,
+/// the k heads then the v heads, matching the adjacent k and v columns of the fused projection
+/// so that one `slice_set` writes both.
 #[derive(Debug)]
 pub struct KvCache {
-    k: Vec<Tensor>,
-    v: Vec<Tensor>,
+    kv: Vec<Tensor>,
     len: usize,
     capacity: usize,
 }
@@ -182,13 +230,13 @@ impl KvCache {
     /// A deep copy (new storage: the original is written in place, so a shallow clone would
     /// alias it). Used to fork one prefilled prompt into several lanes.
     pub fn duplicate(&self) -> Result<Self> {
-        let copy = |v: &[Tensor]| v.iter().map(Tensor::copy).collect::<candle::Result<Vec<_>>>();
-        Ok(Self { k: copy(&self.k)?, v: copy(&self.v)?, len: self.len, capacity: self.capacity })
+        let kv = self.kv.iter().map(Tensor::copy).collect::<candle::Result<Vec<_>>>()?;
+        Ok(Self { kv, len: self.len, capacity: self.capacity })
     }
 
     /// Bytes actually allocated by this cache's tensors.
     pub fn allocated_bytes(&self) -> usize {
-        self.k.iter().chain(&self.v).map(|t| t.elem_count() * t.dtype().size_in_bytes()).sum()
+        self.kv.iter().map(|t| t.elem_count() * t.dtype().size_in_bytes()).sum()
     }
 }
 
@@ -238,23 +286,32 @@ impl SpeechLm {
         let w = w.with_dtype(DType::F32);
         let m = w.pp("llm.model.model");
         let kv_dim = q.num_key_value_heads * hd;
+        // Folded into the q rows (see `Attention::qkv_proj`).
+        let attn_scale = 1.0 / (hd as f64).sqrt();
+        let inter = q.intermediate_size;
         let mut layers = Vec::with_capacity(q.num_hidden_layers);
         for i in 0..q.num_hidden_layers {
             let l = m.pp(format!("layers.{i}"));
             let a = l.pp("self_attn");
             let p = l.pp("mlp");
-            let inter = q.intermediate_size;
+            let qkv = vec![
+                Rows::load(&a.pp("q_proj"), h, h, true)?.scaled(attn_scale)?,
+                Rows::load(&a.pp("k_proj"), kv_dim, h, true)?,
+                Rows::load(&a.pp("v_proj"), kv_dim, h, true)?,
+            ];
+            let gate_up = vec![
+                Rows::load(&p.pp("gate_proj"), inter, h, false)?,
+                Rows::load(&p.pp("up_proj"), inter, h, false)?,
+            ];
             layers.push(DecoderLayer {
                 self_attn: Attention {
-                    q_proj: Linear::load(&a.pp("q_proj"), h, h, true, precision)?,
-                    k_proj: Linear::load(&a.pp("k_proj"), kv_dim, h, true, precision)?,
-                    v_proj: Linear::load(&a.pp("v_proj"), kv_dim, h, true, precision)?,
+                    qkv_proj: Linear::stacked(qkv, precision)?,
                     o_proj: Linear::load(&a.pp("o_proj"), h, h, false, precision)?,
                 },
                 mlp: Mlp {
-                    gate_proj: Linear::load(&p.pp("gate_proj"), inter, h, false, precision)?,
-                    up_proj: Linear::load(&p.pp("up_proj"), inter, h, false, precision)?,
+                    gate_up_proj: Linear::stacked(gate_up, precision)?,
                     down_proj: Linear::load(&p.pp("down_proj"), h, inter, false, precision)?,
+                    intermediate: inter,
                 },
                 input_layernorm: l.get("input_layernorm.weight", &[h])?,
                 post_attention_layernorm: l.get("post_attention_layernorm.weight", &[h])?,
@@ -291,18 +348,10 @@ impl SpeechLm {
     pub fn projection_bytes(&self) -> usize {
         let per_layer = |l: &DecoderLayer| {
             let a = &l.self_attn;
-            [
-                &a.q_proj,
-                &a.k_proj,
-                &a.v_proj,
-                &a.o_proj,
-                &l.mlp.gate_proj,
-                &l.mlp.up_proj,
-                &l.mlp.down_proj,
-            ]
-            .iter()
-            .map(|p| p.weight_bytes())
-            .sum::<usize>()
+            [&a.qkv_proj, &a.o_proj, &l.mlp.gate_up_proj, &l.mlp.down_proj]
+                .iter()
+                .map(|p| p.weight_bytes())
+                .sum::<usize>()
         };
         self.layers.iter().map(per_layer).sum::<usize>() + self.llm_decoder.weight_bytes()
     }
@@ -321,15 +370,11 @@ impl SpeechLm {
     /// A zeroed cache for `capacity` positions.
     pub fn new_cache(&self, capacity: usize) -> Result<KvCache> {
         let q = &self.cfg.qwen;
-        let shape = (q.num_key_value_heads, capacity, q.head_dim());
-        let mk = || Tensor::zeros(shape, DType::F32, &self.device);
-        let n = q.num_hidden_layers;
-        Ok(KvCache {
-            k: (0..n).map(|_| mk()).collect::<candle::Result<_>>()?,
-            v: (0..n).map(|_| mk()).collect::<candle::Result<_>>()?,
-            len: 0,
-            capacity,
-        })
+        let shape = (2 * q.num_key_value_heads, capacity, q.head_dim());
+        let kv = (0..q.num_hidden_layers)
+            .map(|_| Tensor::zeros(shape, DType::F32, &self.device))
+            .collect::<candle::Result<_>>()?;
+        Ok(KvCache { kv, len: 0, capacity })
     }
 
     /// The prompt embeddings of §6.3, `(L0, H)`, after checking the inputs.
@@ -436,93 +481,92 @@ impl SpeechLm {
             }
         }
         let eps = self.cfg.qwen.rms_norm_eps as f32;
-        let rope: Vec<(Tensor, Tensor)> =
-            lanes.iter().map(|l| self.rope_tables(l.cache.len, l.rows)).collect::<Result<_>>()?;
+        let qc = &self.cfg.qwen;
+        let (nh, nkv, d) = (qc.num_attention_heads, qc.num_key_value_heads, qc.head_dim());
+        let (cos, sin) = self.rope_tables(lanes)?;
         let mut x = x.clone();
         for (li, layer) in self.layers.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &layer.input_layernorm, eps)?;
             let a = &layer.self_attn;
-            let (q, k, v) = (a.q_proj.forward(&h)?, a.k_proj.forward(&h)?, a.v_proj.forward(&h)?);
+            let qkv = a.qkv_proj.forward(&h)?; // (Σ rows, (nh + 2·nkv)·d)
+            let qkv = rope_heads(&qkv, nh + 2 * nkv, d, &cos, &sin)?; // (Σ rows, nh + 2·nkv, d)
             let mut outs = Vec::with_capacity(lanes.len());
             let mut row = 0;
-            for (lane, (cos, sin)) in lanes.iter_mut().zip(&rope) {
+            for lane in lanes.iter_mut() {
                 let n = lane.rows;
-                let (qi, ki, vi) =
-                    (q.narrow(0, row, n)?, k.narrow(0, row, n)?, v.narrow(0, row, n)?);
-                outs.push(self.attend(&qi, &ki, &vi, lane.cache, li, cos, sin)?);
+                outs.push(self.attend(&qkv.narrow(0, row, n)?, lane.cache, li)?);
                 row += n;
             }
-            let attn = Tensor::cat(&outs, 0)?;
+            let attn = Tensor::cat(&outs, 0)?; // no copy for one lane
             x = (x + a.o_proj.forward(&attn)?)?;
             let h = candle_nn::ops::rms_norm(&x, &layer.post_attention_layernorm, eps)?;
             x = (&x + layer.mlp.forward(&h)?)?;
         }
-        // Last row of each lane.
-        let mut last = Vec::with_capacity(lanes.len());
-        let mut row = 0;
+        let y = last_rows(&x, lanes)?;
         for lane in lanes.iter_mut() {
-            row += lane.rows;
-            last.push(x.narrow(0, row - 1, 1)?);
             lane.cache.len += lane.rows;
         }
-        let y = Tensor::cat(&last, 0)?;
         let y = candle_nn::ops::rms_norm(&y, &self.norm, eps)?; // (lanes, H)
         let logits = self.llm_decoder.forward(&y)?; // (lanes, V)
         log_softmax_rows(&logits)
     }
 
-    /// cos/sin of RoPE for positions `start..start+n`, `(n, head_dim/2)` each; angles `p·θ_i`
-    /// in f32 as HF computes them.
-    fn rope_tables(&self, start: usize, n: usize) -> Result<(Tensor, Tensor)> {
+    /// RoPE tables for every new row of every lane (lane `l`'s rows sit at positions
+    /// `len_l..len_l + rows_l`): cos and sin `(Σ rows, heads + 2·kv, head_dim/2)`, one entry per
+    /// head of the fused q|k|v output (see [`rope_heads`]). q and k heads get their row's angles
+    /// `p·θ_i` (f32, as HF computes them); v heads get cos 1, sin 0, which leaves them exactly
+    /// as they are (x·1 − y·0 = x, x·0 + y·1 = y).
+    fn rope_tables(&self, lanes: &[LaneRows]) -> Result<(Tensor, Tensor)> {
+        let qc = &self.cfg.qwen;
+        let (rotated, kept) =
+            (qc.num_attention_heads + qc.num_key_value_heads, qc.num_key_value_heads);
         let half = self.inv_freq.len();
-        let mut cos = Vec::with_capacity(n * half);
-        let mut sin = Vec::with_capacity(n * half);
-        for p in start..start + n {
-            for &f in &self.inv_freq {
-                let angle = p as f32 * f;
-                cos.push(angle.cos());
-                sin.push(angle.sin());
+        let total: usize = lanes.iter().map(|l| l.rows).sum();
+        let per_row = (rotated + kept) * half;
+        let mut cos = Vec::with_capacity(total * per_row);
+        let mut sin = Vec::with_capacity(total * per_row);
+        for lane in lanes {
+            let start = lane.cache.len;
+            for p in start..start + lane.rows {
+                let angles: Vec<f32> = self.inv_freq.iter().map(|&f| p as f32 * f).collect();
+                let (c, s): (Vec<f32>, Vec<f32>) =
+                    angles.iter().map(|a| (a.cos(), a.sin())).unzip();
+                for _ in 0..rotated {
+                    cos.extend_from_slice(&c);
+                    sin.extend_from_slice(&s);
+                }
+                cos.extend(std::iter::repeat_n(1f32, kept * half));
+                sin.extend(std::iter::repeat_n(0f32, kept * half));
             }
         }
+        let shape = (total, rotated + kept, half);
         Ok((
-            Tensor::from_vec(cos, (n, half), &self.device)?,
-            Tensor::from_vec(sin, (n, half), &self.device)?,
+            Tensor::from_vec(cos, shape, &self.device)?,
+            Tensor::from_vec(sin, shape, &self.device)?,
         ))
     }
 
-    /// GQA attention of one lane's `t` new rows over its cache (written here, post-RoPE).
-    /// q: (t, heads·d), k/v: (t, kv·d) → (t, heads·d).
-    #[allow(clippy::too_many_arguments)]
-    fn attend(
-        &self,
-        q: &Tensor,
-        k: &Tensor,
-        v: &Tensor,
-        cache: &mut KvCache,
-        layer: usize,
-        cos: &Tensor,
-        sin: &Tensor,
-    ) -> Result<Tensor> {
+    /// GQA attention of one lane's `t` new rows over its cache (k and v are written here).
+    /// qkv: `(t, heads + 2·kv, d)` with q and k post-RoPE (q already scaled by 1/√d)
+    /// → `(t, heads·d)`.
+    fn attend(&self, qkv: &Tensor, cache: &mut KvCache, layer: usize) -> Result<Tensor> {
         let qc = &self.cfg.qwen;
         let (nh, nkv, d) = (qc.num_attention_heads, qc.num_key_value_heads, qc.head_dim());
         let groups = nh / nkv;
-        let t = q.dim(0)?;
+        let t = qkv.dim(0)?;
         let pos = cache.len;
-        let heads = |x: &Tensor, n: usize| -> candle::Result<Tensor> {
-            x.reshape((t, n, d))?.transpose(0, 1)?.contiguous()?.unsqueeze(0) // (1, n, t, d)
-        };
-        let q = candle_nn::rotary_emb::rope(&heads(q, nh)?, cos, sin)?.squeeze(0)?; // (nh, t, d)
-        let k = candle_nn::rotary_emb::rope(&heads(k, nkv)?, cos, sin)?.squeeze(0)?; // (nkv, t, d)
-        let v = heads(v, nkv)?.squeeze(0)?;
-        cache.k[layer].slice_set(&k, 1, pos)?;
-        cache.v[layer].slice_set(&v, 1, pos)?;
+        // (t, n, d) → (n, t, d). candle's contiguity test ignores size-1 dims, so at t = 1
+        // (decode) this is a view, not a copy.
+        let heads = |x: &Tensor| x.transpose(0, 1)?.contiguous();
+        let q = heads(&qkv.narrow(1, 0, nh)?)?; // (nh, t, d)
+        let kv = heads(&qkv.narrow(1, nh, 2 * nkv)?)?; // (2·nkv, t, d): k heads, then v heads
+        cache.kv[layer].slice_set(&kv, 1, pos)?;
         let len = pos + t;
-        let kc = cache.k[layer].narrow(1, 0, len)?; // (nkv, len, d)
-        let vc = cache.v[layer].narrow(1, 0, len)?;
+        let cached = cache.kv[layer].narrow(1, 0, len)?; // (2·nkv, len, d)
+        let (kc, vc) = (cached.narrow(0, 0, nkv)?, cached.narrow(0, nkv, nkv)?); // (nkv, len, d)
         // Query head h uses KV head h / groups: heads are grouped contiguously.
         let q = q.reshape((nkv, groups * t, d))?;
-        let scale = 1.0 / (d as f64).sqrt();
-        let mut scores = (q.matmul(&kc.t()?)? * scale)?; // (nkv, groups·t, len)
+        let mut scores = q.matmul(&kc.t()?)?; // (nkv, groups·t, len), already scaled via q
         if t > 1 {
             let mask = causal_mask(t, pos, &self.device)?; // (t, len)
             scores = scores.reshape((nkv, groups, t, len))?.broadcast_add(&mask)?.reshape((
@@ -533,6 +577,7 @@ impl SpeechLm {
         }
         let probs = candle_nn::ops::softmax_last_dim(&scores)?;
         let out = probs.matmul(&vc)?; // (nkv, groups·t, d)
+        // Views (no copy) at t = 1, like `heads`.
         Ok(out.reshape((nh, t, d))?.transpose(0, 1)?.reshape((t, nh * d))?)
     }
 
@@ -593,6 +638,38 @@ impl SpeechLm {
             })
             .collect()
     }
+}
+
+/// RoPE over every head of every row at once: `qkv` `(rows, n_heads·d)` is viewed as
+/// `(rows, 1, n_heads, d)`, so that rope's per-batch-entry, per-"position" tables run over
+/// (row, head) and each head gets its own entry of `cos`/`sin` `(rows, n_heads, d/2)` (see
+/// `SpeechLm::rope_tables`: identity for the v heads). One kernel and no copy for every lane's
+/// q and k, with the same per-element arithmetic as rotating each lane's q and k separately.
+/// Returns `(rows, n_heads, d)`.
+fn rope_heads(
+    qkv: &Tensor,
+    n_heads: usize,
+    d: usize,
+    cos: &Tensor,
+    sin: &Tensor,
+) -> Result<Tensor> {
+    let rows = qkv.dim(0)?;
+    let x = qkv.reshape((rows, 1, n_heads, d))?;
+    Ok(candle_nn::rotary_emb::rope(&x, cos, sin)?.squeeze(1)?)
+}
+
+/// The last row of each lane, `(lanes, H)`; `x` itself when every lane has one row (decode).
+fn last_rows(x: &Tensor, lanes: &[LaneRows]) -> Result<Tensor> {
+    if lanes.iter().all(|l| l.rows == 1) {
+        return Ok(x.clone());
+    }
+    let mut last = Vec::with_capacity(lanes.len());
+    let mut row = 0;
+    for lane in lanes {
+        row += lane.rows;
+        last.push(x.narrow(0, row - 1, 1)?);
+    }
+    Ok(Tensor::cat(&last, 0)?)
 }
 
 /// `(t, pos + t)` additive causal mask: row i sees keys `0..=pos+i`.
