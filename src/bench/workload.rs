@@ -551,6 +551,9 @@ fn run_engine(
     let mut seg_figs = Vec::new();
     let mut kv: Vec<LaneMemory> = Vec::new();
     let mut peak_sampled = 0u64;
+    // Per flow group, in order: process RSS and device memory in use (CUDA), to see whether
+    // memory settles after the first groups or keeps growing.
+    let (mut rss_by_group, mut device_by_group) = (Vec::new(), Vec::new());
     let mut telemetry_ttfa = None;
     let mut groups = 0usize;
     let mut ready = 0usize;
@@ -586,6 +589,8 @@ fn run_engine(
                 groups += 1;
                 telemetry_ttfa = t.time_to_first_audio_ms.or(telemetry_ttfa);
                 peak_sampled = peak_sampled.max(t.memory.rss.unwrap_or(0));
+                rss_by_group.push(t.memory.rss);
+                device_by_group.push(t.memory.device_used);
                 for l in t.lanes {
                     if l.used_bytes > kv.get(l.lane).map_or(0, |m| m.used_bytes) {
                         if kv.len() <= l.lane {
@@ -632,6 +637,9 @@ fn run_engine(
         "engine_time_to_first_audio_ms": telemetry_ttfa,
         "peak_rss_bytes": peak,
         "settled_rss_bytes": settled.rss,
+        "rss_bytes_by_group": rss_by_group,
+        "device_used_bytes_by_group": device_by_group,
+        "device_used_bytes_peak": device_by_group.iter().flatten().max(),
         "kv_bytes_per_lane": kv_used,
         "kv_capacity_bytes_per_lane": kv_cap,
         "segments": seg_figs,

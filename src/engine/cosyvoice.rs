@@ -80,6 +80,21 @@ pub fn lm_precision(p: Precision) -> LmPrecision {
     }
 }
 
+/// Device memory in use, bytes: on CUDA, total minus free as the driver reports it
+/// (`cuMemGetInfo`) — what the process holds, including candle's cached allocations and the
+/// CUDA context, i.e. the figure that sees pressure. `None` on the CPU (process memory covers
+/// it) and on Metal (not wired).
+pub fn device_memory_used(device: &Device) -> Option<u64> {
+    match device {
+        #[cfg(feature = "cuda")]
+        Device::Cuda(dev) => {
+            let (free, total) = dev.cuda_stream().context().mem_get_info().ok()?;
+            Some(total.saturating_sub(free) as u64)
+        }
+        _ => None,
+    }
+}
+
 /// A short name of a device for take records ("cpu", "cuda:0", "metal").
 pub fn device_name(device: &Device) -> String {
     match device {
@@ -245,6 +260,10 @@ impl SynthBackend for CosyVoiceBackend {
 
     fn kv_lane_memory(&self) -> Vec<LaneMemory> {
         self.lanes.clone()
+    }
+
+    fn device_memory_bytes(&self) -> Option<u64> {
+        device_memory_used(&self.device)
     }
 
     fn describe(&self) -> BackendInfo {
