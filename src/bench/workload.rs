@@ -263,6 +263,10 @@ impl SynthBackend for ForcedBackend {
         self.lanes.clone()
     }
 
+    fn device_memory_bytes(&self) -> Option<u64> {
+        lock(&self.inner).device_memory_bytes()
+    }
+
     fn describe(&self) -> BackendInfo {
         self.info.clone()
     }
