@@ -543,6 +543,9 @@ fn run_engine(
         precision: opts.precision,
         min_len_rule: MinLenRule::AllStopIds,
     };
+    // Device memory before this run's first group (weights, voice, earlier runs' caches): the
+    // baseline the per-group figures are read against.
+    let device_at_start = backend.device_memory_bytes();
     let handle = Engine::spawn(backend, VOICE, params);
     let start = Instant::now();
     handle
@@ -642,6 +645,7 @@ fn run_engine(
         "peak_rss_bytes": peak,
         "settled_rss_bytes": settled.rss,
         "rss_bytes_by_group": rss_by_group,
+        "device_used_bytes_at_start": device_at_start,
         "device_used_bytes_by_group": device_by_group,
         "device_used_bytes_peak": device_by_group.iter().flatten().max(),
         "kv_bytes_per_lane": kv_used,
