@@ -70,21 +70,28 @@ pub struct Decoded {
 pub fn read_any(path: &Path) -> Result<Decoded> {
     let r = hound::WavReader::open(path)?;
     let s = r.spec();
-    let samples = match (s.sample_format, s.bits_per_sample) {
-        (hound::SampleFormat::Float, 32) => {
-            r.into_samples::<f32>().collect::<std::result::Result<_, _>>()?
-        }
+    let samples = decode_samples(r).map_err(|e| match e {
+        hound::Error::Unsupported => AudioError::Unsupported(format!(
+            "{:?} with {} bits per sample",
+            s.sample_format, s.bits_per_sample
+        )),
+        e => e.into(),
+    })?;
+    Ok(Decoded { sample_rate_hz: s.sample_rate, channels: s.channels, samples })
+}
+
+/// The interleaved samples of an open WAV scaled to [-1, 1] as libsndfile does: integer PCM
+/// divided by 2^(bits−1), 32-bit float as stored; `hound::Error::Unsupported` for anything else.
+pub fn decode_samples<R: std::io::Read>(r: hound::WavReader<R>) -> hound::Result<Vec<f32>> {
+    let s = r.spec();
+    match (s.sample_format, s.bits_per_sample) {
+        (hound::SampleFormat::Float, 32) => r.into_samples::<f32>().collect(),
         (hound::SampleFormat::Int, bits @ 1..=32) => {
             let scale = 1.0 / (1u64 << (bits - 1)) as f32;
-            r.into_samples::<i32>()
-                .map(|x| x.map(|v| v as f32 * scale))
-                .collect::<std::result::Result<_, _>>()?
+            r.into_samples::<i32>().map(|x| x.map(|v| v as f32 * scale)).collect()
         }
-        (fmt, bits) => {
-            return Err(AudioError::Unsupported(format!("{fmt:?} with {bits} bits per sample")));
-        }
-    };
-    Ok(Decoded { sample_rate_hz: s.sample_rate, channels: s.channels, samples })
+        _ => Err(hound::Error::Unsupported),
+    }
 }
 
 /// Reads a 24 kHz mono WAV; any other rate or channel count is an error.

@@ -44,30 +44,50 @@ pub fn log_mel_24k(wav: &[f32]) -> Result<(Vec<f32>, usize)> {
     let window = hann_window();
     let padded = super::hift::stft::reflect_pad(wav, PAD_SAMPLES);
     let frames = n_frames(wav.len());
-    let fft = Fft::new(N_FFT);
     let mut mel = vec![0f32; N_MELS * frames];
-    let mut buf = vec![(0f64, 0f64); N_FFT];
     let mut mag = vec![0f64; N_BINS];
-    for t in 0..frames {
-        let seg = &padded[t * HOP_SAMPLES..][..N_FFT];
-        for ((b, &x), &w) in buf.iter_mut().zip(seg).zip(&window) {
-            *b = (f64::from(x) * w, 0.0);
-        }
-        let spec = fft.forward(&buf);
-        for (m, &(re, im)) in mag.iter_mut().zip(&spec[..N_BINS]) {
+    for_each_frame_spectrum(&padded, &window, HOP_SAMPLES, frames, |t, spec| {
+        for (m, &(re, im)) in mag.iter_mut().zip(spec) {
             *m = (re * re + im * im + 1e-9).sqrt();
         }
         for (m, row) in basis.chunks_exact(N_BINS).enumerate() {
             let v: f64 = row.iter().zip(&mag).map(|(a, b)| a * b).sum();
             mel[m * frames + t] = v.max(1e-5).ln() as f32;
         }
-    }
+    });
     Ok((mel, frames))
 }
 
 /// `torch.hann_window(1920)` (periodic), in f64.
 pub fn hann_window() -> Vec<f64> {
-    (0..N_FFT).map(|i| 0.5 - 0.5 * (2.0 * PI * i as f64 / N_FFT as f64).cos()).collect()
+    hann_periodic_f64(N_FFT)
+}
+
+/// `torch.hann_window(n)` (periodic), in f64.
+pub fn hann_periodic_f64(n: usize) -> Vec<f64> {
+    (0..n).map(|i| 0.5 - 0.5 * (2.0 * PI * i as f64 / n as f64).cos()).collect()
+}
+
+/// Hands `each(t, spectrum)` the one-sided spectrum (bins `0..=n/2`) of every windowed frame
+/// `padded[t·hop..][..n]`, `t < frames`, `n = window.len()`: the framing shared by the prompt
+/// mel and whisper's log-mel, with one FFT plan and one buffer for all frames.
+pub(crate) fn for_each_frame_spectrum(
+    padded: &[f32],
+    window: &[f64],
+    hop: usize,
+    frames: usize,
+    mut each: impl FnMut(usize, &[(f64, f64)]),
+) {
+    let n = window.len();
+    let fft = Fft::new(n);
+    let mut buf = vec![(0f64, 0f64); n];
+    for t in 0..frames {
+        let seg = &padded[t * hop..][..n];
+        for ((b, &x), &w) in buf.iter_mut().zip(seg).zip(window) {
+            *b = (f64::from(x) * w, 0.0);
+        }
+        each(t, &fft.forward(&buf)[..n / 2 + 1]);
+    }
 }
 
 fn hz_to_mel(hz: f64) -> f64 {

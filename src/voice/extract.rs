@@ -3,7 +3,7 @@
 //! This is upstream's `CosyVoiceFrontEnd.frontend_zero_shot` (CosyVoice3, 24 kHz) in pure Rust:
 //!
 //! 1. **Prompt mel**: the recording resampled to 24 kHz → the flow's 80-bin log-mel
-//!    ([`crate::model::mel::log_mel_24k`]), transposed to (T_mel, 80).
+//!    ([`crate::model::mel::log_mel_24k`]), transposed to upstream's (1, T_mel, 80).
 //! 2. **Prompt speech tokens**: resampled to 16 kHz → whisper's 128-bin log-mel
 //!    ([`dsp::whisper::log_mel_128`]) → `speech_tokenizer_v3.onnx`.
 //! 3. **Speaker embedding**: the same 16 kHz audio → Kaldi fbank, 80 bins, minus the per-bin mean
@@ -78,7 +78,7 @@ impl PromptModels {
 pub struct PromptFeatures {
     /// The tokenizer's output, P0 ids.
     pub speech_tokens: Vec<i64>,
-    /// The 24 kHz log-mel, (T_mel, 80) row-major.
+    /// The 24 kHz log-mel, (80, T_mel) row-major, as [`log_mel_24k`] returns it.
     pub mel: Vec<f32>,
     pub mel_frames: usize,
     /// CAM++ output, 192 values.
@@ -90,8 +90,7 @@ pub fn extract_features(reference: &Reference, models: &PromptModels) -> Result<
     let bad =
         |reason: String| ExtractError::Features { source_wav: reference.source.clone(), reason };
     let wav24 = reference.resampled(MEL_RATE_HZ);
-    let (mel_by_bin, mel_frames) = log_mel_24k(&wav24).map_err(|e| bad(e.to_string()))?;
-    let mel = transpose(&mel_by_bin, MEL_BINS, mel_frames);
+    let (mel, mel_frames) = log_mel_24k(&wav24).map_err(|e| bad(e.to_string()))?;
 
     let wav16 = reference.resampled(FEATURE_RATE_HZ);
     let (logmel, frames) = whisper::log_mel_128(&wav16);
@@ -130,8 +129,10 @@ pub fn build_voice(
     let dev = Device::Cpu;
     let p0 = features.speech_tokens.len();
     let tokens = Tensor::from_slice(&features.speech_tokens, (1, p0), &dev).map_err(bad)?;
-    let mel =
-        Tensor::from_slice(&features.mel, (1, features.mel_frames, MEL_BINS), &dev).map_err(bad)?;
+    // (80, T) → upstream's prompt_speech_feat layout (1, T, 80).
+    let mel = Tensor::from_slice(&features.mel, (MEL_BINS, features.mel_frames), &dev)
+        .and_then(|m| m.t()?.contiguous()?.unsqueeze(0))
+        .map_err(bad)?;
     let spk = Tensor::new(features.speaker_embedding.as_slice(), &dev).map_err(bad)?;
     let manifest = Manifest {
         format_version: FORMAT_VERSION,
@@ -146,26 +147,4 @@ pub fn build_voice(
         reference_seconds: Some(reference.seconds()),
     };
     Ok(Voice::from_prompt(manifest, &tokens, &mel, &spk)?)
-}
-
-/// (rows, cols) row-major → (cols, rows) row-major.
-fn transpose(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut out = vec![0f32; x.len()];
-    for r in 0..rows {
-        for c in 0..cols {
-            out[c * rows + r] = x[r * cols + c];
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::transpose;
-
-    #[test]
-    fn transpose_swaps_axes() {
-        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]; // (2, 3)
-        assert_eq!(transpose(&x, 2, 3), vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
-    }
 }

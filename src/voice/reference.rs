@@ -139,7 +139,8 @@ pub fn load_reference(path: &Path) -> Result<Reference, ReferenceError> {
         let format = format!("{}-bit {kind}", spec.bits_per_sample);
         return Err(ReferenceError::UnsupportedFormat { path: source, format });
     }
-    let interleaved = decode(reader, spec).map_err(|e| wav_error(&source, e, "sample data"))?;
+    let interleaved = crate::audio::wav::decode_samples(reader)
+        .map_err(|e| wav_error(&source, e, "sample data"))?;
     let samples = downmix(&interleaved, usize::from(spec.channels));
     let reference =
         Reference { sample_rate_hz: spec.sample_rate, channels: spec.channels, samples, source };
@@ -194,22 +195,6 @@ fn supported(spec: hound::WavSpec) -> bool {
         (spec.sample_format, spec.bits_per_sample),
         (hound::SampleFormat::Float, 32) | (hound::SampleFormat::Int, 8 | 16 | 24 | 32)
     )
-}
-
-/// Interleaved samples scaled to [−1, 1] the way libsndfile (soundfile) does: integer PCM
-/// divided by 2^(bits−1), float as stored.
-fn decode<R: std::io::Read>(
-    reader: hound::WavReader<R>,
-    spec: hound::WavSpec,
-) -> Result<Vec<f32>, hound::Error> {
-    match (spec.sample_format, spec.bits_per_sample) {
-        (hound::SampleFormat::Float, 32) => reader.into_samples::<f32>().collect(),
-        (hound::SampleFormat::Int, bits @ (8 | 16 | 24 | 32)) => {
-            let scale = 1.0 / (1u64 << (bits - 1)) as f32;
-            reader.into_samples::<i32>().map(|s| s.map(|v| v as f32 * scale)).collect()
-        }
-        _ => Err(hound::Error::Unsupported),
-    }
 }
 
 /// Mean over channels of interleaved frames (`torch.mean(dim=0)`); mono is returned as is.

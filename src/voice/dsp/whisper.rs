@@ -5,10 +5,8 @@
 //! 128 Slaney mel filters (fmax 8000), `log10(max(·, 1e-10))`, floor at the global max − 8, then
 //! `(L + 4)/4`. Computed in f64 and rounded once; torch's f32 sits within ~3.5e-5.
 
-use std::f64::consts::PI;
-
 use crate::model::hift::stft::reflect_pad;
-use crate::model::mel::{Fft, slaney_mel_basis};
+use crate::model::mel::{for_each_frame_spectrum, hann_periodic_f64, slaney_mel_basis};
 
 /// Sample rate of the input, Hz.
 pub const SAMPLE_RATE_HZ: u32 = 16_000;
@@ -34,11 +32,6 @@ pub fn mel_filters_128() -> Vec<f32> {
     slaney_mel_basis(sr, N_FFT, N_MELS, sr / 2.0).iter().map(|&v| v as f32).collect()
 }
 
-/// `torch.hann_window(400)` (periodic), f64.
-fn hann_periodic() -> Vec<f64> {
-    (0..N_FFT).map(|i| 0.5 - 0.5 * (2.0 * PI * i as f64 / N_FFT as f64).cos()).collect()
-}
-
 /// Mel power `filters @ |STFT|²`, `(128, T)` row-major in f64, T = [`n_frames`].
 pub fn mel_power(wave_16k: &[f32]) -> (Vec<f64>, usize) {
     let frames = n_frames(wave_16k.len());
@@ -46,25 +39,18 @@ pub fn mel_power(wave_16k: &[f32]) -> (Vec<f64>, usize) {
         return (Vec::new(), 0);
     }
     let filters: Vec<f64> = mel_filters_128().iter().map(|&v| f64::from(v)).collect();
-    let window = hann_periodic();
+    let window = hann_periodic_f64(N_FFT);
     let padded = reflect_pad(wave_16k, N_FFT / 2);
-    let fft = Fft::new(N_FFT);
     let mut mel = vec![0f64; N_MELS * frames];
-    let mut buf = vec![(0f64, 0f64); N_FFT];
     let mut power = vec![0f64; N_BINS];
-    for t in 0..frames {
-        let seg = &padded[t * HOP..][..N_FFT];
-        for ((b, &x), &w) in buf.iter_mut().zip(seg).zip(&window) {
-            *b = (f64::from(x) * w, 0.0);
-        }
-        let spec = fft.forward(&buf);
-        for (p, &(re, im)) in power.iter_mut().zip(&spec[..N_BINS]) {
+    for_each_frame_spectrum(&padded, &window, HOP, frames, |t, spec| {
+        for (p, &(re, im)) in power.iter_mut().zip(spec) {
             *p = re * re + im * im;
         }
         for (m, row) in filters.chunks_exact(N_BINS).enumerate() {
             mel[m * frames + t] = row.iter().zip(&power).map(|(a, b)| a * b).sum();
         }
-    }
+    });
     (mel, frames)
 }
 
