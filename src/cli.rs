@@ -88,6 +88,9 @@ pub struct WorkloadArgs {
     /// Speech tokens forced per word (10 is the real model's rate; less only for quick runs).
     #[arg(long, default_value_t = bench::workload::TOKENS_PER_WORD)]
     pub tokens_per_word: usize,
+    /// Segment without the fast start (the first segment is then a full upstream-sized one).
+    #[arg(long)]
+    pub no_lead_sentence: bool,
 }
 
 impl WorkloadArgs {
@@ -105,6 +108,7 @@ impl WorkloadArgs {
         o.precision = self.precision.into();
         o.max_segments = self.max_segments;
         o.tokens_per_word = self.tokens_per_word.max(1);
+        o.lead_sentence = !self.no_lead_sentence;
         o.print = !json;
         o
     }

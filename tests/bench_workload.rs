@@ -35,11 +35,16 @@ fn tiny_workload_forces_tokens_per_word_through_the_engine() {
     opts.group_target_frames = 200;
     opts.tokens_per_word = 2; // keeps the tiny run quick; the rule is the same
     opts.print = false;
-    let segs = workload::segments(&Workload::Smoke.text(), 10, None).unwrap();
+    let segs = workload::segments(&Workload::Smoke.text(), 10, None, true).unwrap();
     assert!(!segs.is_empty());
-    let short = workload::segments(&Workload::Short.text(), 10, None).unwrap();
+    let short = workload::segments(&Workload::Short.text(), 10, None, false).unwrap();
     assert!(short.len() >= 3, "the passage spans several segments");
     assert_eq!(short.iter().map(|s| s.forced_tokens).sum::<usize>(), 1320);
+    // Fast start: one more segment (the first sentence), the same words and tokens.
+    let fast = workload::segments(&Workload::Short.text(), 10, None, true).unwrap();
+    assert_eq!(fast.len(), short.len() + 1);
+    assert_eq!(fast[0].words, 13);
+    assert_eq!(fast.iter().map(|s| s.forced_tokens).sum::<usize>(), 1320);
     for s in &segs {
         assert_eq!(s.forced_tokens, 10 * s.words);
         assert_eq!(s.spec.seed, 1000 + s.spec.id);
@@ -54,6 +59,7 @@ fn tiny_workload_forces_tokens_per_word_through_the_engine() {
         "precision",
         "nfe",
         "group_target_frames",
+        "lead_sentence",
         "segments",
         "words",
         "speech_tokens",

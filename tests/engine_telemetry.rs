@@ -99,3 +99,43 @@ fn memory_probe_sees_a_touched_allocation() {
     assert!(after.swap.is_some());
     assert!(!after.suspect);
 }
+
+#[test]
+fn a_short_opener_is_heard_before_the_long_lanes_finish() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let delays = FakeDelays {
+        lm_per_step: Duration::from_millis(2),
+        flow_per_frame_step: Duration::from_micros(20),
+        vocoder_per_frame: Duration::from_micros(100),
+    };
+    let params = RenderParams { lanes: 8, group_target_frames: 0, ..RenderParams::default() };
+    let h = Engine::spawn(FakeBackend::with_delays(delays), "narrator", params);
+    // The fake LM decodes 3 + 2 × chars (+0..3) tokens: the opener ~12 steps (24 ms), each
+    // long segment ~400 steps (0.8 s). Batched together, the opener would wait for those.
+    let long = "a long and winding sentence ".repeat(7);
+    let texts = ["Hi.".to_string(), long.clone(), long];
+    let specs: Vec<SegmentSpec> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| SegmentSpec { id: i as u64, text: t.clone(), seed: i as u64 })
+        .collect();
+    h.tx.send(Request::Enqueue(specs)).unwrap();
+    let (mut order, mut first_audio_ms, mut lanes_seen) = (Vec::new(), None, Vec::new());
+    loop {
+        match h.rx.recv_timeout(Duration::from_secs(60)).unwrap() {
+            EngineEvent::TakeReady(t) => order.push(t.record.segment_id),
+            EngineEvent::Telemetry(s) => {
+                first_audio_ms = first_audio_ms.or(s.time_to_first_audio_ms);
+                lanes_seen.push(s.lanes.len());
+            }
+            EngineEvent::Idle => break,
+            _ => {}
+        }
+    }
+    h.shutdown();
+    assert_eq!(order, vec![0, 1, 2]);
+    // The opener was decoded alone (a 1-lane batch), then the two long ones together.
+    assert_eq!(lanes_seen, vec![1, 2, 2]);
+    let ms = first_audio_ms.expect("time to first audio");
+    assert!(ms < 400, "first audio after {ms} ms: the opener waited for the long lanes");
+}

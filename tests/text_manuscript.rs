@@ -63,6 +63,40 @@ fn passage_132_segments() {
 }
 
 #[test]
+fn lead_sentence_splits_only_the_first_segment() {
+    // The estimate measure (as the benchmarks segment): the passage's first segment holds
+    // two sentences. (The fixture BPE counts more tokens per word: its first segment is the
+    // first sentence already.)
+    let path = Path::new("fixtures/text/passage-132.txt");
+    let src = std::fs::read_to_string(path).unwrap();
+    let fast = ParseOptions::default();
+    assert!(fast.lead_sentence, "fast start is the default");
+    let plain = ParseOptions::default().with_lead_sentence(false);
+    let (m_fast, m_plain) =
+        (Manuscript::load(path, &fast).unwrap(), Manuscript::load(path, &plain).unwrap());
+    check_invariants(&m_fast, &src, Format::Plain, &fast);
+    check_invariants(&m_plain, &src, Format::Plain, &plain);
+    let texts = |m: &Manuscript| m.segments().map(|s| s.text.clone()).collect::<Vec<_>>();
+    let (f, p) = (texts(&m_fast), texts(&m_plain));
+    assert_eq!(
+        f[0],
+        "The lighthouse keeper climbed the spiral stairs for the last time that autumn."
+    );
+    assert_eq!(f.len(), p.len() + 1);
+    // The opener and its remainder are the plain first segment; the rest is unchanged.
+    assert_eq!(format!("{} {}", f[0], f[1]), p[0]);
+    assert_eq!(f[2..], p[1..]);
+    assert_eq!(m_fast.segments().next().unwrap().pause_after_ms, 200);
+    // A one-sentence first segment (a heading) is left whole.
+    let m =
+        Manuscript::parse("# Title\n\nOne. Two.\n", &fast.clone().with_format(Format::Markdown))
+            .unwrap();
+    let t = texts(&m);
+    assert_eq!(t[0], "Title.");
+    assert_eq!(t[1], "One. Two.");
+}
+
+#[test]
 fn markdown_chapter() {
     let tok = fixture_tokenizer();
     let opts = ParseOptions::default().with_tokenizer(&tok);

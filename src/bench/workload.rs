@@ -139,13 +139,16 @@ pub struct WorkloadSegment {
     pub forced_tokens: usize,
 }
 
-/// Segments `text` with the text frontend; ids from 0, seeds 1000 + index.
+/// Segments `text` with the text frontend (a one-sentence first segment when `lead_sentence`);
+/// ids from 0, seeds 1000 + index.
 pub fn segments(
     text: &str,
     tokens_per_word: usize,
     max_segments: Option<usize>,
+    lead_sentence: bool,
 ) -> anyhow::Result<Vec<WorkloadSegment>> {
-    let book = Manuscript::parse(text, &ParseOptions::default()).context("segmenting")?;
+    let opts = ParseOptions::default().with_lead_sentence(lead_sentence);
+    let book = Manuscript::parse(text, &opts).context("segmenting")?;
     let segs: Vec<WorkloadSegment> = book
         .segments()
         .filter(|s| word_count(&s.text) > 0)
@@ -284,6 +287,9 @@ pub struct WorkloadOptions {
     pub precision: Precision,
     pub max_segments: Option<usize>,
     pub tokens_per_word: usize,
+    /// The text frontend's fast start (the first segment is the first sentence), as the
+    /// workstation segments a manuscript.
+    pub lead_sentence: bool,
     /// Model shapes: `ModelConfig::full_size()` for benchmarks, a tiny config for tests.
     pub config: ModelConfig,
     pub weights_seed: u64,
@@ -302,6 +308,7 @@ impl WorkloadOptions {
             precision: Precision::F32,
             max_segments: None,
             tokens_per_word: TOKENS_PER_WORD,
+            lead_sentence: true,
             config: ModelConfig::full_size(),
             weights_seed: 0,
             print: true,
@@ -389,7 +396,12 @@ fn cpu_model() -> String {
 /// off; returns the figures as JSON.
 pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
     ensure!(!opts.lanes.is_empty(), "no lanes given");
-    let segs = segments(&opts.workload.text(), opts.tokens_per_word, opts.max_segments)?;
+    let segs = segments(
+        &opts.workload.text(),
+        opts.tokens_per_word,
+        opts.max_segments,
+        opts.lead_sentence,
+    )?;
     let words: usize = segs.iter().map(|s| s.words).sum();
     let text_ids: usize = segs.iter().map(|s| s.text_ids.len()).sum();
     let forced_tokens: usize = segs.iter().map(|s| s.forced_tokens).sum();
@@ -496,6 +508,7 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
         "nfe": opts.nfe,
         "group_target_frames": opts.group_target_frames,
         "tokens_per_word": opts.tokens_per_word,
+        "lead_sentence": opts.lead_sentence,
         "segments": segs.len(),
         "words": words,
         "text_ids_total": text_ids,

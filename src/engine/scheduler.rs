@@ -110,6 +110,22 @@ impl Queue {
             .collect()
     }
 
+    /// The LM batch while the listener waits for a run's first audio: the front entry alone
+    /// when it is undecoded and its text is at most half as long as the next undecoded
+    /// entry's (a lead sentence, a heading), otherwise [`Self::lm_batch`]. Batched with
+    /// longer segments, a short opener's audio would wait for the longest lane; alone it is
+    /// ready after its own tokens. Lane batching never changes tokens, so neither does this.
+    pub fn first_audio_batch(&self, lanes: usize) -> Vec<usize> {
+        let undecoded: Vec<(usize, &Pending)> =
+            self.items.iter().enumerate().filter(|(_, p)| p.tokens.is_none()).take(2).collect();
+        match undecoded.as_slice() {
+            [(0, front), (_, next)] if front.spec.text.len() * 2 <= next.spec.text.len() => {
+                vec![0]
+            }
+            _ => self.lm_batch(lanes),
+        }
+    }
+
     /// Stores the LM's output for queue entry `at`.
     pub fn set_tokens(&mut self, at: usize, tokens: Vec<u32>, lm_s: f64) {
         if let Some(p) = self.items.get_mut(at) {
@@ -246,6 +262,25 @@ mod tests {
         assert_eq!(q.lm_batch(3), vec![0, 2, 3]);
         assert_eq!(q.lm_batch(0), vec![0]); // at least one lane
         assert_eq!(q.lm_batch(99), vec![0, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_short_front_segment_decodes_alone_for_first_audio() {
+        let mut q = Queue::default();
+        let texts = ["A short opener.", "A much longer second segment of the manuscript.", "c"];
+        for (id, text) in texts.iter().enumerate() {
+            q.push_back(SegmentSpec { id: id as u64, text: text.to_string(), seed: 0 });
+        }
+        assert_eq!(q.first_audio_batch(8), vec![0]);
+        assert_eq!(q.lm_batch(8), vec![0, 1, 2]);
+        // A front segment as long as the next one shares the batch.
+        let mut even = Queue::default();
+        even.push_back(spec(0));
+        even.push_back(spec(1));
+        assert_eq!(even.first_audio_batch(8), vec![0, 1]);
+        // Once the front is decoded, the plain batch applies.
+        q.set_tokens(0, vec![1], 0.0);
+        assert_eq!(q.first_audio_batch(8), vec![1, 2]);
     }
 
     #[test]

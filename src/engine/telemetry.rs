@@ -113,6 +113,11 @@ impl Telemetry {
         self.last_mark = Instant::now();
     }
 
+    /// True from the start of a run until its first take is out.
+    pub fn awaiting_first_audio(&self) -> bool {
+        self.run_start.is_some() && self.time_to_first_audio_ms.is_none()
+    }
+
     /// The first take of the run is out.
     pub fn first_audio(&mut self) {
         if self.time_to_first_audio_ms.is_none() {

@@ -297,7 +297,11 @@ impl<B: SynthBackend> Worker<B> {
     }
 
     fn run_lm(&mut self) {
-        let batch = self.queue.lm_batch(self.params.lanes);
+        let batch = if self.telemetry.awaiting_first_audio() {
+            self.queue.first_audio_batch(self.params.lanes)
+        } else {
+            self.queue.lm_batch(self.params.lanes)
+        };
         let specs: Vec<SegmentSpec> = {
             let items: Vec<&Pending> = self.queue.items().collect();
             batch.iter().map(|&i| items[i].spec.clone()).collect()

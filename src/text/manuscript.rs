@@ -23,7 +23,8 @@ use super::mapped::Mapped;
 use super::normalize::{Lang, normalize_at};
 use super::pronounce::Pronunciations;
 use super::segment::{
-    Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, speakable, split_paragraph,
+    Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, sentence_pieces, speakable,
+    split_paragraph,
 };
 use super::tokenizer::{Tokenizer, is_special_token_at};
 use super::{Result, TextError, stable_hash};
@@ -76,7 +77,7 @@ impl Default for PauseDefaults {
 pub const MAX_PAUSE_MS: u32 = 60_000;
 
 /// How to read a manuscript.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ParseOptions<'a> {
     /// Forced format; by default from the file extension (plain for strings).
     pub format: Option<Format>,
@@ -85,6 +86,22 @@ pub struct ParseOptions<'a> {
     pub pronunciations: Pronunciations,
     /// The English length measure; without one, [`estimate_tokens`] (errs long).
     pub tokenizer: Option<&'a Tokenizer>,
+    /// Fast start: the manuscript's first segment ends after its first sentence, so the
+    /// first audio needs only that sentence's speech tokens (see [`split_lead_sentence`]).
+    pub lead_sentence: bool,
+}
+
+impl Default for ParseOptions<'_> {
+    fn default() -> Self {
+        Self {
+            format: None,
+            pauses: PauseDefaults::default(),
+            limits: SegmentLimits::default(),
+            pronunciations: Pronunciations::default(),
+            tokenizer: None,
+            lead_sentence: true,
+        }
+    }
 }
 
 impl<'a> ParseOptions<'a> {
@@ -100,6 +117,11 @@ impl<'a> ParseOptions<'a> {
 
     pub fn with_pronunciations(mut self, p: Pronunciations) -> Self {
         self.pronunciations = p;
+        self
+    }
+
+    pub fn with_lead_sentence(mut self, on: bool) -> Self {
+        self.lead_sentence = on;
         self
     }
 }
@@ -270,7 +292,11 @@ fn parse_source(
             let block_text = &block.text.text[run.range.clone()];
             if let Some((lang, norm)) = normalize_run(block_text, &opts.pronunciations) {
                 let measure = if lang == Lang::Zh { &mut measure_zh } else { &mut measure_en };
-                for r in split_paragraph(&norm.text, lang, &opts.limits, measure) {
+                let mut ranges = split_paragraph(&norm.text, lang, &opts.limits, measure);
+                if opts.lead_sentence && drafts.is_empty() && block.kind != SegmentKind::Heading {
+                    ranges = split_lead_sentence(&norm.text, lang, ranges);
+                }
+                for r in ranges {
                     let in_run = norm.src_range(r.clone());
                     let in_block = run.range.start + in_run.start..run.range.start + in_run.end;
                     let bytes = block.text.src_range(in_block);
@@ -323,6 +349,30 @@ fn parse_source(
         chapters.clear();
     }
     Ok(Manuscript { path: None, chapters, lead_in_ms })
+}
+
+/// Splits the first of a run's segment ranges after its first sentence, when it has more
+/// than one (applied to a manuscript's first segment unless it is a heading: headings are
+/// short already, and a colon would cut them). Time to first audio is the first segment's LM time plus one flow and vocoder
+/// call, so a one-sentence opener starts playback several times sooner than a full segment
+/// of upstream's 60–80 text tokens; every later segment keeps upstream's sizes.
+pub fn split_lead_sentence(
+    text: &str,
+    lang: Lang,
+    mut ranges: Vec<Range<usize>>,
+) -> Vec<Range<usize>> {
+    let Some(first) = ranges.first().cloned() else {
+        return ranges;
+    };
+    let pieces = sentence_pieces(&text[first.clone()], lang);
+    if pieces.len() < 2 {
+        return ranges;
+    }
+    let cut = first.start + pieces[0].end;
+    let rest = first.start + pieces[1].start..first.end;
+    ranges[0] = first.start..cut;
+    ranges.insert(1, rest);
+    ranges
 }
 
 /// Normalises one run; `None` when it has nothing to say. Appends the final mark upstream adds.
