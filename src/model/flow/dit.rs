@@ -6,8 +6,9 @@
 //! channel-last `(b, t, dim)` so every projection is one flat `(b·t, in) @ Wᵀ` matmul.
 //!
 //! Only the non-streaming path exists here: every frame attends to every frame (the upstream
-//! mask is all ones). Attention scores are materialised (candle has no fused CPU kernel), in
-//! query chunks so a long flow group never holds more than [`SCORE_BUDGET_FLOATS`] of them.
+//! mask is all ones). On the CPU attention runs as one fused kernel
+//! ([`super::cpu_attention`]); on other devices the scores are materialised in query chunks so
+//! a long flow group never holds more than [`SCORE_BUDGET_FLOATS`] of them.
 
 use candle::{D, DType, Device, Tensor};
 
@@ -236,8 +237,18 @@ impl Attention {
 }
 
 /// Softmax attention over all frames: q (pre-scaled), k, v (b, h, t, dh) → (b, t, h·dh).
-/// Scores are materialised in query chunks of at most [`SCORE_BUDGET_FLOATS`].
+/// On the CPU in f32 this is the fused kernel of [`super::cpu_attention`]; elsewhere
+/// [`attend_materialised`].
 pub(crate) fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
+    if super::cpu_attention::applies(q) {
+        return super::cpu_attention::attend(q, k, v);
+    }
+    attend_materialised(q, k, v)
+}
+
+/// [`attend`] with candle ops: scores materialised in query chunks of at most
+/// [`SCORE_BUDGET_FLOATS`].
+pub(crate) fn attend_materialised(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
     let (b, h, t, dh) = q.dims4()?;
     let k_t = k.t()?; // (b, h, dh, t), a view
     let chunk = (SCORE_BUDGET_FLOATS / (b * h * t).max(1)).clamp(1, t.max(1));

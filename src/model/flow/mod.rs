@@ -22,6 +22,7 @@
 //! in it, NFE, noise source and CFG rate) alongside the tokens and the voice prompt.
 
 pub mod cfm;
+pub mod cpu_attention;
 pub mod dit;
 
 use std::path::{Path, PathBuf};
