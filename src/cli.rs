@@ -119,6 +119,8 @@ pub enum PrecisionArg {
     F32,
     F16,
     Bf16,
+    /// Spelled as the docs and take records spell it (clap would derive `q8-0`).
+    #[value(name = "q8_0", alias = "q8-0")]
     Q8_0,
 }
 

@@ -174,7 +174,7 @@ fn exp_nonpositive(x: f32) -> f32 {
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 0.5;
     let y = p * r * r + r + 1.0;
     let scaled = y * f32::from_bits(((n as i32 + 127) << 23) as u32);
     if x < -87.0 { 0.0 } else { scaled }
