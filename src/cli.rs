@@ -483,3 +483,17 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn q8_0_is_spelled_as_documented() {
+        for spelling in ["q8_0", "q8-0"] {
+            let cli = Cli::try_parse_from(["lectern", "--precision", spelling]).unwrap();
+            assert!(matches!(cli.workstation.synth.precision, PrecisionArg::Q8_0), "{spelling}");
+        }
+        assert!(Cli::try_parse_from(["lectern", "--precision", "q8"]).is_err());
+    }
+}
