@@ -58,78 +58,80 @@ pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
 
     let mut out = vec![0f32; b * t * h * dh];
     let out_ptr = OutPtr(out.as_mut_ptr());
-    let qb = QUERY_BLOCK;
-    let blocks = t.div_ceil(qb);
+    let blocks = t.div_ceil(QUERY_BLOCK);
+    let (t_i, dh_i, hdh_i) = (t as isize, dh as isize, (h * dh) as isize);
     (0..b * h * blocks).into_par_iter().for_each_init(
-        || vec![0f32; qb * t],
+        || vec![0f32; QUERY_BLOCK * t],
         |scores, task| {
             let (bh, block) = (task / blocks, task % blocks);
             let (bi, hi) = (bh / h, bh % h);
-            let r0 = block * qb;
-            let rows = qb.min(t - r0);
+            let r0 = block * QUERY_BLOCK;
+            let rows = QUERY_BLOCK.min(t - r0);
             let head = bh * t * dh;
             let q_rows = &qs[head + r0 * dh..head + (r0 + rows) * dh];
             let (k_head, v_head) = (&ks[head..head + t * dh], &vs[head..head + t * dh]);
             let s = &mut scores[..rows * t];
-            // SAFETY: slice bounds are checked above; gemm reads `rows × dh`, `t × dh`,
-            // `t × dh` elements through the given strides and writes `rows × t` into `s`.
-            unsafe {
-                // S = Q·Kᵀ: Kᵀ is K (t, dh) read with the roles of its strides swapped.
-                gemm(
-                    rows,
-                    t,
-                    dh,
-                    s.as_mut_ptr(),
-                    1,
-                    t as isize,
-                    false,
-                    q_rows.as_ptr(),
-                    1,
-                    dh as isize,
-                    k_head.as_ptr(),
-                    dh as isize,
-                    1,
-                    0.0,
-                    1.0,
-                    false,
-                    false,
-                    false,
-                    Parallelism::None,
-                );
-            }
+            let out_rows = (bi * t + r0) * h * dh + hi * dh;
+            // SAFETY (both products): the slices above bound every read (q rows × dh, k and
+            // v t × dh, the scores rows × t); this task alone writes rows r0..r0+rows,
+            // columns hi·dh..(hi+1)·dh of batch item bi of `out` (b·t·h·dh elements, alive
+            // until after the loop).
+            // S = Q·Kᵀ: Kᵀ is K (t, dh) read with its strides swapped.
+            let (q_m, k_t) = ((q_rows.as_ptr(), dh_i, 1), (k_head.as_ptr(), 1, dh_i));
+            unsafe { matmul(rows, t, dh, s.as_mut_ptr(), t_i, q_m, k_t) };
             for row in s.chunks_exact_mut(t) {
                 softmax_in_place(row);
             }
-            let out_row0 = (bi * t + r0) * h * dh + hi * dh;
-            // SAFETY: this task alone writes rows r0..r0+rows, columns hi·dh..(hi+1)·dh of
-            // batch item bi; `out` has b·t·h·dh elements and lives until after the loop.
-            unsafe {
-                gemm(
-                    rows,
-                    dh,
-                    t,
-                    out_ptr.get().add(out_row0),
-                    1,
-                    (h * dh) as isize,
-                    false,
-                    s.as_ptr(),
-                    1,
-                    t as isize,
-                    v_head.as_ptr(),
-                    1,
-                    dh as isize,
-                    0.0,
-                    1.0,
-                    false,
-                    false,
-                    false,
-                    Parallelism::None,
-                );
-            }
+            // O = P·V, straight into the (b, t, h·dh) output.
+            let (p_m, v_m) = ((s.as_ptr(), t_i, 1), (v_head.as_ptr(), dh_i, 1));
+            unsafe { matmul(rows, dh, t, out_ptr.get().add(out_rows), hdh_i, p_m, v_m) };
         },
     );
     drop((qg, kg, vg));
     Tensor::from_vec(out, (b, t, h * dh), &Device::Cpu)
+}
+
+/// A strided f32 matrix for gemm: (pointer, row stride, column stride), in elements.
+type Strided = (*const f32, isize, isize);
+
+/// `dst (m × n, row stride dst_rs) = lhs (m × k) · rhs (k × n)`, single-threaded (the tasks
+/// are the parallelism).
+///
+/// # Safety
+/// Every element addressed through the pointers and strides must be in bounds.
+unsafe fn matmul(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut f32,
+    dst_rs: isize,
+    lhs: Strided,
+    rhs: Strided,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        gemm(
+            m,
+            n,
+            k,
+            dst,
+            1,
+            dst_rs,
+            false,
+            lhs.0,
+            lhs.2,
+            lhs.1,
+            rhs.0,
+            rhs.2,
+            rhs.1,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        );
+    }
 }
 
 /// `exp(x − max) / Σ` over one row of scores.
