@@ -5,7 +5,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use lectern::engine::backend::FakeKvShape;
-use lectern::engine::protocol::{EngineEvent, RenderParams, Request, SegmentSpec};
+use lectern::engine::protocol::{
+    EngineEvent, RenderParams, Request, SegmentSpec, Take, TelemetrySample,
+};
 use lectern::engine::telemetry::probe_memory;
 use lectern::engine::{Engine, FakeBackend, FakeDelays};
 
@@ -23,21 +25,20 @@ fn manuscript(n: u64) -> Vec<SegmentSpec> {
         .collect()
 }
 
-#[test]
-fn stage_times_account_for_the_wall_time_and_kv_is_arithmetic() {
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let delays = FakeDelays {
-        lm_per_step: Duration::from_millis(4),
-        flow_per_frame_step: Duration::from_micros(120),
-        vocoder_per_frame: Duration::from_micros(600),
-    };
-    let params = RenderParams { lanes: 16, group_target_frames: 300, ..RenderParams::default() };
+/// What one render on the fake backend emitted, up to `Idle`.
+struct Rendered {
+    takes: Vec<Take>,
+    samples: Vec<TelemetrySample>,
+    wall_s: f64,
+}
+
+/// Spawns an engine on the fake backend, enqueues `segments` and collects takes and telemetry
+/// until the engine goes idle.
+fn render(delays: FakeDelays, params: RenderParams, segments: Vec<SegmentSpec>) -> Rendered {
     let h = Engine::spawn(FakeBackend::with_delays(delays), "narrator", params);
-    let segments = manuscript(6);
     let start = Instant::now();
-    h.tx.send(Request::Enqueue(segments.clone())).unwrap();
-    let mut takes = Vec::new();
-    let mut samples = Vec::new();
+    h.tx.send(Request::Enqueue(segments)).unwrap();
+    let (mut takes, mut samples) = (Vec::new(), Vec::new());
     loop {
         match h.rx.recv_timeout(Duration::from_secs(60)).unwrap() {
             EngineEvent::TakeReady(t) => takes.push(t),
@@ -47,8 +48,21 @@ fn stage_times_account_for_the_wall_time_and_kv_is_arithmetic() {
         }
     }
     let wall_s = start.elapsed().as_secs_f64();
-    eprintln!("render wall {wall_s:.3} s");
     h.shutdown();
+    Rendered { takes, samples, wall_s }
+}
+
+#[test]
+fn stage_times_account_for_the_wall_time_and_kv_is_arithmetic() {
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let delays = FakeDelays {
+        lm_per_step: Duration::from_millis(4),
+        flow_per_frame_step: Duration::from_micros(120),
+        vocoder_per_frame: Duration::from_micros(600),
+    };
+    let params = RenderParams { lanes: 16, group_target_frames: 300, ..RenderParams::default() };
+    let Rendered { takes, samples, wall_s } = render(delays, params, manuscript(6));
+    eprintln!("render wall {wall_s:.3} s");
     assert_eq!(takes.len(), 6);
     let staged_s: f64 = takes
         .iter()
@@ -109,7 +123,6 @@ fn a_short_opener_is_heard_before_the_long_lanes_finish() {
         vocoder_per_frame: Duration::from_micros(100),
     };
     let params = RenderParams { lanes: 8, group_target_frames: 0, ..RenderParams::default() };
-    let h = Engine::spawn(FakeBackend::with_delays(delays), "narrator", params);
     // The fake LM decodes 3 + 2 × chars (+0..3) tokens: the opener ~12 steps (24 ms), each
     // long segment ~400 steps (0.8 s). Batched together, the opener would wait for those.
     let long = "a long and winding sentence ".repeat(7);
@@ -119,23 +132,12 @@ fn a_short_opener_is_heard_before_the_long_lanes_finish() {
         .enumerate()
         .map(|(i, t)| SegmentSpec { id: i as u64, text: t.clone(), seed: i as u64 })
         .collect();
-    h.tx.send(Request::Enqueue(specs)).unwrap();
-    let (mut order, mut first_audio_ms, mut lanes_seen) = (Vec::new(), None, Vec::new());
-    loop {
-        match h.rx.recv_timeout(Duration::from_secs(60)).unwrap() {
-            EngineEvent::TakeReady(t) => order.push(t.record.segment_id),
-            EngineEvent::Telemetry(s) => {
-                first_audio_ms = first_audio_ms.or(s.time_to_first_audio_ms);
-                lanes_seen.push(s.lanes.len());
-            }
-            EngineEvent::Idle => break,
-            _ => {}
-        }
-    }
-    h.shutdown();
+    let Rendered { takes, samples, .. } = render(delays, params, specs);
+    let order: Vec<u64> = takes.iter().map(|t| t.record.segment_id).collect();
     assert_eq!(order, vec![0, 1, 2]);
     // The opener was decoded alone (a 1-lane batch), then the two long ones together.
+    let lanes_seen: Vec<usize> = samples.iter().map(|s| s.lanes.len()).collect();
     assert_eq!(lanes_seen, vec![1, 2, 2]);
-    let ms = first_audio_ms.expect("time to first audio");
+    let ms = samples.iter().find_map(|s| s.time_to_first_audio_ms).expect("time to first audio");
     assert!(ms < 400, "first audio after {ms} ms: the opener waited for the long lanes");
 }
