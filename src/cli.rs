@@ -65,6 +65,9 @@ pub struct SynthArgs {
     /// Segment k is sampled with seed SEED + k.
     #[arg(long, default_value_t = 1000)]
     pub seed: u64,
+    /// Decode the LM and run the flow one after the other instead of at the same time.
+    #[arg(long)]
+    pub no_overlap: bool,
 }
 
 /// `lectern bench --workload`'s options.
@@ -91,6 +94,9 @@ pub struct WorkloadArgs {
     /// Segment without the fast start (the first segment is then a full upstream-sized one).
     #[arg(long)]
     pub no_lead_sentence: bool,
+    /// Decode the LM and run the flow one after the other instead of at the same time.
+    #[arg(long)]
+    pub no_overlap: bool,
 }
 
 impl WorkloadArgs {
@@ -109,6 +115,7 @@ impl WorkloadArgs {
         o.max_segments = self.max_segments;
         o.tokens_per_word = self.tokens_per_word.max(1);
         o.lead_sentence = !self.no_lead_sentence;
+        o.overlap = !self.no_overlap;
         o.print = !json;
         o
     }
@@ -147,6 +154,7 @@ impl SynthArgs {
             } else {
                 MinLenRule::Upstream
             },
+            overlap: !self.no_overlap,
         }
     }
 }

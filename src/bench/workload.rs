@@ -28,8 +28,10 @@ use serde_json::{Value, json};
 
 use crate::engine::Engine;
 use crate::engine::backend::fnv1a;
-use crate::engine::backend::{BackendInfo, LmJob, Mel, SynthBackend};
-use crate::engine::cosyvoice::{CosyVoiceBackend, PreparedVoice, lm_precision};
+use crate::engine::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
+use crate::engine::cosyvoice::{
+    CosyVoiceBackend, LmHandle, PreparedVoice, lm_device, lm_precision,
+};
 use crate::engine::protocol::{
     EngineEvent, LaneMemory, MinLenRule, Precision, RenderParams, Request, SegmentSpec,
     SegmentState,
@@ -180,19 +182,27 @@ pub struct LmBatchLog {
 }
 
 /// The real backend with forced LM lengths (see the module doc). Shares the backend through a
-/// mutex so one set of weights serves several engine runs.
+/// mutex so one set of weights serves several engine runs; the LM is reached through its own
+/// handle ([`ForcedLm`]), so the engine's LM thread never waits for the flow's lock.
 pub struct ForcedBackend {
     inner: Arc<Mutex<CosyVoiceBackend>>,
+    lm: ForcedLm,
+    info: BackendInfo,
+}
+
+/// The forced-length LM: builds each lane's request from the workload plan and checks that
+/// every lane decoded exactly its forced count.
+#[derive(Clone)]
+pub struct ForcedLm {
+    lm: LmHandle,
     prompt_text_ids: Vec<u32>,
     prompt_speech_tokens: Vec<u32>,
     /// Forced speech tokens and text ids per segment text.
-    plan: std::collections::HashMap<String, (usize, Vec<u32>)>,
+    plan: Arc<std::collections::HashMap<String, (usize, Vec<u32>)>>,
     log: Arc<Mutex<LmBatchLog>>,
-    info: BackendInfo,
-    lanes: Vec<LaneMemory>,
 }
 
-impl ForcedBackend {
+impl ForcedLm {
     fn lane_request(&self, job: &LmJob) -> crate::engine::Result<LaneRequest> {
         let (forced, text_ids) = self.plan.get(&job.text).cloned().ok_or_else(|| {
             crate::engine::EngineError::InvalidInput(format!(
@@ -219,18 +229,25 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl SynthBackend for ForcedBackend {
-    fn lm_generate(
+impl LmStage for ForcedLm {
+    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> crate::engine::Result<Vec<Vec<u32>>> {
+        self.lm_generate_streaming(voice, jobs, &mut |_, _| {})
+    }
+
+    fn lm_generate_streaming(
         &mut self,
         _voice: &str,
         jobs: &[LmJob],
+        done: &mut dyn FnMut(usize, &[u32]),
     ) -> crate::engine::Result<Vec<Vec<u32>>> {
         let reqs: Vec<LaneRequest> =
             jobs.iter().map(|j| self.lane_request(j)).collect::<crate::engine::Result<_>>()?;
-        let mut inner = lock(&self.inner);
-        let out = inner.generate_requests(&reqs)?;
-        self.lanes = inner.kv_lane_memory();
-        drop(inner);
+        // A lane of the wrong length is not reported early: the whole batch fails below.
+        let out = self.lm.generate_requests(&reqs, &mut |i, toks| {
+            if toks.len() == reqs[i].max_len {
+                done(i, toks);
+            }
+        })?;
         for (req, toks) in reqs.iter().zip(&out) {
             if toks.len() != req.max_len {
                 return Err(crate::engine::EngineError::Backend(format!(
@@ -243,6 +260,20 @@ impl SynthBackend for ForcedBackend {
         let steps = reqs.iter().map(|r| r.max_len).max().unwrap_or(0);
         lock(&self.log).batches.push((jobs.len(), steps, out.iter().map(Vec::len).sum()));
         Ok(out)
+    }
+
+    fn synchronize(&self) -> crate::engine::Result<()> {
+        LmStage::synchronize(&self.lm)
+    }
+
+    fn kv_lane_memory(&self) -> Vec<LaneMemory> {
+        self.lm.kv_lane_memory()
+    }
+}
+
+impl SynthBackend for ForcedBackend {
+    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> crate::engine::Result<Vec<Vec<u32>>> {
+        LmStage::lm_generate(&mut self.lm, voice, jobs)
     }
 
     fn flow_group(
@@ -258,12 +289,13 @@ impl SynthBackend for ForcedBackend {
         lock(&self.inner).vocode(mel)
     }
 
+    /// The flow and vocoder's device, as the real backend's.
     fn synchronize(&self) -> crate::engine::Result<()> {
         lock(&self.inner).synchronize()
     }
 
     fn kv_lane_memory(&self) -> Vec<LaneMemory> {
-        self.lanes.clone()
+        self.lm.kv_lane_memory()
     }
 
     fn device_memory_bytes(&self) -> Option<u64> {
@@ -272,6 +304,10 @@ impl SynthBackend for ForcedBackend {
 
     fn describe(&self) -> BackendInfo {
         self.info.clone()
+    }
+
+    fn lm_stage(&mut self) -> Option<Box<dyn LmStage + Send>> {
+        Some(Box::new(self.lm.clone()))
     }
 }
 
@@ -290,6 +326,8 @@ pub struct WorkloadOptions {
     /// The text frontend's fast start (the first segment is the first sentence), as the
     /// workstation segments a manuscript.
     pub lead_sentence: bool,
+    /// The engine's LM thread ([`RenderParams::overlap`]).
+    pub overlap: bool,
     /// Model shapes: `ModelConfig::full_size()` for benchmarks, a tiny config for tests.
     pub config: ModelConfig,
     pub weights_seed: u64,
@@ -309,6 +347,7 @@ impl WorkloadOptions {
             max_segments: None,
             tokens_per_word: TOKENS_PER_WORD,
             lead_sentence: true,
+            overlap: RenderParams::default().overlap,
             config: ModelConfig::full_size(),
             weights_seed: 0,
             print: true,
@@ -347,7 +386,8 @@ fn build_backend(
 ) -> anyhow::Result<CosyVoiceBackend> {
     let cfg = &opts.config;
     let dev = &opts.device;
-    let lm_ckpt = super::lm::random_checkpoint(cfg, opts.weights_seed, all_text_ids, dev)?;
+    let lm_ckpt =
+        super::lm::random_checkpoint(cfg, opts.weights_seed, all_text_ids, &lm_device(dev)?)?;
     let lm =
         SpeechLm::new(&cfg.lm, &Weights::root(Arc::new(lm_ckpt)), lm_precision(opts.precision))?;
     let flow_ckpt = super::flow::random_flow(&cfg.flow, opts.weights_seed, dev)?;
@@ -369,7 +409,7 @@ fn build_backend(
         hift,
         tokenizer,
         voice,
-    ))
+    )?)
 }
 
 /// Peak resident set of this process (`VmHWM`), where the platform has it.
@@ -462,19 +502,23 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
         );
     }
 
-    let plan: std::collections::HashMap<String, (usize, Vec<u32>)> =
-        segs.iter().map(|s| (s.spec.text.clone(), (s.forced_tokens, s.text_ids.clone()))).collect();
+    let plan: Arc<std::collections::HashMap<String, (usize, Vec<u32>)>> = Arc::new(
+        segs.iter().map(|s| (s.spec.text.clone(), (s.forced_tokens, s.text_ids.clone()))).collect(),
+    );
+    let lm = lock(&inner).lm_handle();
     let mut runs = Vec::new();
     for &lanes in &opts.lanes {
         let log = Arc::new(Mutex::new(LmBatchLog::default()));
         let forced = ForcedBackend {
             inner: inner.clone(),
-            prompt_text_ids: prompt_text_ids.clone(),
-            prompt_speech_tokens: prompt_speech_tokens.clone(),
-            plan: plan.clone(),
-            log: log.clone(),
+            lm: ForcedLm {
+                lm: lm.clone(),
+                prompt_text_ids: prompt_text_ids.clone(),
+                prompt_speech_tokens: prompt_speech_tokens.clone(),
+                plan: plan.clone(),
+                log: log.clone(),
+            },
             info: info.clone(),
-            lanes: Vec::new(),
         };
         let run = run_engine(opts, forced, lanes, &segs, &log)?;
         if opts.print {
@@ -509,6 +553,7 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
         "group_target_frames": opts.group_target_frames,
         "tokens_per_word": opts.tokens_per_word,
         "lead_sentence": opts.lead_sentence,
+        "overlap": opts.overlap,
         "segments": segs.len(),
         "words": words,
         "text_ids_total": text_ids,
@@ -555,6 +600,7 @@ fn run_engine(
         lanes,
         precision: opts.precision,
         min_len_rule: MinLenRule::AllStopIds,
+        overlap: opts.overlap,
     };
     // Device memory before this run's first group (weights, voice, earlier runs' caches): the
     // baseline the per-group figures are read against.

@@ -69,6 +69,32 @@ pub struct BackendInfo {
     pub precision: Precision,
 }
 
+/// The LM stage alone, as the engine drives it from a thread of its own so that the next
+/// batch decodes while the current group is in the flow and the vocoder (see
+/// [`SynthBackend::lm_stage`]). The contract of [`SynthBackend::lm_generate`] holds.
+pub trait LmStage {
+    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>>;
+    /// [`Self::lm_generate`], also calling `done(job index, tokens)` the moment each lane's
+    /// tokens are final, so its flow can start while the other lanes decode. The default
+    /// reports every lane when the batch is done.
+    fn lm_generate_streaming(
+        &mut self,
+        voice: &str,
+        jobs: &[LmJob],
+        done: &mut dyn FnMut(usize, &[u32]),
+    ) -> Result<Vec<Vec<u32>>> {
+        let out = self.lm_generate(voice, jobs)?;
+        for (i, tokens) in out.iter().enumerate() {
+            done(i, tokens);
+        }
+        Ok(out)
+    }
+    /// Waits for this stage's queued device work only (on CUDA, the LM's own stream).
+    fn synchronize(&self) -> Result<()>;
+    /// KV-cache memory of the lanes of the last batch, by arithmetic.
+    fn kv_lane_memory(&self) -> Vec<LaneMemory>;
+}
+
 /// The three model stages as the engine uses them. Called only from the engine thread.
 ///
 /// Contract (the engine checks the lengths and fails the group otherwise):
@@ -92,6 +118,13 @@ pub trait SynthBackend {
         None
     }
     fn describe(&self) -> BackendInfo;
+    /// A handle on the LM that may run on another thread while `flow_group` and `vocode` run
+    /// here, without either waiting for the other (on CUDA: its own stream). `None` (the
+    /// default) when the stages share what they run on; the engine then decodes inline.
+    /// Overlap changes no output: only the LM consumes randomness, each lane from its own seed.
+    fn lm_stage(&mut self) -> Option<Box<dyn LmStage + Send>> {
+        None
+    }
 }
 
 /// Optional sleeps of the fake backend, to give the telemetry something to measure.
@@ -142,7 +175,45 @@ impl Default for FakeKvShape {
 pub struct FakeBackend {
     pub delays: FakeDelays,
     pub kv: FakeKvShape,
+    /// Hand the LM out as a stage of its own ([`SynthBackend::lm_stage`]), so the engine
+    /// overlaps it with the flow and the vocoder as it does a GPU backend's.
+    pub detached_lm: bool,
     lanes: Vec<LaneMemory>,
+}
+
+/// The fake LM as a stage of its own thread (see [`FakeBackend::detached_lm`]).
+struct FakeLm(FakeBackend);
+
+impl LmStage for FakeLm {
+    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
+        SynthBackend::lm_generate(&mut self.0, voice, jobs)
+    }
+
+    /// Like batched decoding: the shortest lane is done first, each after its own steps.
+    fn lm_generate_streaming(
+        &mut self,
+        voice: &str,
+        jobs: &[LmJob],
+        done: &mut dyn FnMut(usize, &[u32]),
+    ) -> Result<Vec<Vec<u32>>> {
+        let out: Vec<Vec<u32>> = jobs.iter().map(|j| FakeBackend::tokens_for(j, voice)).collect();
+        let mut order: Vec<usize> = (0..out.len()).collect();
+        order.sort_by_key(|&i| out[i].len());
+        let mut steps = 0;
+        for i in order {
+            sleep(self.0.delays.lm_per_step * (out[i].len() - steps) as u32);
+            steps = out[i].len();
+            done(i, &out[i]);
+        }
+        self.0.record_lanes(jobs, &out);
+        Ok(out)
+    }
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+    fn kv_lane_memory(&self) -> Vec<LaneMemory> {
+        self.0.lanes.clone()
+    }
 }
 
 impl FakeBackend {
@@ -152,6 +223,11 @@ impl FakeBackend {
 
     pub fn with_delays(delays: FakeDelays) -> Self {
         Self { delays, ..Self::default() }
+    }
+
+    /// This backend with its LM handed out as a stage of its own (see `detached_lm`).
+    pub fn detached(self) -> Self {
+        Self { detached_lm: true, ..self }
     }
 
     /// Text positions the fake LM puts in a lane's KV cache: one per character.
@@ -169,6 +245,15 @@ impl FakeBackend {
         (0..n_tokens).map(|_| rng.gen_range(0..SPEECH_TOKEN_SIZE as u32)).collect()
     }
 
+    fn record_lanes(&mut self, jobs: &[LmJob], out: &[Vec<u32>]) {
+        self.lanes = jobs
+            .iter()
+            .zip(out)
+            .enumerate()
+            .map(|(lane, (job, toks))| self.lane_memory(lane, &job.text, toks.len()))
+            .collect();
+    }
+
     fn lane_memory(&self, lane: usize, text: &str, n_tokens: usize) -> LaneMemory {
         let k = &self.kv;
         let used = k.prompt_positions + Self::text_positions(text) + n_tokens;
@@ -183,12 +268,7 @@ impl SynthBackend for FakeBackend {
         let out: Vec<Vec<u32>> = jobs.iter().map(|j| Self::tokens_for(j, voice)).collect();
         let steps = out.iter().map(Vec::len).max().unwrap_or(0);
         sleep(self.delays.lm_per_step * steps as u32);
-        self.lanes = jobs
-            .iter()
-            .zip(&out)
-            .enumerate()
-            .map(|(lane, (job, toks))| self.lane_memory(lane, &job.text, toks.len()))
-            .collect();
+        self.record_lanes(jobs, &out);
         Ok(out)
     }
 
@@ -249,6 +329,10 @@ impl SynthBackend for FakeBackend {
             cfg_rate: 0.7,
             precision: Precision::F32,
         }
+    }
+
+    fn lm_stage(&mut self) -> Option<Box<dyn LmStage + Send>> {
+        self.detached_lm.then(|| Box::new(FakeLm(self.clone())) as Box<dyn LmStage + Send>)
     }
 }
 

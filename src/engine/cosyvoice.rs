@@ -5,10 +5,11 @@
 //! speaker embedding); every LM lane and every flow group reuses it.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use candle::{DType, Device, Tensor};
 
-use super::backend::{BackendInfo, LmJob, Mel, SynthBackend};
+use super::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
 use super::protocol::{LaneMemory, MinLenRule, Precision};
 use super::{EngineError, Result};
 use crate::model::config::{ModelConfig, ModelFiles, N_MELS};
@@ -19,16 +20,52 @@ use crate::model::sampling::{self, SamplingConfig};
 use crate::text::Tokenizer;
 use crate::voice::{ModelSignature, Voice};
 
-/// The three stages of one model on one device, and one voice.
+/// The three stages of one model, and one voice. The flow and the vocoder run on `device`;
+/// the LM runs on its own [`lm_device`] behind an [`LmHandle`], so that it can decode on
+/// another thread while the flow runs (`SynthBackend::lm_stage`).
 pub struct CosyVoiceBackend {
     info: BackendInfo,
     device: Device,
-    lm: SpeechLm,
+    lm: LmHandle,
     flow: CausalMaskedDiffWithDiT,
     hift: Hift,
-    tokenizer: Tokenizer,
     voice: PreparedVoice,
+}
+
+/// The LM and what turns jobs into its lane requests.
+struct LmSide {
+    lm: SpeechLm,
+    tokenizer: Tokenizer,
+    voice_name: String,
+    prompt_text_ids: Vec<u32>,
+    prompt_speech_tokens: Vec<u32>,
     lanes: Vec<LaneMemory>,
+}
+
+/// A shared handle on the LM of a [`CosyVoiceBackend`]: the engine's LM thread holds one, the
+/// backend another. The lock is held for a whole batch; the flow and the vocoder never take
+/// it, so they run while it is held.
+#[derive(Clone)]
+pub struct LmHandle(Arc<Mutex<LmSide>>);
+
+/// The device the LM runs on. On CUDA: a device of its own stream on the same GPU, so the
+/// LM's small launch-bound kernels run beside the flow's large ones instead of queueing behind
+/// them; its cuBLAS handle is its own too. Elsewhere: `device` itself.
+pub fn lm_device(device: &Device) -> Result<Device> {
+    match device {
+        #[cfg(feature = "cuda")]
+        Device::Cuda(dev) => {
+            let ordinal = dev.cuda_stream().context().ordinal();
+            let lm = candle::CudaDevice::new_with_stream(ordinal)?;
+            // SAFETY: cudarc's cross-stream event tracking is for buffers that move between
+            // streams. Every tensor of this device is made, used and freed on its one stream
+            // (the LM's): candle refuses ops that mix devices, and only host data (token ids)
+            // crosses to the flow. Tracking would cost two driver calls per kernel argument.
+            unsafe { lm.disable_event_tracking() };
+            Ok(Device::Cuda(lm))
+        }
+        _ => Ok(device.clone()),
+    }
 }
 
 /// A voice prompt in the form the stages consume.
@@ -106,7 +143,8 @@ pub fn device_name(device: &Device) -> String {
 
 impl CosyVoiceBackend {
     /// Loads an upstream model directory (`llm.pt`, `flow.pt`, `hift.pt`, `CosyVoice-BlankEN/`,
-    /// plus `tiny.json` for a reduced model) and prepares `voice` for it.
+    /// plus `tiny.json` for a reduced model) and prepares `voice` for it. The LM goes to
+    /// [`lm_device`]`(device)`.
     pub fn load(
         model_dir: &Path,
         voice: &Voice,
@@ -118,7 +156,7 @@ impl CosyVoiceBackend {
             .check_model(&ModelSignature::from_model_dir(model_dir).map_err(invalid)?)
             .map_err(invalid)?;
         let files = ModelFiles::in_dir(model_dir);
-        let lm = SpeechLm::from_dir(model_dir, lm_precision(precision), device)?;
+        let lm = SpeechLm::from_dir(model_dir, lm_precision(precision), &lm_device(device)?)?;
         let flow =
             CausalMaskedDiffWithDiT::load(&cfg.flow, &files.flow, device, &NoiseSource::Rebuilt)?;
         let hift = Hift::load(&files.hift, &cfg, device)?;
@@ -126,13 +164,15 @@ impl CosyVoiceBackend {
         let is_tiny = model_dir.join("tiny.json").exists();
         let model_id = format!("{} ({})", cfg.name, model_dir.display());
         let prepared = PreparedVoice::new(voice, &tokenizer, device)?;
-        Ok(Self::with_prepared_voice(
+        Self::with_prepared_voice(
             model_id, is_tiny, device, precision, lm, flow, hift, tokenizer, prepared,
-        ))
+        )
     }
 
     /// Assembles a backend from loaded stages and a prepared voice prompt (benchmarks build
-    /// the stages from random weights).
+    /// the stages from random weights). The flow and HiFT are on `device`, the LM on its own
+    /// device (see [`lm_device`]); both devices are synchronised here, so that weights uploaded
+    /// on one stream are complete before another stream reads them.
     #[allow(clippy::too_many_arguments)]
     pub fn with_prepared_voice(
         model_id: String,
@@ -144,7 +184,9 @@ impl CosyVoiceBackend {
         hift: Hift,
         tokenizer: Tokenizer,
         voice: PreparedVoice,
-    ) -> Self {
+    ) -> Result<Self> {
+        device.synchronize()?;
+        lm.device().synchronize()?;
         let info = BackendInfo {
             model_id,
             backend: device_name(device),
@@ -153,27 +195,61 @@ impl CosyVoiceBackend {
             cfg_rate: flow.config().inference_cfg_rate,
             precision,
         };
-        Self { info, device: device.clone(), lm, flow, hift, tokenizer, voice, lanes: Vec::new() }
+        let side = LmSide {
+            lm,
+            tokenizer,
+            voice_name: voice.name.clone(),
+            prompt_text_ids: voice.prompt_text_ids.clone(),
+            prompt_speech_tokens: voice.prompt_speech_tokens.clone(),
+            lanes: Vec::new(),
+        };
+        let lm = LmHandle(Arc::new(Mutex::new(side)));
+        Ok(Self { info, device: device.clone(), lm, flow, hift, voice })
     }
 
-    pub fn tokenizer(&self) -> &Tokenizer {
-        &self.tokenizer
+    /// The LM (shared with the engine's LM thread).
+    pub fn lm_handle(&self) -> LmHandle {
+        self.lm.clone()
+    }
+}
+
+impl LmHandle {
+    fn side(&self) -> MutexGuard<'_, LmSide> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub fn lm(&self) -> &SpeechLm {
-        &self.lm
+    /// Builds the lane requests of `jobs` (upstream length rule: min 2·N, max 20·N tokens).
+    pub fn lane_requests(&self, jobs: &[LmJob]) -> Result<Vec<LaneRequest>> {
+        let side = self.side();
+        jobs.iter().map(|j| side.lane_request(j)).collect()
     }
 
-    /// Builds one lane request for a job (upstream length rule: min 2·N, max 20·N tokens).
+    /// Decodes prepared lane requests (benchmarks force their lengths), calling
+    /// `done(request index, tokens)` as each lane finishes.
+    pub fn generate_requests(
+        &self,
+        reqs: &[LaneRequest],
+        done: &mut dyn FnMut(usize, &[u32]),
+    ) -> Result<Vec<Vec<u32>>> {
+        self.side().generate(reqs, done)
+    }
+
+    /// The LM's device (on CUDA its own stream).
+    pub fn device(&self) -> Device {
+        self.side().lm.device().clone()
+    }
+}
+
+impl LmSide {
     fn lane_request(&self, job: &LmJob) -> Result<LaneRequest> {
         let text_ids = self
             .tokenizer
             .encode(&job.text)
             .map_err(|e| EngineError::InvalidInput(format!("segment {}: {e}", job.segment_id)))?;
         let mut req = LaneRequest::new(
-            self.voice.prompt_text_ids.clone(),
+            self.prompt_text_ids.clone(),
             text_ids,
-            self.voice.prompt_speech_tokens.clone(),
+            self.prompt_speech_tokens.clone(),
             job.seed,
         );
         req.sampling = SamplingConfig {
@@ -186,10 +262,13 @@ impl CosyVoiceBackend {
         Ok(req)
     }
 
-    /// Decodes prepared lane requests (benchmarks force their lengths).
-    pub fn generate_requests(&mut self, reqs: &[LaneRequest]) -> Result<Vec<Vec<u32>>> {
+    fn generate(
+        &mut self,
+        reqs: &[LaneRequest],
+        done: &mut dyn FnMut(usize, &[u32]),
+    ) -> Result<Vec<Vec<u32>>> {
         let opts = GenerateOptions { max_lanes: reqs.len().max(1), ..GenerateOptions::default() };
-        let generated = self.lm.generate(reqs, &opts)?;
+        let generated = self.lm.generate_streaming(reqs, &opts, &mut |i, g| done(i, &g.tokens))?;
         self.lanes = generated
             .iter()
             .enumerate()
@@ -201,10 +280,32 @@ impl CosyVoiceBackend {
             .collect();
         Ok(generated.into_iter().map(|g| g.tokens).collect())
     }
+}
 
-    /// Builds the lane requests of `jobs` (exposed for benchmarks that force lengths).
-    pub fn lane_requests(&self, jobs: &[LmJob]) -> Result<Vec<LaneRequest>> {
-        jobs.iter().map(|j| self.lane_request(j)).collect()
+impl LmStage for LmHandle {
+    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
+        self.lm_generate_streaming(voice, jobs, &mut |_, _| {})
+    }
+
+    fn lm_generate_streaming(
+        &mut self,
+        voice: &str,
+        jobs: &[LmJob],
+        done: &mut dyn FnMut(usize, &[u32]),
+    ) -> Result<Vec<Vec<u32>>> {
+        let mut side = self.side();
+        check_voice(&side.voice_name, voice)?;
+        let reqs: Vec<LaneRequest> =
+            jobs.iter().map(|j| side.lane_request(j)).collect::<Result<_>>()?;
+        side.generate(&reqs, done)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(self.side().lm.device().synchronize()?)
+    }
+
+    fn kv_lane_memory(&self) -> Vec<LaneMemory> {
+        self.side().lanes.clone()
     }
 }
 
@@ -222,13 +323,11 @@ pub fn noise_name(noise: &NoiseSource) -> String {
 
 impl SynthBackend for CosyVoiceBackend {
     fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
-        self.check_voice(voice)?;
-        let reqs = self.lane_requests(jobs)?;
-        self.generate_requests(&reqs)
+        self.lm.lm_generate(voice, jobs)
     }
 
     fn flow_group(&mut self, voice: &str, tokens: &[Vec<u32>], nfe: usize) -> Result<Mel> {
-        self.check_voice(voice)?;
+        check_voice(&self.voice.name, voice)?;
         let segments: Vec<&[u32]> = tokens.iter().map(Vec::as_slice).collect();
         // An empty segment (the LM stopped at once) contributes no frames; the flow cannot take
         // it, so it is left out of the call and gets 0 frames.
@@ -254,12 +353,13 @@ impl SynthBackend for CosyVoiceBackend {
         Ok(self.hift.forward(&t)?)
     }
 
+    /// The flow and vocoder's device (the LM's is synchronised by its own stage).
     fn synchronize(&self) -> Result<()> {
         Ok(self.device.synchronize()?)
     }
 
     fn kv_lane_memory(&self) -> Vec<LaneMemory> {
-        self.lanes.clone()
+        self.lm.kv_lane_memory()
     }
 
     fn device_memory_bytes(&self) -> Option<u64> {
@@ -269,17 +369,16 @@ impl SynthBackend for CosyVoiceBackend {
     fn describe(&self) -> BackendInfo {
         self.info.clone()
     }
+
+    fn lm_stage(&mut self) -> Option<Box<dyn LmStage + Send>> {
+        Some(Box::new(self.lm.clone()))
+    }
 }
 
-impl CosyVoiceBackend {
-    fn check_voice(&self, voice: &str) -> Result<()> {
-        if voice == self.voice.name {
-            Ok(())
-        } else {
-            Err(EngineError::InvalidInput(format!(
-                "this backend holds voice `{}`, not `{voice}`",
-                self.voice.name
-            )))
-        }
+fn check_voice(held: &str, asked: &str) -> Result<()> {
+    if asked == held {
+        Ok(())
+    } else {
+        Err(EngineError::InvalidInput(format!("this backend holds voice `{held}`, not `{asked}`")))
     }
 }

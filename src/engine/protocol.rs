@@ -45,6 +45,16 @@ pub struct RenderParams {
     pub lanes: usize,
     pub precision: Precision,
     pub min_len_rule: MinLenRule,
+    /// Decode the next LM batch on a thread of its own while the current group is in the flow
+    /// and the vocoder, where the backend offers it ([`super::SynthBackend::lm_stage`]). Fixed
+    /// when the engine starts; it changes no output, only when work happens. (Defaults to on
+    /// in settings saved before it existed.)
+    #[serde(default = "overlap_default")]
+    pub overlap: bool,
+}
+
+fn overlap_default() -> bool {
+    true
 }
 
 impl Default for RenderParams {
@@ -55,6 +65,7 @@ impl Default for RenderParams {
             lanes: 8,
             precision: Precision::F32,
             min_len_rule: MinLenRule::Upstream,
+            overlap: overlap_default(),
         }
     }
 }

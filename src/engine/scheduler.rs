@@ -20,11 +20,18 @@ pub struct Pending {
     pub tokens: Option<Vec<u32>>,
     /// This segment's share of its LM batch's wall time, seconds.
     pub lm_s: f64,
+    /// Handed to the LM, tokens not back yet.
+    pub decoding: bool,
 }
 
 impl Pending {
     pub fn new(spec: SegmentSpec) -> Self {
-        Self { spec, tokens: None, lm_s: 0.0 }
+        Self { spec, tokens: None, lm_s: 0.0, decoding: false }
+    }
+
+    /// Neither decoded nor being decoded.
+    fn awaits_lm(&self) -> bool {
+        self.tokens.is_none() && !self.decoding
     }
 }
 
@@ -99,12 +106,13 @@ impl Queue {
         true
     }
 
-    /// Queue indices of the next LM batch: the first `lanes` entries without tokens.
+    /// Queue indices of the next LM batch: the first `lanes` entries that are neither decoded
+    /// nor being decoded.
     pub fn lm_batch(&self, lanes: usize) -> Vec<usize> {
         self.items
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.tokens.is_none())
+            .filter(|(_, p)| p.awaits_lm())
             .map(|(i, _)| i)
             .take(lanes.max(1))
             .collect()
@@ -117,7 +125,7 @@ impl Queue {
     /// ready after its own tokens. Lane batching never changes tokens, so neither does this.
     pub fn first_audio_batch(&self, lanes: usize) -> Vec<usize> {
         let undecoded: Vec<(usize, &Pending)> =
-            self.items.iter().enumerate().filter(|(_, p)| p.tokens.is_none()).take(2).collect();
+            self.items.iter().enumerate().filter(|(_, p)| p.awaits_lm()).take(2).collect();
         match undecoded.as_slice() {
             [(0, front), (_, next)] if front.spec.text.len() * 2 <= next.spec.text.len() => {
                 vec![0]
@@ -126,12 +134,43 @@ impl Queue {
         }
     }
 
-    /// Stores the LM's output for queue entry `at`.
-    pub fn set_tokens(&mut self, at: usize, tokens: Vec<u32>, lm_s: f64) {
-        if let Some(p) = self.items.get_mut(at) {
-            p.tokens = Some(tokens);
-            p.lm_s = lm_s;
-        }
+    /// Marks queue entry `at` as handed to the LM and returns its spec.
+    pub fn start_decoding(&mut self, at: usize) -> Option<SegmentSpec> {
+        let p = self.items.get_mut(at)?;
+        p.decoding = true;
+        Some(p.spec.clone())
+    }
+
+    /// Stores the LM's output for the entry it was decoded for: segment `spec.id` at seed
+    /// `spec.seed`, still waiting for it. False when there is none (cancelled or re-seeded
+    /// while the LM ran): the tokens are stale and dropped.
+    pub fn set_tokens(&mut self, spec: &SegmentSpec, tokens: Vec<u32>, lm_s: f64) -> bool {
+        let Some(p) = self.decoding_entry(spec) else {
+            return false;
+        };
+        p.tokens = Some(tokens);
+        p.lm_s = lm_s;
+        p.decoding = false;
+        true
+    }
+
+    /// Removes the entry whose decoding failed (see [`Self::set_tokens`]); true if it was there.
+    pub fn fail_decoding(&mut self, spec: &SegmentSpec) -> bool {
+        let Some(at) = self.items.iter().position(|p| p.decoding && same_take(&p.spec, spec))
+        else {
+            return false;
+        };
+        self.items.remove(at);
+        true
+    }
+
+    /// True while an entry is handed to the LM.
+    pub fn is_decoding(&self) -> bool {
+        self.items.iter().any(|p| p.decoding)
+    }
+
+    fn decoding_entry(&mut self, spec: &SegmentSpec) -> Option<&mut Pending> {
+        self.items.iter_mut().find(|p| p.decoding && same_take(&p.spec, spec))
     }
 
     /// The next step for a flow group target of `target_frames` (see [`plan_group`]).
@@ -145,6 +184,11 @@ impl Queue {
     pub fn take_front(&mut self, n: usize) -> Vec<Pending> {
         self.items.drain(..n.min(self.items.len())).collect()
     }
+}
+
+/// The same segment at the same seed: LM output for one is valid for the other.
+fn same_take(a: &SegmentSpec, b: &SegmentSpec) -> bool {
+    a.id == b.id && a.seed == b.seed && a.text == b.text
 }
 
 /// Decides the next step from the token counts of the queue (in order; `None` = not yet
@@ -258,7 +302,7 @@ mod tests {
         for id in 0..6 {
             q.push_back(spec(id));
         }
-        q.set_tokens(1, vec![1, 2], 0.0);
+        decode(&mut q, 1, vec![1, 2], 0.0);
         assert_eq!(q.lm_batch(3), vec![0, 2, 3]);
         assert_eq!(q.lm_batch(0), vec![0]); // at least one lane
         assert_eq!(q.lm_batch(99), vec![0, 2, 3, 4, 5]);
@@ -279,7 +323,7 @@ mod tests {
         even.push_back(spec(1));
         assert_eq!(even.first_audio_batch(8), vec![0, 1]);
         // Once the front is decoded, the plain batch applies.
-        q.set_tokens(0, vec![1], 0.0);
+        decode(&mut q, 0, vec![1], 0.0);
         assert_eq!(q.first_audio_batch(8), vec![1, 2]);
     }
 
@@ -289,7 +333,7 @@ mod tests {
         for id in 0..5 {
             q.push_back(spec(id));
         }
-        q.set_tokens(3, vec![7; 4], 0.5);
+        decode(&mut q, 3, vec![7; 4], 0.5);
         assert!(q.prioritise(3));
         assert!(!q.prioritise(42));
         assert!(q.cancel(1));
@@ -304,6 +348,41 @@ mod tests {
         assert_eq!(taken.iter().map(|p| p.spec.id).collect::<Vec<_>>(), vec![3, 0]);
         assert_eq!(q.clear(), vec![2, 4]);
         assert!(q.is_empty());
+    }
+
+    /// Hands entry `at` to the LM and stores its output, as the engine does.
+    fn decode(q: &mut Queue, at: usize, tokens: Vec<u32>, lm_s: f64) {
+        let spec = q.start_decoding(at).unwrap();
+        assert!(q.set_tokens(&spec, tokens, lm_s));
+    }
+
+    #[test]
+    fn entries_being_decoded_are_skipped_and_stale_output_is_dropped() {
+        let mut q = Queue::default();
+        for id in 0..4 {
+            q.push_back(spec(id));
+        }
+        let in_flight: Vec<SegmentSpec> =
+            q.lm_batch(2).into_iter().map(|at| q.start_decoding(at).unwrap()).collect();
+        assert!(q.is_decoding());
+        assert_eq!(q.lm_batch(8), vec![2, 3]);
+        assert_eq!(q.plan(0), Plan::Lm); // the front waits for its tokens
+        // Segment 0 is re-seeded and segment 1 cancelled while the LM runs.
+        assert!(q.reseed(0, 77));
+        assert!(q.cancel(1));
+        assert!(!q.set_tokens(&in_flight[0], vec![1], 0.1)); // decoded at the old seed
+        assert!(!q.set_tokens(&in_flight[1], vec![2], 0.1)); // gone
+        assert!(!q.is_decoding());
+        assert_eq!(q.lm_batch(8), vec![0, 1, 2]); // 0 again, at seed 77
+        let again = q.start_decoding(0).unwrap();
+        assert_eq!(again.seed, 77);
+        assert!(q.set_tokens(&again, vec![5, 6], 0.2));
+        assert_eq!(q.plan(0), Plan::Group(1));
+        // A failed decode removes its entry.
+        let failed = q.start_decoding(1).unwrap();
+        assert!(q.fail_decoding(&failed));
+        assert!(!q.fail_decoding(&failed));
+        assert_eq!(q.items().map(|p| p.spec.id).collect::<Vec<_>>(), vec![0, 3]);
     }
 
     #[test]

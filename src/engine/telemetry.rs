@@ -8,7 +8,6 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::Result;
-use super::backend::SynthBackend;
 use super::protocol::{LaneMemory, MemorySample, TelemetrySample};
 use crate::model::config::SAMPLE_RATE_HZ;
 
@@ -37,14 +36,15 @@ pub struct StageTimer {
 }
 
 impl StageTimer {
-    pub fn start<B: SynthBackend + ?Sized>(backend: &B) -> Result<Self> {
-        backend.synchronize()?;
+    /// Starts once `sync` (the stage's device synchronise) has returned.
+    pub fn start(sync: impl Fn() -> Result<()>) -> Result<Self> {
+        sync()?;
         Ok(Self { start: Instant::now() })
     }
 
-    /// Seconds since `start`, after the device finished.
-    pub fn stop<B: SynthBackend + ?Sized>(self, backend: &B) -> Result<f64> {
-        backend.synchronize()?;
+    /// Seconds since `start`, after `sync` returned (the device finished the stage's work).
+    pub fn stop(self, sync: impl Fn() -> Result<()>) -> Result<f64> {
+        sync()?;
         Ok(self.start.elapsed().as_secs_f64())
     }
 }

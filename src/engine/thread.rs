@@ -7,16 +7,27 @@
 //! Queued → Lm → Flow → Vocoder → Ready, and each take is sent (`TakeReady`, then its `Ready`
 //! state) as soon as its group is done, in queue order. A telemetry sample follows each group.
 //! The first event is `ParamsChanged` with the effective parameters; `Idle` follows each run.
+//!
+//! Overlap ([`RenderParams::overlap`], where the backend hands out an [`LmStage`]): the LM runs
+//! on a thread of its own (`engine-lm`) and is given the next batch as soon as the last lane of
+//! the previous one is in, so it decodes ahead while this thread renders groups. Each lane is
+//! reported the moment it finishes (its group can start while longer lanes decode) and matched
+//! to the queue by segment and seed, so a segment cancelled or re-seeded meanwhile drops the
+//! stale tokens. Requests are still read in order at every step boundary; while this thread can
+//! only wait for the LM, it looks at them every few milliseconds. Groups form exactly as without
+//! overlap (a group waits for every member's tokens), and tokens never depend on batching, so
+//! the takes are the same; only when the work happens changes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use super::backend::{BackendInfo, LmJob, SynthBackend};
+use super::backend::{BackendInfo, LmJob, LmStage, SynthBackend};
 use super::protocol::{
-    EngineEvent, RenderParams, Request, SegmentId, SegmentSpec, SegmentState, StageTimings, Take,
-    TakeRecord,
+    EngineEvent, LaneMemory, RenderParams, Request, SegmentId, SegmentSpec, SegmentState,
+    StageTimings, Take, TakeRecord,
 };
 use super::scheduler::{Pending, Plan, Queue, cut_group, shares};
 use super::takes::{RecordContext, RegenPlan, TakeIds, build_record};
@@ -77,6 +88,175 @@ impl Engine {
     }
 }
 
+/// What the LM thread reports.
+enum LmMessage {
+    /// A lane of a batch is done.
+    Lane(LaneDone),
+    /// A batch is over.
+    End(LmOutcome),
+}
+
+/// How long the engine waits for the LM before it looks at the requests again, while waiting
+/// for the LM is all it can do (the latency of a command then).
+const LM_POLL: Duration = Duration::from_millis(5);
+
+/// A lane's tokens, reported the moment they are final, with the lane's share of its batch's
+/// LM time.
+struct LaneDone {
+    spec: SegmentSpec,
+    tokens: Vec<u32>,
+    lm_s: f64,
+}
+
+/// The end of an LM batch: every lane was reported as a [`LaneDone`] unless the batch failed.
+struct LmOutcome {
+    /// Lanes not reported (all of them when the batch failed before any finished).
+    unreported: Vec<SegmentSpec>,
+    error: Option<EngineError>,
+    lanes: Vec<LaneMemory>,
+}
+
+/// An LM batch to decode.
+struct LmBatch {
+    specs: Vec<SegmentSpec>,
+    jobs: Vec<LmJob>,
+}
+
+/// Splits a batch's LM time among its lanes as they finish: the time between two finishes is
+/// shared equally by the lanes still decoding then, so the shares add up to the batch's time.
+/// Each finish is read after the step's log-probs reached the host (the device is done).
+struct LaneClock {
+    last: Instant,
+    decoding: usize,
+    per_lane_s: f64,
+}
+
+impl LaneClock {
+    fn new(lanes: usize) -> Self {
+        Self { last: Instant::now(), decoding: lanes.max(1), per_lane_s: 0.0 }
+    }
+
+    /// One lane finished now: its share of the batch so far.
+    fn finish(&mut self) -> f64 {
+        let now = Instant::now();
+        self.per_lane_s += (now - self.last).as_secs_f64() / self.decoding as f64;
+        self.last = now;
+        self.decoding = self.decoding.saturating_sub(1).max(1);
+        self.per_lane_s
+    }
+}
+
+/// Decodes one batch on `stage`, reporting each lane through `report` as soon as it is done.
+fn decode_batch(
+    stage: &mut dyn LmStage,
+    voice: &str,
+    batch: LmBatch,
+    report: &mut dyn FnMut(LaneDone),
+) -> LmOutcome {
+    let mut reported = vec![false; batch.specs.len()];
+    let result = (|| {
+        stage.synchronize()?;
+        let mut clock = LaneClock::new(batch.jobs.len());
+        let mut done = |i: usize, tokens: &[u32]| {
+            if let (Some(spec), Some(seen)) = (batch.specs.get(i), reported.get_mut(i)) {
+                *seen = true;
+                let lm_s = clock.finish();
+                report(LaneDone { spec: spec.clone(), tokens: tokens.to_vec(), lm_s });
+            }
+        };
+        let tokens = stage.lm_generate_streaming(voice, &batch.jobs, &mut done)?;
+        if tokens.len() != batch.jobs.len() {
+            return Err(EngineError::Backend(format!(
+                "LM returned {} lanes for {} jobs",
+                tokens.len(),
+                batch.jobs.len()
+            )));
+        }
+        Ok(())
+    })();
+    let unreported: Vec<SegmentSpec> = batch
+        .specs
+        .into_iter()
+        .zip(&reported)
+        .filter(|(_, seen)| !**seen)
+        .map(|(spec, _)| spec)
+        .collect();
+    let error = match result {
+        Err(e) => Some(e),
+        Ok(()) if !unreported.is_empty() => {
+            Some(EngineError::Backend(format!("LM did not report {} lanes", unreported.len())))
+        }
+        Ok(()) => None,
+    };
+    LmOutcome { unreported, error, lanes: stage.kv_lane_memory() }
+}
+
+/// The LM's own thread: decodes batches in order until the engine drops its sender.
+struct LmThread {
+    batches: Option<Sender<LmBatch>>,
+    reports: Receiver<LmMessage>,
+    thread: Option<JoinHandle<()>>,
+    /// Lanes handed out and not yet reported. The next batch goes out when this reaches 0,
+    /// before the LM thread has even returned from the last one: it never waits for work.
+    outstanding: usize,
+}
+
+impl LmThread {
+    fn spawn(mut stage: Box<dyn LmStage + Send>, voice: String) -> Self {
+        let (tx, batches) = mpsc::channel::<LmBatch>();
+        let (report_tx, reports) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("engine-lm".into())
+            .spawn(move || {
+                for batch in batches {
+                    let mut report = |lane| {
+                        let _ = report_tx.send(LmMessage::Lane(lane));
+                    };
+                    let outcome = decode_batch(stage.as_mut(), &voice, batch, &mut report);
+                    if report_tx.send(LmMessage::End(outcome)).is_err() {
+                        return;
+                    }
+                }
+            })
+            .expect("spawning the LM thread");
+        Self { batches: Some(tx), reports, thread: Some(thread), outstanding: 0 }
+    }
+
+    /// Hands a batch over; gives it back if the thread is gone.
+    fn send(&mut self, batch: LmBatch) -> std::result::Result<(), LmBatch> {
+        let tx = self.batches.as_ref().expect("sender lives until drop");
+        let lanes = batch.specs.len();
+        tx.send(batch).map_err(|e| e.0)?;
+        self.outstanding += lanes;
+        Ok(())
+    }
+}
+
+impl Drop for LmThread {
+    /// Lets the LM finish its batch and stop (the engine's shutdown waits for its step too).
+    fn drop(&mut self) {
+        self.batches.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A backend used as its own LM stage (the inline path).
+struct Inline<'a, B>(&'a mut B);
+
+impl<B: SynthBackend> LmStage for Inline<'_, B> {
+    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
+        self.0.lm_generate(voice, jobs)
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.0.synchronize()
+    }
+    fn kv_lane_memory(&self) -> Vec<LaneMemory> {
+        self.0.kv_lane_memory()
+    }
+}
+
 struct Worker<B> {
     backend: B,
     info: BackendInfo,
@@ -91,17 +271,26 @@ struct Worker<B> {
     busy: bool,
     telemetry: Telemetry,
     events: Sender<EngineEvent>,
+    /// The LM's own thread when overlapping; `None` decodes inline on this thread.
+    lm: Option<LmThread>,
+    /// KV memory of the lanes of the last LM batch.
+    kv_lanes: Vec<LaneMemory>,
 }
 
 impl<B: SynthBackend> Worker<B> {
     fn new(
-        backend: B,
+        mut backend: B,
         voice: String,
         mut params: RenderParams,
         events: Sender<EngineEvent>,
     ) -> Self {
         let info = backend.describe();
+        let lm = if params.overlap { backend.lm_stage() } else { None };
+        params.overlap = lm.is_some();
+        let lm = lm.map(|stage| LmThread::spawn(stage, voice.clone()));
         let mut worker = Self {
+            lm,
+            kv_lanes: Vec::new(),
             backend,
             voice,
             params: params.clone(),
@@ -146,10 +335,24 @@ impl<B: SynthBackend> Worker<B> {
         !self.queue.is_empty() || !self.regen.is_empty()
     }
 
+    /// Whether this thread has a step to take now; false while the only thing left is to wait
+    /// for the LM thread.
+    fn can_step(&self) -> bool {
+        if !self.regen.is_empty() {
+            return true;
+        }
+        match self.queue.plan(self.params.group_target_frames) {
+            Plan::Idle => false,
+            Plan::Group(_) => true,
+            Plan::Lm => self.lm.is_none(),
+        }
+    }
+
     fn run(mut self, requests: &Receiver<Request>) {
         // The effective parameters (clamped, precision as loaded) before any work.
         self.params_changed();
         loop {
+            // Requests first, in the order sent: each takes effect at this step boundary.
             loop {
                 match requests.try_recv() {
                     Ok(r) => {
@@ -161,10 +364,18 @@ impl<B: SynthBackend> Worker<B> {
                     Err(TryRecvError::Disconnected) => return,
                 }
             }
-            if self.paused || !self.has_work() {
-                if !self.paused && self.busy {
+            self.take_lm_reports(None);
+            if !self.paused {
+                self.feed_lm_thread();
+            }
+            if self.paused || !self.can_step() {
+                if !self.paused && self.busy && !self.has_work() {
                     self.busy = false;
                     self.emit(EngineEvent::Idle);
+                }
+                if !self.paused && self.lm.as_ref().is_some_and(|lm| lm.outstanding > 0) {
+                    self.take_lm_reports(Some(LM_POLL));
+                    continue;
                 }
                 match requests.recv() {
                     Ok(r) => {
@@ -177,6 +388,43 @@ impl<B: SynthBackend> Worker<B> {
                 }
             }
             self.step();
+        }
+    }
+
+    /// Applies what the LM thread reported; with `wait`, first waits up to that long for a
+    /// report.
+    fn take_lm_reports(&mut self, wait: Option<Duration>) {
+        let Some(lm) = &self.lm else {
+            return;
+        };
+        let mut reports = Vec::new();
+        if let Some(wait) = wait {
+            match lm.reports.recv_timeout(wait) {
+                Ok(m) => reports.push(m),
+                Err(_) => return,
+            }
+        }
+        reports.extend(lm.reports.try_iter());
+        for m in reports {
+            self.receive(m);
+        }
+    }
+
+    /// Applies one report of the LM thread.
+    fn receive(&mut self, message: LmMessage) {
+        match message {
+            LmMessage::Lane(lane) => {
+                if let Some(lm) = &mut self.lm {
+                    lm.outstanding = lm.outstanding.saturating_sub(1);
+                }
+                self.apply_lane(lane);
+            }
+            LmMessage::End(outcome) => {
+                if let Some(lm) = &mut self.lm {
+                    lm.outstanding = lm.outstanding.saturating_sub(outcome.unreported.len());
+                }
+                self.apply_lm(outcome);
+            }
         }
     }
 
@@ -288,7 +536,9 @@ impl<B: SynthBackend> Worker<B> {
         }
         match self.queue.plan(self.params.group_target_frames) {
             Plan::Idle => {}
-            Plan::Lm => self.run_lm(),
+            // With overlap the LM thread has it (see `can_step`).
+            Plan::Lm if self.lm.is_none() => self.run_lm(),
+            Plan::Lm => {}
             Plan::Group(n) => {
                 let members = self.queue.take_front(n);
                 self.render_queued_group(members);
@@ -296,20 +546,23 @@ impl<B: SynthBackend> Worker<B> {
         }
     }
 
-    fn run_lm(&mut self) {
-        let batch = if self.telemetry.awaiting_first_audio() {
+    /// The next LM batch, marked as being decoded (their state goes to `Lm`); `None` when no
+    /// segment waits for the LM.
+    fn next_lm_batch(&mut self) -> Option<LmBatch> {
+        let at = if self.telemetry.awaiting_first_audio() {
             self.queue.first_audio_batch(self.params.lanes)
         } else {
             self.queue.lm_batch(self.params.lanes)
         };
-        let specs: Vec<SegmentSpec> = {
-            let items: Vec<&Pending> = self.queue.items().collect();
-            batch.iter().map(|&i| items[i].spec.clone()).collect()
-        };
+        let specs: Vec<SegmentSpec> =
+            at.into_iter().filter_map(|i| self.queue.start_decoding(i)).collect();
+        if specs.is_empty() {
+            return None;
+        }
         for s in &specs {
             self.state(s.id, SegmentState::Lm);
         }
-        let jobs: Vec<LmJob> = specs
+        let jobs = specs
             .iter()
             .map(|s| LmJob {
                 segment_id: s.id,
@@ -318,35 +571,58 @@ impl<B: SynthBackend> Worker<B> {
                 min_len_rule: self.params.min_len_rule,
             })
             .collect();
-        match self.lm_batch(&jobs) {
-            Ok((tokens, lm_s)) => {
-                let lens: Vec<usize> = tokens.iter().map(Vec::len).collect();
-                // Later indices stay valid: set_tokens does not reorder the queue.
-                for ((&at, toks), share) in batch.iter().zip(tokens).zip(shares(lm_s, &lens)) {
-                    self.queue.set_tokens(at, toks, share);
-                }
-            }
-            Err(e) => {
-                for s in &specs {
-                    self.queue.cancel(s.id);
-                    self.state(s.id, SegmentState::Failed(e.to_string()));
-                }
-            }
+        Some(LmBatch { specs, jobs })
+    }
+
+    /// With overlap: keeps the LM thread busy while anything waits for it.
+    fn feed_lm_thread(&mut self) {
+        if self.lm.as_ref().is_none_or(|lm| lm.outstanding > 0) {
+            return;
+        }
+        let Some(batch) = self.next_lm_batch() else {
+            return;
+        };
+        if let Some(Err(batch)) = self.lm.as_mut().map(|lm| lm.send(batch)) {
+            let outcome = LmOutcome {
+                unreported: batch.specs,
+                error: Some(EngineError::Backend("the LM thread has stopped".into())),
+                lanes: Vec::new(),
+            };
+            self.apply_lm(outcome);
         }
     }
 
-    fn lm_batch(&mut self, jobs: &[LmJob]) -> Result<(Vec<Vec<u32>>, f64)> {
-        let timer = StageTimer::start(&self.backend)?;
-        let tokens = self.backend.lm_generate(&self.voice, jobs)?;
-        let lm_s = timer.stop(&self.backend)?;
-        if tokens.len() != jobs.len() {
-            return Err(EngineError::Backend(format!(
-                "LM returned {} lanes for {} jobs",
-                tokens.len(),
-                jobs.len()
-            )));
+    /// Without overlap: decodes the next batch here.
+    fn run_lm(&mut self) {
+        if let Some(batch) = self.next_lm_batch() {
+            let mut lanes = Vec::new();
+            let outcome =
+                decode_batch(&mut Inline(&mut self.backend), &self.voice, batch, &mut |lane| {
+                    lanes.push(lane)
+                });
+            for lane in lanes {
+                self.apply_lane(lane);
+            }
+            self.apply_lm(outcome);
         }
-        Ok((tokens, lm_s))
+    }
+
+    /// Stores a finished lane's tokens (dropped when stale: cancelled or re-seeded meanwhile).
+    fn apply_lane(&mut self, lane: LaneDone) {
+        self.queue.set_tokens(&lane.spec, lane.tokens, lane.lm_s);
+    }
+
+    /// The end of a batch: fails the segments it could not decode.
+    fn apply_lm(&mut self, outcome: LmOutcome) {
+        self.kv_lanes = outcome.lanes;
+        let Some(e) = outcome.error else {
+            return;
+        };
+        for spec in &outcome.unreported {
+            if self.queue.fail_decoding(spec) {
+                self.state(spec.id, SegmentState::Failed(e.to_string()));
+            }
+        }
     }
 
     /// Flow over the group's concatenated tokens, one vocoder call, cuts per member.
@@ -361,9 +637,9 @@ impl<B: SynthBackend> Worker<B> {
         for &id in ids {
             self.state(id, SegmentState::Flow);
         }
-        let timer = StageTimer::start(&self.backend)?;
+        let timer = StageTimer::start(|| self.backend.synchronize())?;
         let mel = self.backend.flow_group(&self.voice, tokens, nfe)?;
-        let flow_s = timer.stop(&self.backend)?;
+        let flow_s = timer.stop(|| self.backend.synchronize())?;
         if mel.frames != n_tokens * TOKEN_MEL_RATIO {
             return Err(EngineError::Backend(format!(
                 "flow gave {} frames for {n_tokens} tokens",
@@ -373,9 +649,9 @@ impl<B: SynthBackend> Worker<B> {
         for &id in ids {
             self.state(id, SegmentState::Vocoder);
         }
-        let timer = StageTimer::start(&self.backend)?;
+        let timer = StageTimer::start(|| self.backend.synchronize())?;
         let samples = self.backend.vocode(&mel)?;
-        let vocoder_s = timer.stop(&self.backend)?;
+        let vocoder_s = timer.stop(|| self.backend.synchronize())?;
         let counts: Vec<usize> = tokens.iter().map(Vec::len).collect();
         Ok((cut_group(&samples, &counts)?, flow_s, vocoder_s))
     }
@@ -455,7 +731,7 @@ impl<B: SynthBackend> Worker<B> {
         };
         let mut memory = probe_memory();
         memory.device_used = self.backend.device_memory_bytes();
-        let sample = self.telemetry.group_done(fig, self.backend.kv_lane_memory(), memory);
+        let sample = self.telemetry.group_done(fig, self.kv_lanes.clone(), memory);
         self.emit(EngineEvent::Telemetry(sample));
     }
 }

@@ -484,6 +484,13 @@ impl SpeechLm {
         let qc = &self.cfg.qwen;
         let (nh, nkv, d) = (qc.num_attention_heads, qc.num_key_value_heads, qc.head_dim());
         let (cos, sin) = self.rope_tables(lanes)?;
+        // One causal mask per lane with several new rows (a prefill), shared by all layers.
+        let masks = lanes
+            .iter()
+            .map(|l| {
+                (l.rows > 1).then(|| causal_mask(l.rows, l.cache.len, &self.device)).transpose()
+            })
+            .collect::<Result<Vec<Option<Tensor>>>>()?;
         let mut x = x.clone();
         for (li, layer) in self.layers.iter().enumerate() {
             let h = candle_nn::ops::rms_norm(&x, &layer.input_layernorm, eps)?;
@@ -492,9 +499,9 @@ impl SpeechLm {
             let qkv = rope_heads(&qkv, nh + 2 * nkv, d, &cos, &sin)?; // (Σ rows, nh + 2·nkv, d)
             let mut outs = Vec::with_capacity(lanes.len());
             let mut row = 0;
-            for lane in lanes.iter_mut() {
+            for (lane, mask) in lanes.iter_mut().zip(&masks) {
                 let n = lane.rows;
-                outs.push(self.attend(&qkv.narrow(0, row, n)?, lane.cache, li)?);
+                outs.push(self.attend(&qkv.narrow(0, row, n)?, lane.cache, li, mask.as_ref())?);
                 row += n;
             }
             let attn = Tensor::cat(&outs, 0)?; // no copy for one lane
@@ -548,8 +555,14 @@ impl SpeechLm {
 
     /// GQA attention of one lane's `t` new rows over its cache (k and v are written here).
     /// qkv: `(t, heads + 2·kv, d)` with q and k post-RoPE (q already scaled by 1/√d)
-    /// → `(t, heads·d)`.
-    fn attend(&self, qkv: &Tensor, cache: &mut KvCache, layer: usize) -> Result<Tensor> {
+    /// → `(t, heads·d)`. `mask`: the lane's [`causal_mask`] when `t > 1`.
+    fn attend(
+        &self,
+        qkv: &Tensor,
+        cache: &mut KvCache,
+        layer: usize,
+        mask: Option<&Tensor>,
+    ) -> Result<Tensor> {
         let qc = &self.cfg.qwen;
         let (nh, nkv, d) = (qc.num_attention_heads, qc.num_key_value_heads, qc.head_dim());
         let groups = nh / nkv;
@@ -567,9 +580,9 @@ impl SpeechLm {
         // Query head h uses KV head h / groups: heads are grouped contiguously.
         let q = q.reshape((nkv, groups * t, d))?;
         let mut scores = q.matmul(&kc.t()?)?; // (nkv, groups·t, len), already scaled via q
-        if t > 1 {
-            let mask = causal_mask(t, pos, &self.device)?; // (t, len)
-            scores = scores.reshape((nkv, groups, t, len))?.broadcast_add(&mask)?.reshape((
+        if let Some(mask) = mask {
+            // (t, len)
+            scores = scores.reshape((nkv, groups, t, len))?.broadcast_add(mask)?.reshape((
                 nkv,
                 groups * t,
                 len,
@@ -587,6 +600,18 @@ impl SpeechLm {
         &self,
         requests: &[LaneRequest],
         opts: &GenerateOptions,
+    ) -> Result<Vec<Generated>> {
+        self.generate_streaming(requests, opts, &mut |_, _| {})
+    }
+
+    /// [`Self::generate`], calling `on_done(request index, result)` the moment each lane
+    /// finishes (its tokens are final then), so a caller can use them while the other lanes
+    /// are still decoding.
+    pub fn generate_streaming(
+        &self,
+        requests: &[LaneRequest],
+        opts: &GenerateOptions,
+        on_done: &mut dyn FnMut(usize, &Generated),
     ) -> Result<Vec<Generated>> {
         let max_lanes = opts.max_lanes.max(1);
         let mut results: Vec<Option<Generated>> = (0..requests.len()).map(|_| None).collect();
@@ -613,7 +638,9 @@ impl SpeechLm {
                     _ => {
                         let done = active.remove(i);
                         let index = done.index;
-                        results[index] = Some(done.finish());
+                        let generated = done.finish();
+                        on_done(index, &generated);
+                        results[index] = Some(generated);
                     }
                 }
             }

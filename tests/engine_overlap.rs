@@ -1,0 +1,273 @@
+//! The engine's overlap of the LM with the flow and the vocoder ([`RenderParams::overlap`]):
+//! the takes are the same as without it, the LM really decodes while a group is in the flow,
+//! lanes are handed to the flow as soon as they finish, and a segment cancelled or re-seeded
+//! while the LM decodes it never gets the stale tokens.
+
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::Duration;
+
+use lectern::engine::backend::LmStage;
+use lectern::engine::protocol::{
+    EngineEvent, LaneMemory, RenderParams, Request, SegmentSpec, SegmentState, Take,
+};
+use lectern::engine::{BackendInfo, Engine, EngineHandle, FakeBackend, LmJob, Mel, SynthBackend};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn manuscript(n: u64) -> Vec<SegmentSpec> {
+    (0..n)
+        .map(|i| SegmentSpec {
+            id: i,
+            text: format!(
+                "Segment {i}. {}",
+                "and then the words ".repeat(1 + (i as usize * 3) % 4)
+            ),
+            seed: 1000 + i,
+        })
+        .collect()
+}
+
+fn params(lanes: usize, group_target_frames: usize, overlap: bool) -> RenderParams {
+    RenderParams { lanes, group_target_frames, overlap, ..RenderParams::default() }
+}
+
+fn until_idle(h: &EngineHandle) -> Vec<EngineEvent> {
+    let mut events = Vec::new();
+    loop {
+        let e = h.rx.recv_timeout(WAIT).expect("engine event");
+        if matches!(e, EngineEvent::Idle) {
+            return events;
+        }
+        events.push(e);
+    }
+}
+
+fn takes(events: &[EngineEvent]) -> Vec<Take> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::TakeReady(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn position(events: &[EngineEvent], id: u64, state: &SegmentState) -> usize {
+    events
+        .iter()
+        .position(|e| matches!(e, EngineEvent::SegmentState { id: i, state: s } if *i == id && s == state))
+        .unwrap_or_else(|| panic!("segment {id} never reached {state:?}"))
+}
+
+fn params_event(events: &[EngineEvent]) -> RenderParams {
+    events
+        .iter()
+        .find_map(|e| match e {
+            EngineEvent::ParamsChanged(p) => Some(p.clone()),
+            _ => None,
+        })
+        .expect("ParamsChanged first")
+}
+
+fn render(backend: FakeBackend, segments: Vec<SegmentSpec>, p: RenderParams) -> Vec<EngineEvent> {
+    let h = Engine::spawn(backend, "narrator", p);
+    h.tx.send(Request::Enqueue(segments)).unwrap();
+    let events = until_idle(&h);
+    h.shutdown();
+    events
+}
+
+#[test]
+fn overlap_changes_no_take() {
+    for (lanes, target) in [(1, 0), (3, 0), (4, 300), (8, 2000)] {
+        let serial = render(FakeBackend::new(), manuscript(9), params(lanes, target, false));
+        let overlapped =
+            render(FakeBackend::new().detached(), manuscript(9), params(lanes, target, true));
+        assert!(!params_event(&serial).overlap);
+        assert!(params_event(&overlapped).overlap, "the engine reports that it overlaps");
+        let (a, b) = (takes(&serial), takes(&overlapped));
+        assert_eq!(a.len(), 9);
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x.record.segment_id, y.record.segment_id, "takes leave in queue order");
+            assert_eq!(x.record.tokens, y.record.tokens);
+            assert_eq!(x.record.group, y.record.group, "lanes {lanes} target {target}");
+            assert_eq!(x.samples, y.samples);
+        }
+    }
+}
+
+#[test]
+fn a_backend_without_an_lm_stage_runs_inline() {
+    let events = render(FakeBackend::new(), manuscript(3), params(2, 0, true));
+    assert!(!params_event(&events).overlap, "nothing to overlap with: reported off");
+    assert_eq!(takes(&events).len(), 3);
+}
+
+/// A fake backend whose flow waits until the test lets it go, with an LM stage that says
+/// which segments it finished: proof that the LM decodes while the flow runs.
+struct Gated {
+    inner: FakeBackend,
+    at_flow: Sender<Vec<usize>>,
+    go: Receiver<()>,
+    lm_done: Option<Sender<u64>>,
+    lm_hold: Option<Receiver<()>>,
+}
+
+/// Tells which segments it finished; with `hold`, reports a batch's first lane and then
+/// waits for the test before finishing the others (a long lane still decoding).
+struct TellingLm {
+    inner: FakeBackend,
+    done: Sender<u64>,
+    hold: Option<Receiver<()>>,
+}
+
+impl LmStage for TellingLm {
+    fn lm_generate(&mut self, v: &str, jobs: &[LmJob]) -> lectern::engine::Result<Vec<Vec<u32>>> {
+        self.lm_generate_streaming(v, jobs, &mut |_, _| {})
+    }
+    fn lm_generate_streaming(
+        &mut self,
+        v: &str,
+        jobs: &[LmJob],
+        report: &mut dyn FnMut(usize, &[u32]),
+    ) -> lectern::engine::Result<Vec<Vec<u32>>> {
+        let out = SynthBackend::lm_generate(&mut self.inner, v, jobs)?;
+        for (i, (j, toks)) in jobs.iter().zip(&out).enumerate() {
+            if i == 1 {
+                if let Some(hold) = &self.hold {
+                    let _ = hold.recv();
+                }
+            }
+            report(i, toks);
+            let _ = self.done.send(j.segment_id);
+        }
+        Ok(out)
+    }
+    fn synchronize(&self) -> lectern::engine::Result<()> {
+        Ok(())
+    }
+    fn kv_lane_memory(&self) -> Vec<LaneMemory> {
+        SynthBackend::kv_lane_memory(&self.inner)
+    }
+}
+
+impl SynthBackend for Gated {
+    fn lm_generate(&mut self, v: &str, jobs: &[LmJob]) -> lectern::engine::Result<Vec<Vec<u32>>> {
+        self.inner.lm_generate(v, jobs)
+    }
+    fn flow_group(
+        &mut self,
+        v: &str,
+        tokens: &[Vec<u32>],
+        nfe: usize,
+    ) -> lectern::engine::Result<Mel> {
+        let _ = self.at_flow.send(tokens.iter().map(Vec::len).collect());
+        let _ = self.go.recv();
+        self.inner.flow_group(v, tokens, nfe)
+    }
+    fn vocode(&mut self, mel: &Mel) -> lectern::engine::Result<Vec<f32>> {
+        self.inner.vocode(mel)
+    }
+    fn synchronize(&self) -> lectern::engine::Result<()> {
+        Ok(())
+    }
+    fn kv_lane_memory(&self) -> Vec<LaneMemory> {
+        self.inner.kv_lane_memory()
+    }
+    fn describe(&self) -> BackendInfo {
+        self.inner.describe()
+    }
+    fn lm_stage(&mut self) -> Option<Box<dyn LmStage + Send>> {
+        let done = self.lm_done.take()?;
+        Some(Box::new(TellingLm { inner: self.inner.clone(), done, hold: self.lm_hold.take() }))
+    }
+}
+
+struct GatedRun {
+    h: EngineHandle,
+    at_flow: Receiver<Vec<usize>>,
+    go: Sender<()>,
+    lm_done: Receiver<u64>,
+    lm_go: Sender<()>,
+}
+
+fn gated(lanes: usize, hold_lm: bool) -> GatedRun {
+    let (at_flow_tx, at_flow) = channel();
+    let (go, go_rx) = channel();
+    let (done_tx, lm_done) = channel();
+    let (lm_go, hold) = channel();
+    let backend = Gated {
+        inner: FakeBackend::new(),
+        at_flow: at_flow_tx,
+        go: go_rx,
+        lm_done: Some(done_tx),
+        lm_hold: hold_lm.then_some(hold),
+    };
+    let h = Engine::spawn(backend, "narrator", params(lanes, 0, true));
+    GatedRun { h, at_flow, go, lm_done, lm_go }
+}
+
+#[test]
+fn a_finished_lane_goes_to_the_flow_while_its_batch_decodes() {
+    let run = gated(3, true);
+    // Equal lengths: no fast-start split, the three decode as one batch.
+    let specs: Vec<SegmentSpec> = (0..3)
+        .map(|i| SegmentSpec { id: i, text: format!("Segment number {i} of three."), seed: i })
+        .collect();
+    run.h.tx.send(Request::Enqueue(specs)).unwrap();
+    assert_eq!(run.lm_done.recv_timeout(WAIT).unwrap(), 0);
+    // Lanes 1 and 2 are held in the LM: segment 0 must reach the flow anyway.
+    let lens = run.at_flow.recv_timeout(WAIT).expect("segment 0 enters the flow mid-batch");
+    assert_eq!(lens.len(), 1);
+    assert!(run.lm_done.try_recv().is_err(), "the other lanes are still decoding");
+    run.lm_go.send(()).unwrap();
+    for _ in 0..3 {
+        run.go.send(()).unwrap();
+    }
+    let events = until_idle(&run.h);
+    run.h.shutdown();
+    assert_eq!(takes(&events).iter().map(|t| t.record.segment_id).collect::<Vec<_>>(), [0, 1, 2]);
+}
+
+#[test]
+fn the_lm_decodes_while_a_group_is_in_the_flow() {
+    let run = gated(1, false);
+    run.h.tx.send(Request::Enqueue(manuscript(3))).unwrap();
+    assert_eq!(run.lm_done.recv_timeout(WAIT).unwrap(), 0);
+    run.at_flow.recv_timeout(WAIT).expect("segment 0 enters the flow");
+    // The flow of segment 0 is held: segment 1 must still be decoded meanwhile.
+    assert_eq!(run.lm_done.recv_timeout(WAIT).expect("the LM ran during the flow"), 1);
+    for _ in 0..3 {
+        run.go.send(()).unwrap();
+    }
+    let events = until_idle(&run.h);
+    let t = takes(&events);
+    assert_eq!(t.iter().map(|t| t.record.segment_id).collect::<Vec<_>>(), vec![0, 1, 2]);
+    // The next batch is handed out as soon as the last lane is in, before the group renders.
+    assert!(position(&events, 1, &SegmentState::Lm) < position(&events, 0, &SegmentState::Flow));
+    run.h.shutdown();
+}
+
+#[test]
+fn a_segment_changed_while_the_lm_decodes_it_gets_fresh_tokens() {
+    let run = gated(1, false);
+    let specs = manuscript(3);
+    run.h.tx.send(Request::Enqueue(specs.clone())).unwrap();
+    run.at_flow.recv_timeout(WAIT).expect("segment 0 enters the flow");
+    // Segment 1 is with the LM (or done) while the flow of 0 is held; re-seed it and cancel 2.
+    run.h.tx.send(Request::Reseed { id: 1, seed: 4242 }).unwrap();
+    run.h.tx.send(Request::Cancel(vec![2])).unwrap();
+    for _ in 0..4 {
+        let _ = run.go.send(());
+    }
+    let events = until_idle(&run.h);
+    run.h.shutdown();
+    let t = takes(&events);
+    assert_eq!(t.iter().map(|t| t.record.segment_id).collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(t[1].record.seed, 4242);
+    // The same segment at that seed, rendered without overlap: the same tokens.
+    let reference = SegmentSpec { seed: 4242, ..specs[1].clone() };
+    let alone = takes(&render(FakeBackend::new(), vec![reference], params(1, 0, false)));
+    assert_eq!(t[1].record.tokens, alone[0].record.tokens);
+}
