@@ -18,6 +18,9 @@ use crate::{bench, parity, render, store, workstation};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// CPU threads for the model's math (candle and its matmuls); every core when omitted.
+    #[arg(long, global = true)]
+    pub threads: Option<usize>,
     /// The workstation's options (when no subcommand is given).
     #[command(flatten)]
     pub workstation: WorkstationArgs,
@@ -306,7 +309,23 @@ pub fn parse_device(spec: &str) -> Result<candle::Device> {
     })
 }
 
+/// Caps the CPU threads of the model's math: candle sizes its matmul parallelism from
+/// `RAYON_NUM_THREADS` and the rest runs on rayon's global pool, so both are set. Must run
+/// before any model work (the pool is built once).
+fn set_threads(threads: Option<usize>) -> Result<()> {
+    let Some(n) = threads else {
+        return Ok(());
+    };
+    anyhow::ensure!(n > 0, "--threads must be at least 1");
+    // SAFETY: called first thing in `run`, while this process has no other thread that could
+    // read the environment concurrently.
+    unsafe { std::env::set_var("RAYON_NUM_THREADS", n.to_string()) };
+    rayon::ThreadPoolBuilder::new().num_threads(n).build_global()?;
+    Ok(())
+}
+
 pub fn run(cli: Cli) -> Result<()> {
+    set_threads(cli.threads)?;
     match cli.command {
         Some(Command::Parity { model, case, out, stage, device }) => {
             let req = parity::ParityRequest {
@@ -503,5 +522,21 @@ mod tests {
             assert!(matches!(cli.workstation.synth.precision, PrecisionArg::Q8_0), "{spelling}");
         }
         assert!(Cli::try_parse_from(["lectern", "--precision", "q8"]).is_err());
+    }
+
+    #[test]
+    fn threads_and_overlap_parse_for_every_command() {
+        let cli = Cli::try_parse_from(["lectern", "--threads", "1", "--no-overlap"]).unwrap();
+        assert_eq!(cli.threads, Some(1));
+        assert!(!cli.workstation.synth.params().overlap);
+        let cli =
+            Cli::try_parse_from(["lectern", "bench", "--workload", "smoke", "--threads", "2"])
+                .unwrap();
+        assert_eq!(cli.threads, Some(2));
+        let cli = Cli::try_parse_from(["lectern", "bench", "--workload", "smoke", "--no-overlap"])
+            .unwrap();
+        let Some(Command::Bench { wl, .. }) = cli.command else { panic!("bench") };
+        assert!(wl.no_overlap);
+        assert!(Cli::try_parse_from(["lectern"]).unwrap().workstation.synth.params().overlap);
     }
 }

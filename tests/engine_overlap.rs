@@ -236,38 +236,49 @@ fn the_lm_decodes_while_a_group_is_in_the_flow() {
     run.h.tx.send(Request::Enqueue(manuscript(3))).unwrap();
     assert_eq!(run.lm_done.recv_timeout(WAIT).unwrap(), 0);
     run.at_flow.recv_timeout(WAIT).expect("segment 0 enters the flow");
-    // The flow of segment 0 is held: segment 1 must still be decoded meanwhile.
-    assert_eq!(run.lm_done.recv_timeout(WAIT).expect("the LM ran during the flow"), 1);
-    for _ in 0..3 {
+    // The run's first group renders alone: the next batch waits for its take.
+    assert!(run.lm_done.recv_timeout(Duration::from_millis(200)).is_err());
+    run.go.send(()).unwrap();
+    assert_eq!(run.lm_done.recv_timeout(WAIT).unwrap(), 1);
+    run.at_flow.recv_timeout(WAIT).expect("segment 1 enters the flow");
+    // The flow of segment 1 is held: segment 2 must still be decoded meanwhile.
+    assert_eq!(run.lm_done.recv_timeout(WAIT).expect("the LM ran during the flow"), 2);
+    for _ in 0..2 {
         run.go.send(()).unwrap();
     }
     let events = until_idle(&run.h);
     let t = takes(&events);
     assert_eq!(t.iter().map(|t| t.record.segment_id).collect::<Vec<_>>(), vec![0, 1, 2]);
-    // The next batch is handed out as soon as the last lane is in, before the group renders.
-    assert!(position(&events, 1, &SegmentState::Lm) < position(&events, 0, &SegmentState::Flow));
+    // After the first take, the next batch is handed out as soon as the last lane is in,
+    // before that lane's group renders.
+    assert!(position(&events, 0, &SegmentState::Ready) < position(&events, 1, &SegmentState::Lm));
+    assert!(position(&events, 2, &SegmentState::Lm) < position(&events, 1, &SegmentState::Flow));
     run.h.shutdown();
 }
 
 #[test]
 fn a_segment_changed_while_the_lm_decodes_it_gets_fresh_tokens() {
     let run = gated(1, false);
-    let specs = manuscript(3);
+    let specs = manuscript(4);
     run.h.tx.send(Request::Enqueue(specs.clone())).unwrap();
     run.at_flow.recv_timeout(WAIT).expect("segment 0 enters the flow");
-    // Segment 1 is with the LM (or done) while the flow of 0 is held; re-seed it and cancel 2.
-    run.h.tx.send(Request::Reseed { id: 1, seed: 4242 }).unwrap();
-    run.h.tx.send(Request::Cancel(vec![2])).unwrap();
-    for _ in 0..4 {
+    run.go.send(()).unwrap();
+    run.at_flow.recv_timeout(WAIT).expect("segment 1 enters the flow");
+    // Segment 2 went to the LM before segment 1's flow began; re-seed it and cancel 3 while
+    // the flow of 1 is held.
+    run.h.tx.send(Request::Reseed { id: 2, seed: 4242 }).unwrap();
+    run.h.tx.send(Request::Cancel(vec![3])).unwrap();
+    for _ in 0..3 {
         let _ = run.go.send(());
     }
     let events = until_idle(&run.h);
     run.h.shutdown();
     let t = takes(&events);
-    assert_eq!(t.iter().map(|t| t.record.segment_id).collect::<Vec<_>>(), vec![0, 1]);
-    assert_eq!(t[1].record.seed, 4242);
+    assert_eq!(t.iter().map(|t| t.record.segment_id).collect::<Vec<_>>(), vec![0, 1, 2]);
+    assert_eq!(t[2].record.seed, 4242);
+    assert!(position(&events, 2, &SegmentState::Lm) < position(&events, 1, &SegmentState::Flow));
     // The same segment at that seed, rendered without overlap: the same tokens.
-    let reference = SegmentSpec { seed: 4242, ..specs[1].clone() };
+    let reference = SegmentSpec { seed: 4242, ..specs[2].clone() };
     let alone = takes(&render(FakeBackend::new(), vec![reference], params(1, 0, false)));
-    assert_eq!(t[1].record.tokens, alone[0].record.tokens);
+    assert_eq!(t[2].record.tokens, alone[0].record.tokens);
 }

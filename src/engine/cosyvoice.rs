@@ -48,15 +48,17 @@ struct LmSide {
 #[derive(Clone)]
 pub struct LmHandle(Arc<Mutex<LmSide>>);
 
-/// The device the LM runs on. On CUDA: a device of its own stream on the same GPU, so the
-/// LM's small launch-bound kernels run beside the flow's large ones instead of queueing behind
-/// them; its cuBLAS handle is its own too. Elsewhere: `device` itself.
+/// The device the LM runs on. On CUDA: a device of its own stream on the same GPU, at the
+/// highest stream priority, so the LM's small launch-bound kernels are scheduled ahead of the
+/// flow's large grids instead of queueing behind them; its cuBLAS handle is its own too.
+/// Elsewhere: `device` itself.
 pub fn lm_device(device: &Device) -> Result<Device> {
     match device {
         #[cfg(feature = "cuda")]
         Device::Cuda(dev) => {
             let ordinal = dev.cuda_stream().context().ordinal();
-            let lm = candle::CudaDevice::new_with_stream(ordinal)?;
+            let (_least, greatest) = dev.stream_priority_range()?;
+            let lm = candle::CudaDevice::new_with_stream_priority(ordinal, greatest)?;
             // SAFETY: cudarc's cross-stream event tracking is for buffers that move between
             // streams. Every tensor of this device is made, used and freed on its one stream
             // (the LM's): candle refuses ops that mix devices, and only host data (token ids)

@@ -10,7 +10,8 @@
 //!
 //! Overlap ([`RenderParams::overlap`], where the backend hands out an [`LmStage`]): the LM runs
 //! on a thread of its own (`engine-lm`) and is given the next batch as soon as the last lane of
-//! the previous one is in, so it decodes ahead while this thread renders groups. Each lane is
+//! the previous one is in (once a run's first take is out), so it decodes ahead while this
+//! thread renders groups. Each lane is
 //! reported the moment it finishes (its group can start while longer lanes decode) and matched
 //! to the queue by segment and seed, so a segment cancelled or re-seeded meanwhile drops the
 //! stale tokens. Requests are still read in order at every step boundary; while this thread can
@@ -574,9 +575,17 @@ impl<B: SynthBackend> Worker<B> {
         Some(LmBatch { specs, jobs })
     }
 
-    /// With overlap: keeps the LM thread busy while anything waits for it.
+    /// With overlap: keeps the LM thread busy while anything waits for it — except while the
+    /// run's first group is ready and its audio not out yet: the listener is waiting for that
+    /// group, and a concurrent LM batch would slow it down (it shares the device), so the next
+    /// batch starts once the first take is sent (see docs/benchmarks.md for what it costs).
     fn feed_lm_thread(&mut self) {
         if self.lm.as_ref().is_none_or(|lm| lm.outstanding > 0) {
+            return;
+        }
+        let first_group_ready =
+            matches!(self.queue.plan(self.params.group_target_frames), Plan::Group(_));
+        if self.telemetry.awaiting_first_audio() && first_group_ready {
             return;
         }
         let Some(batch) = self.next_lm_batch() else {
