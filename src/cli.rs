@@ -209,6 +209,9 @@ pub enum Command {
         /// cpu (default) or cuda / cuda:N / metal.
         #[arg(long, default_value = "cpu")]
         device: String,
+        /// Stage lm: decode the cases' greedy runs together, as lanes of one batch.
+        #[arg(long)]
+        lanes: bool,
     },
     /// Benchmark a stage, or an end-to-end workload, on full-size, seeded random weights.
     Bench {
@@ -327,13 +330,14 @@ fn set_threads(threads: Option<usize>) -> Result<()> {
 pub fn run(cli: Cli) -> Result<()> {
     set_threads(cli.threads)?;
     match cli.command {
-        Some(Command::Parity { model, case, out, stage, device }) => {
+        Some(Command::Parity { model, case, out, stage, device, lanes }) => {
             let req = parity::ParityRequest {
                 model_dir: model,
                 case,
                 out,
                 stage,
                 device: parse_device(&device)?,
+                lanes,
             };
             let (stage, n) = parity::run(&req)?;
             eprintln!("parity {stage:?}: wrote {n} tensors to {}", req.out.display());

@@ -59,7 +59,19 @@ fn parity_deviation(lm: &SpeechLm) -> (f32, bool, usize, usize) {
 fn prefill_teacher_forcing_and_greedy_match_the_fixture() {
     let lm = load(LmPrecision::F32);
     let c = case();
-    let out = lectern::parity::lm::run_with(&lm, &c).unwrap();
+    check_against_fixture(&c, &lectern::parity::lm::run_with(&lm, &c).unwrap());
+}
+
+#[test]
+fn greedy_runs_decoded_together_as_lanes_match_the_fixture() {
+    // The three cases have different prompt lengths and case1 stops early: a ragged batch
+    // that loses a lane mid-decode, held to the same tolerances (`lectern parity --lanes`).
+    let lm = load(LmPrecision::F32);
+    let c = case();
+    check_against_fixture(&c, &lectern::parity::lm::run_lanes(&lm, &c, true).unwrap());
+}
+
+fn check_against_fixture(c: &HashMap<String, Tensor>, out: &HashMap<String, Tensor>) {
     for n in 0..3 {
         let k = |s: &str| format!("case{n}.{s}");
         let d = max_abs(&f32s(&out[&k("lm_input")]), &f32s(&c[&k("lm_input")]));
@@ -71,19 +83,15 @@ fn prefill_teacher_forcing_and_greedy_match_the_fixture() {
             let d = max_abs(&f32s(&out[&k("tf_logp")]), &f32s(&c[&k("tf_logp")]));
             assert!(d <= TOL, "case{n} tf_logp deviates by {d}");
         }
-        assert_eq!(ids(&out, &k("greedy_tokens")), ids(&c, &k("greedy_tokens")), "case{n} tokens");
-        assert_eq!(
-            ids(&out, &k("greedy_step_choice")),
-            ids(&c, &k("greedy_step_choice")),
-            "case{n}"
-        );
-        assert_eq!(ids(&out, &k("greedy_step_ignore_eos")), ids(&c, &k("greedy_step_ignore_eos")));
+        assert_eq!(ids(out, &k("greedy_tokens")), ids(c, &k("greedy_tokens")), "case{n} tokens");
+        assert_eq!(ids(out, &k("greedy_step_choice")), ids(c, &k("greedy_step_choice")), "case{n}");
+        assert_eq!(ids(out, &k("greedy_step_ignore_eos")), ids(c, &k("greedy_step_ignore_eos")));
         assert_eq!(out[&k("greedy_step_logp")].dims(), c[&k("greedy_step_logp")].dims());
         let d = max_abs(&f32s(&out[&k("greedy_step_logp")]), &f32s(&c[&k("greedy_step_logp")]));
         assert!(d <= TOL, "case{n} greedy_step_logp deviates by {d}");
     }
     // case1 stops early on stop id 6649 (only 6561 is masked below min_len).
-    assert_eq!(*ids(&out, "case1.greedy_step_choice").last().unwrap(), 6649);
+    assert_eq!(*ids(out, "case1.greedy_step_choice").last().unwrap(), 6649);
 }
 
 #[test]
@@ -276,4 +284,64 @@ fn reduced_precisions_report_their_deviation() {
         );
         assert!(d.is_finite(), "{}: {d}", prec.name());
     }
+}
+
+#[test]
+fn a_joined_batch_decodes_as_its_lanes_do_alone() {
+    use lectern::model::lm::LaneBatch;
+    let lm = load(LmPrecision::F32);
+    let reqs = four_requests(7);
+    let prompts: Vec<(Tensor, usize)> = reqs
+        .iter()
+        .map(|r| {
+            let t = lm.lm_input(&r.prompt_text_ids, &r.text_ids, &r.prompt_speech_tokens).unwrap();
+            let n = t.dim(0).unwrap();
+            (t, n)
+        })
+        .collect();
+    let capacity = prompts.iter().map(|p| p.1).max().unwrap() + 8;
+    let prefilled = || {
+        prompts
+            .iter()
+            .map(|(input, _)| {
+                let mut c = lm.new_cache(capacity).unwrap();
+                lm.prefill(input, &mut c).unwrap();
+                c
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(prompts.iter().any(|p| p.1 != prompts[0].1), "ragged lanes exercise the mask");
+    // Alone: each lane with its own cache.
+    let mut alone = prefilled();
+    let mut batch = LaneBatch::join(prefilled()).unwrap();
+    assert_eq!(batch.lens(), alone.iter().map(|c| c.len()).collect::<Vec<_>>());
+    let mut dev = 0f32;
+    for step in 0..6u32 {
+        let tokens: Vec<u32> =
+            (0..batch.lanes() as u32).map(|l| (step * 37 + l * 11) % 60).collect();
+        let joined = lm.step_batch(&mut batch, &tokens).unwrap().to_vec2::<f32>().unwrap();
+        let live: Vec<usize> = if step < 3 { vec![0, 1, 2, 3] } else { vec![0, 2, 3] };
+        for ((row, &lane), &tok) in joined.iter().zip(&live).zip(&tokens) {
+            let solo = lm.step(&mut [&mut alone[lane]], &[tok], LaneMode::Solo).unwrap();
+            dev = dev.max(max_abs(row, &solo.to_vec2::<f32>().unwrap()[0]));
+        }
+        if step == 2 {
+            // Lane 1 leaves mid-decode: the others carry on from their own positions.
+            batch.retain(&[true, false, true, true]).unwrap();
+            assert_eq!(batch.lanes(), 3);
+        }
+    }
+    println!("joined batch vs lanes alone: max logp deviation {dev:e}");
+    assert!(dev <= 1e-5, "{dev}");
+    // One lane joined is bit-identical to the lane alone.
+    let mut one = LaneBatch::join(vec![prefilled().remove(0)]).unwrap();
+    let mut own = prefilled().remove(0);
+    for tok in [3u32, 17, 29] {
+        let a = lm.step_batch(&mut one, &[tok]).unwrap().to_vec2::<f32>().unwrap();
+        let b = lm.step(&mut [&mut own], &[tok], LaneMode::Solo).unwrap().to_vec2::<f32>().unwrap();
+        assert_eq!(a, b);
+    }
+    // A capacity mismatch is refused.
+    let odd = lm.new_cache(capacity + 1).unwrap();
+    assert!(LaneBatch::join(vec![prefilled().remove(0), odd]).is_err());
 }

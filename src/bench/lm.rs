@@ -26,7 +26,7 @@ use serde_json::json;
 
 use super::{BenchOptions, sync};
 use crate::model::config::ModelConfig;
-use crate::model::lm::{END_OF_PROMPT_ID, KvCache, LaneMode, LmPrecision, SpeechLm};
+use crate::model::lm::{END_OF_PROMPT_ID, KvCache, LaneBatch, LmPrecision, SpeechLm};
 use crate::model::sampling::{SamplingConfig, sampling_ids, segment_rng};
 use crate::model::{Checkpoint, Weights};
 
@@ -96,8 +96,10 @@ fn decode_run(
     lanes: usize,
     steps: usize,
 ) -> Result<f64> {
-    let mut caches: Vec<KvCache> =
+    let caches: Vec<KvCache> =
         (0..lanes).map(|_| prefilled.duplicate()).collect::<crate::model::Result<_>>()?;
+    // Joined as `SpeechLm::generate` decodes lanes: one attention call per layer for all.
+    let mut batch = LaneBatch::join(caches)?;
     let mut rngs: Vec<ChaCha8Rng> = (0..lanes).map(|i| segment_rng(1000 + i as u64)).collect();
     let mut history: Vec<Vec<u32>> = vec![Vec::new(); lanes];
     let mut logp: Vec<Vec<f32>> = vec![first_logp.to_vec(); lanes];
@@ -113,8 +115,7 @@ fn decode_run(
                 tok
             })
             .collect();
-        let mut refs: Vec<&mut KvCache> = caches.iter_mut().collect();
-        let out = lm.step(&mut refs, &tokens, LaneMode::Batched)?;
+        let out = lm.step_batch(&mut batch, &tokens)?;
         logp = out.to_vec2::<f32>()?;
     }
     sync(lm.device())?;

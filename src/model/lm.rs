@@ -6,11 +6,14 @@
 //! * Every lane (segment being decoded) owns a [`KvCache`] preallocated to its capacity; new
 //!   keys/values are written in place (`slice_set`), attention reads a `narrow`ed view.
 //! * Lanes: [`LaneMode::Batched`] (default) stacks one row per lane into each projection/MLP
-//!   matmul and runs attention per lane over its own cache, with its own RoPE positions starting
-//!   at 0 — no padding, so no mask is needed across lanes. The CPU gemm may round a row of a
-//!   batched product differently from a 1-row product (last bits only); the tests measure it
-//!   and require identical sampled tokens. [`LaneMode::Solo`] runs every lane on its own and is
-//!   bit-identical to solo decoding by construction.
+//!   matmul, with each lane's own RoPE positions starting at 0. [`SpeechLm::generate`] joins the
+//!   lanes' caches into one [`LaneBatch`] and runs each layer's attention for all lanes in one
+//!   call: one write of every lane's new k|v (a scatter at each lane's own position), one
+//!   q·kᵀ, one softmax and one p·v over the longest lane's length, the positions a shorter lane
+//!   has not reached masked to −∞ (their probabilities are exactly 0). The CPU gemm may round a
+//!   row of a batched product differently from a 1-row product (last bits only); the tests
+//!   measure it and require identical sampled tokens. [`LaneMode::Solo`] runs every lane on its
+//!   own and is bit-identical to solo decoding by construction; so is a batch of one lane.
 //! * Weights: f32 (default), f16/bf16 projections (activations cast per matmul, results back to
 //!   f32), or q8_0 projections (`QMatMul`; needs every inner dim divisible by 32). Embedding
 //!   tables, norms, biases and the KV cache stay f32.
@@ -206,14 +209,102 @@ struct DecoderLayer {
     post_attention_layernorm: Tensor,
 }
 
-/// Keys and values of one lane, f32: per layer one `(2·kv_heads, capacity, head_dim)` tensor,
-/// the k heads then the v heads, matching the adjacent k and v columns of the fused projection
-/// so that one `slice_set` writes both.
+/// Keys and values of one lane, f32: per layer one `(2, kv_heads, capacity, head_dim)` tensor,
+/// k then v, matching the adjacent k and v columns of the fused projection so that one
+/// `slice_set` writes both, and laid out like a [`LaneBatch`] of one lane.
 #[derive(Debug)]
 pub struct KvCache {
     kv: Vec<Tensor>,
     len: usize,
     capacity: usize,
+}
+
+/// The caches of several lanes joined for decoding them together ([`SpeechLm::step_batch`]):
+/// per layer one `(2, lanes·kv_heads, capacity, head_dim)` tensor — all lanes' k heads, then all
+/// their v heads, lane-major — so that the k (and the v) of every lane is one evenly strided
+/// batch for a single matmul. Each lane keeps its own length.
+#[derive(Debug)]
+pub struct LaneBatch {
+    kv: Vec<Tensor>,
+    lens: Vec<usize>,
+    capacity: usize,
+    kv_heads: usize,
+}
+
+impl LaneBatch {
+    /// Joins prefilled lanes (all of one capacity), in order.
+    pub fn join(caches: Vec<KvCache>) -> Result<Self> {
+        let first = caches
+            .first()
+            .ok_or_else(|| ModelError::InvalidInput("a lane batch needs a lane".into()))?;
+        let (capacity, kv_heads) = (first.capacity, first.kv[0].dim(1)?);
+        if let Some(c) = caches.iter().find(|c| c.capacity != capacity) {
+            return Err(ModelError::InvalidInput(format!(
+                "lanes of a batch share one capacity: {} and {capacity}",
+                c.capacity
+            )));
+        }
+        let layers = first.kv.len();
+        let kv = (0..layers)
+            .map(|l| {
+                let parts: Vec<&Tensor> = caches.iter().map(|c| &c.kv[l]).collect();
+                Tensor::cat(&parts, 1)
+            })
+            .collect::<candle::Result<Vec<_>>>()?;
+        Ok(Self { kv, lens: caches.iter().map(|c| c.len).collect(), capacity, kv_heads })
+    }
+
+    pub fn lanes(&self) -> usize {
+        self.lens.len()
+    }
+
+    /// Positions written so far, per lane.
+    pub fn lens(&self) -> &[usize] {
+        &self.lens
+    }
+
+    /// Adds a prefilled lane at the end.
+    pub fn push(&mut self, cache: KvCache) -> Result<()> {
+        let joined = Self::join(vec![cache])?;
+        if joined.capacity != self.capacity {
+            return Err(ModelError::InvalidInput(format!(
+                "lanes of a batch share one capacity: {} and {}",
+                joined.capacity, self.capacity
+            )));
+        }
+        for (t, new) in self.kv.iter_mut().zip(&joined.kv) {
+            *t = Tensor::cat(&[&*t, new], 1)?;
+        }
+        self.lens.extend(joined.lens);
+        Ok(())
+    }
+
+    /// Keeps the lanes whose `keep` entry is true, in order.
+    pub fn retain(&mut self, keep: &[bool]) -> Result<()> {
+        if keep.len() != self.lanes() {
+            return Err(ModelError::InvalidInput(format!(
+                "{} flags for {} lanes",
+                keep.len(),
+                self.lanes()
+            )));
+        }
+        if keep.iter().all(|&k| k) {
+            return Ok(());
+        }
+        let n = self.kv_heads;
+        let rows: Vec<u32> = keep
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| **k)
+            .flat_map(|(lane, _)| (lane * n..(lane + 1) * n).map(|r| r as u32))
+            .collect();
+        let rows = Tensor::new(rows.as_slice(), self.kv[0].device())?;
+        for t in &mut self.kv {
+            *t = t.index_select(&rows, 1)?;
+        }
+        self.lens = self.lens.iter().zip(keep).filter(|(_, k)| **k).map(|(l, _)| *l).collect();
+        Ok(())
+    }
 }
 
 impl KvCache {
@@ -370,11 +461,16 @@ impl SpeechLm {
     /// A zeroed cache for `capacity` positions.
     pub fn new_cache(&self, capacity: usize) -> Result<KvCache> {
         let q = &self.cfg.qwen;
-        let shape = (2 * q.num_key_value_heads, capacity, q.head_dim());
+        let shape = (2, q.num_key_value_heads, capacity, q.head_dim());
         let kv = (0..q.num_hidden_layers)
             .map(|_| Tensor::zeros(shape, DType::F32, &self.device))
             .collect::<candle::Result<_>>()?;
         Ok(KvCache { kv, len: 0, capacity })
+    }
+
+    /// Positions of a request's prompt (§6.3): sos, prompt text + text, task id, prompt speech.
+    pub fn prompt_len(&self, req: &LaneRequest) -> usize {
+        1 + req.prompt_text_ids.len() + req.text_ids.len() + 1 + req.prompt_speech_tokens.len()
     }
 
     /// The prompt embeddings of §6.3, `(L0, H)`, after checking the inputs.
@@ -480,10 +576,8 @@ impl SpeechLm {
                 )));
             }
         }
-        let eps = self.cfg.qwen.rms_norm_eps as f32;
-        let qc = &self.cfg.qwen;
-        let (nh, nkv, d) = (qc.num_attention_heads, qc.num_key_value_heads, qc.head_dim());
-        let (cos, sin) = self.rope_tables(lanes)?;
+        let positions: Vec<usize> =
+            lanes.iter().flat_map(|l| l.cache.len..l.cache.len + l.rows).collect();
         // One causal mask per lane with several new rows (a prefill), shared by all layers.
         let masks = lanes
             .iter()
@@ -491,12 +585,7 @@ impl SpeechLm {
                 (l.rows > 1).then(|| causal_mask(l.rows, l.cache.len, &self.device)).transpose()
             })
             .collect::<Result<Vec<Option<Tensor>>>>()?;
-        let mut x = x.clone();
-        for (li, layer) in self.layers.iter().enumerate() {
-            let h = candle_nn::ops::rms_norm(&x, &layer.input_layernorm, eps)?;
-            let a = &layer.self_attn;
-            let qkv = a.qkv_proj.forward(&h)?; // (Σ rows, (nh + 2·nkv)·d)
-            let qkv = rope_heads(&qkv, nh + 2 * nkv, d, &cos, &sin)?; // (Σ rows, nh + 2·nkv, d)
+        let x = self.layers_over(x, &positions, &mut |li, qkv| {
             let mut outs = Vec::with_capacity(lanes.len());
             let mut row = 0;
             for (lane, mask) in lanes.iter_mut().zip(&masks) {
@@ -504,53 +593,158 @@ impl SpeechLm {
                 outs.push(self.attend(&qkv.narrow(0, row, n)?, lane.cache, li, mask.as_ref())?);
                 row += n;
             }
-            let attn = Tensor::cat(&outs, 0)?; // no copy for one lane
-            x = (x + a.o_proj.forward(&attn)?)?;
-            let h = candle_nn::ops::rms_norm(&x, &layer.post_attention_layernorm, eps)?;
-            x = (&x + layer.mlp.forward(&h)?)?;
-        }
+            Ok(Tensor::cat(&outs, 0)?) // no copy for one lane
+        })?;
         let y = last_rows(&x, lanes)?;
         for lane in lanes.iter_mut() {
             lane.cache.len += lane.rows;
         }
-        let y = candle_nn::ops::rms_norm(&y, &self.norm, eps)?; // (lanes, H)
+        self.head(&y)
+    }
+
+    /// One decode step of a joined batch: `tokens` holds one speech token per lane, in the
+    /// batch's order; returns `(lanes, speech_vocab)` log-probs. Same arithmetic as
+    /// [`Self::step`] per lane, except that attention runs for all lanes at once (see the
+    /// module doc).
+    pub fn step_batch(&self, batch: &mut LaneBatch, tokens: &[u32]) -> Result<Tensor> {
+        let lanes = batch.lanes();
+        if tokens.len() != lanes {
+            return Err(ModelError::InvalidInput(format!(
+                "{lanes} lanes but {} tokens",
+                tokens.len()
+            )));
+        }
+        let sv = self.cfg.speech_vocab();
+        if let Some(bad) = tokens.iter().find(|&&t| t as usize >= sv) {
+            return Err(ModelError::InvalidInput(format!("speech token {bad} is not below {sv}")));
+        }
+        if let Some(len) = batch.lens.iter().find(|&&l| l + 1 > batch.capacity) {
+            return Err(ModelError::InvalidInput(format!(
+                "KV cache full: {len} + 1 positions exceed its capacity of {}",
+                batch.capacity
+            )));
+        }
+        let x = self.speech_embedding.index_select(&Tensor::new(tokens, &self.device)?, 0)?;
+        let step = JoinedStep::new(self, batch)?;
+        let x = self.layers_over(&x, &batch.lens.clone(), &mut |li, qkv| {
+            self.attend_joined(qkv, batch, li, &step)
+        })?;
+        for len in &mut batch.lens {
+            *len += 1;
+        }
+        self.head(&x)
+    }
+
+    /// The decoder layers over new rows `x: (rows, H)` at RoPE `positions` (one per row);
+    /// `attend(layer, qkv)` turns the layer's post-RoPE `(rows, heads + 2·kv, d)` into its
+    /// attention output `(rows, heads·d)`, reading and writing the caches.
+    fn layers_over(
+        &self,
+        x: &Tensor,
+        positions: &[usize],
+        attend: &mut dyn FnMut(usize, &Tensor) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let eps = self.cfg.qwen.rms_norm_eps as f32;
+        let qc = &self.cfg.qwen;
+        let (nh, nkv, d) = (qc.num_attention_heads, qc.num_key_value_heads, qc.head_dim());
+        let (cos, sin) = self.rope_tables(positions)?;
+        let mut x = x.clone();
+        let _params_on_device = cache_layout_params(&self.device);
+        for (li, layer) in self.layers.iter().enumerate() {
+            let h = candle_nn::ops::rms_norm(&x, &layer.input_layernorm, eps)?;
+            let a = &layer.self_attn;
+            let qkv = a.qkv_proj.forward(&h)?; // (rows, (nh + 2·nkv)·d)
+            let qkv = rope_heads(&qkv, nh + 2 * nkv, d, &cos, &sin)?; // (rows, nh + 2·nkv, d)
+            let attn = attend(li, &qkv)?;
+            x = (x + a.o_proj.forward(&attn)?)?;
+            let h = candle_nn::ops::rms_norm(&x, &layer.post_attention_layernorm, eps)?;
+            x = (&x + layer.mlp.forward(&h)?)?;
+        }
+        Ok(x)
+    }
+
+    /// Final norm, speech head and log-softmax of one row per lane `(lanes, H)`.
+    fn head(&self, y: &Tensor) -> Result<Tensor> {
+        let eps = self.cfg.qwen.rms_norm_eps as f32;
+        let y = candle_nn::ops::rms_norm(y, &self.norm, eps)?; // (lanes, H)
         let logits = self.llm_decoder.forward(&y)?; // (lanes, V)
         log_softmax_rows(&logits)
     }
 
-    /// RoPE tables for every new row of every lane (lane `l`'s rows sit at positions
-    /// `len_l..len_l + rows_l`): cos and sin `(Σ rows, heads + 2·kv, head_dim/2)`, one entry per
-    /// head of the fused q|k|v output (see [`rope_heads`]). q and k heads get their row's angles
-    /// `p·θ_i` (f32, as HF computes them); v heads get cos 1, sin 0, which leaves them exactly
-    /// as they are (x·1 − y·0 = x, x·0 + y·1 = y).
-    fn rope_tables(&self, lanes: &[LaneRows]) -> Result<(Tensor, Tensor)> {
+    /// RoPE tables for rows at `positions`: cos and sin `(rows, heads + 2·kv, head_dim/2)`, one
+    /// entry per head of the fused q|k|v output (see [`rope_heads`]). q and k heads get their
+    /// row's angles `p·θ_i` (f32, as HF computes them); v heads get cos 1, sin 0, which leaves
+    /// them exactly as they are (x·1 − y·0 = x, x·0 + y·1 = y).
+    fn rope_tables(&self, positions: &[usize]) -> Result<(Tensor, Tensor)> {
         let qc = &self.cfg.qwen;
         let (rotated, kept) =
             (qc.num_attention_heads + qc.num_key_value_heads, qc.num_key_value_heads);
         let half = self.inv_freq.len();
-        let total: usize = lanes.iter().map(|l| l.rows).sum();
         let per_row = (rotated + kept) * half;
-        let mut cos = Vec::with_capacity(total * per_row);
-        let mut sin = Vec::with_capacity(total * per_row);
-        for lane in lanes {
-            let start = lane.cache.len;
-            for p in start..start + lane.rows {
-                let angles: Vec<f32> = self.inv_freq.iter().map(|&f| p as f32 * f).collect();
-                let (c, s): (Vec<f32>, Vec<f32>) =
-                    angles.iter().map(|a| (a.cos(), a.sin())).unzip();
-                for _ in 0..rotated {
-                    cos.extend_from_slice(&c);
-                    sin.extend_from_slice(&s);
-                }
-                cos.extend(std::iter::repeat_n(1f32, kept * half));
-                sin.extend(std::iter::repeat_n(0f32, kept * half));
+        let mut cos = Vec::with_capacity(positions.len() * per_row);
+        let mut sin = Vec::with_capacity(positions.len() * per_row);
+        for &p in positions {
+            let angles: Vec<f32> = self.inv_freq.iter().map(|&f| p as f32 * f).collect();
+            let (c, s): (Vec<f32>, Vec<f32>) = angles.iter().map(|a| (a.cos(), a.sin())).unzip();
+            for _ in 0..rotated {
+                cos.extend_from_slice(&c);
+                sin.extend_from_slice(&s);
             }
+            cos.extend(std::iter::repeat_n(1f32, kept * half));
+            sin.extend(std::iter::repeat_n(0f32, kept * half));
         }
-        let shape = (total, rotated + kept, half);
+        let shape = (positions.len(), rotated + kept, half);
         Ok((
             Tensor::from_vec(cos, shape, &self.device)?,
             Tensor::from_vec(sin, shape, &self.device)?,
         ))
+    }
+
+    /// Attention of a joined batch, one new row per lane: `qkv` `(lanes, heads + 2·kv, d)`
+    /// post-RoPE (q scaled) → `(lanes, heads·d)`. Writes every lane's k|v at its own position
+    /// in one op, then attends over the longest lane's length, masked per lane.
+    fn attend_joined(
+        &self,
+        qkv: &Tensor,
+        batch: &mut LaneBatch,
+        layer: usize,
+        step: &JoinedStep,
+    ) -> Result<Tensor> {
+        let qc = &self.cfg.qwen;
+        let (nh, nkv, d) = (qc.num_attention_heads, qc.num_key_value_heads, qc.head_dim());
+        let groups = nh / nkv;
+        let lanes = batch.lanes();
+        let new_kv = qkv.narrow(1, nh, 2 * nkv)?; // (lanes, 2·nkv, d)
+        let cache = &batch.kv[layer]; // (2, lanes·nkv, capacity, d)
+        match &step.write_rows {
+            // One lane: (1, 2·nkv, d) is contiguous; write it at the lane's position.
+            None => cache.slice_set(&new_kv.reshape((2, nkv, 1, d))?, 2, batch.lens[0])?,
+            // All k rows then all v rows, lane-major, as the cache holds them.
+            Some(rows) => {
+                let src = new_kv
+                    .reshape((lanes, 2, nkv, d))?
+                    .transpose(0, 1)?
+                    .contiguous()?
+                    .reshape((2 * lanes * nkv, 1, d))?;
+                cache.reshape((2 * lanes * nkv, batch.capacity, d))?.scatter_set(rows, &src, 1)?;
+            }
+        }
+        let cached = cache.narrow(2, 0, step.len)?; // (2, lanes·nkv, len, d)
+        let (kc, vc) = (cached.get(0)?, cached.get(1)?); // (lanes·nkv, len, d)
+        let q = qkv.narrow(1, 0, nh)?; // (lanes, nh, d), a view for one lane
+        let q = if lanes == 1 { q } else { q.contiguous()? };
+        // Query head h of a lane uses the lane's KV head h / groups (heads grouped contiguously).
+        let q = q.reshape((lanes * nkv, groups, d))?;
+        let mut scores = q.matmul(&kc.t()?)?; // (lanes·nkv, groups, len), scaled via q
+        if let Some(mask) = &step.mask {
+            scores = scores
+                .reshape((lanes, nkv, groups, step.len))?
+                .broadcast_add(mask)?
+                .reshape((lanes * nkv, groups, step.len))?;
+        }
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        let out = probs.matmul(&vc)?; // (lanes·nkv, groups, d)
+        Ok(out.reshape((lanes, nh * d))?)
     }
 
     /// GQA attention of one lane's `t` new rows over its cache (k and v are written here).
@@ -572,11 +766,12 @@ impl SpeechLm {
         // (decode) this is a view, not a copy.
         let heads = |x: &Tensor| x.transpose(0, 1)?.contiguous();
         let q = heads(&qkv.narrow(1, 0, nh)?)?; // (nh, t, d)
-        let kv = heads(&qkv.narrow(1, nh, 2 * nkv)?)?; // (2·nkv, t, d): k heads, then v heads
-        cache.kv[layer].slice_set(&kv, 1, pos)?;
+        // (2·nkv, t, d): k heads, then v heads
+        let kv = heads(&qkv.narrow(1, nh, 2 * nkv)?)?.reshape((2, nkv, t, d))?;
+        cache.kv[layer].slice_set(&kv, 2, pos)?;
         let len = pos + t;
-        let cached = cache.kv[layer].narrow(1, 0, len)?; // (2·nkv, len, d)
-        let (kc, vc) = (cached.narrow(0, 0, nkv)?, cached.narrow(0, nkv, nkv)?); // (nkv, len, d)
+        let cached = cache.kv[layer].narrow(2, 0, len)?; // (2, nkv, len, d)
+        let (kc, vc) = (cached.get(0)?, cached.get(1)?); // (nkv, len, d)
         // Query head h uses KV head h / groups: heads are grouped contiguously.
         let q = q.reshape((nkv, groups * t, d))?;
         let mut scores = q.matmul(&kc.t()?)?; // (nkv, groups·t, len), already scaled via q
@@ -617,9 +812,14 @@ impl SpeechLm {
         let mut results: Vec<Option<Generated>> = (0..requests.len()).map(|_| None).collect();
         let mut queue = 0usize;
         let mut active: Vec<LaneState> = Vec::new();
+        // Batched: the active lanes' caches joined, in `active` order (request indices in
+        // `joined_ids`); lanes join once prefilled and leave when they finish.
+        let capacity = requests.iter().map(|r| self.prompt_len(r) + r.max_len).max().unwrap_or(1);
+        let mut joined: Option<LaneBatch> = None;
+        let mut joined_ids: Vec<usize> = Vec::new();
         loop {
             while active.len() < max_lanes && queue < requests.len() {
-                active.push(LaneState::start(self, queue, &requests[queue])?);
+                active.push(LaneState::start(self, queue, &requests[queue], capacity)?);
                 queue += 1;
             }
             if active.is_empty() {
@@ -647,10 +847,16 @@ impl SpeechLm {
             if active.is_empty() {
                 continue;
             }
-            let logp = {
-                let mut caches: Vec<&mut KvCache> =
-                    active.iter_mut().map(|l| &mut l.cache).collect();
-                self.step(&mut caches, &tokens, opts.mode)?
+            let logp = match opts.mode {
+                LaneMode::Batched => {
+                    let batch = sync_joined(&mut joined, &mut joined_ids, &mut active)?;
+                    self.step_batch(batch, &tokens)?
+                }
+                LaneMode::Solo => {
+                    let mut caches: Vec<&mut KvCache> =
+                        active.iter_mut().filter_map(|l| l.cache.as_mut()).collect();
+                    self.step(&mut caches, &tokens, opts.mode)?
+                }
             };
             let rows = logp.to_vec2::<f32>()?; // the one device→host move per step
             for (lane, row) in active.iter_mut().zip(rows) {
@@ -665,6 +871,36 @@ impl SpeechLm {
             })
             .collect()
     }
+}
+
+/// Brings the joined batch in line with `active` (lanes only ever leave from anywhere and join
+/// at the end): finished lanes are dropped from it, newly prefilled ones moved into it.
+fn sync_joined<'a>(
+    joined: &'a mut Option<LaneBatch>,
+    ids: &mut Vec<usize>,
+    active: &mut [LaneState],
+) -> Result<&'a mut LaneBatch> {
+    let keep: Vec<bool> = ids.iter().map(|id| active.iter().any(|l| l.index == *id)).collect();
+    if let Some(batch) = joined.as_mut() {
+        batch.retain(&keep)?;
+    }
+    ids.retain(|id| active.iter().any(|l| l.index == *id));
+    for lane in active.iter_mut() {
+        if let Some(cache) = lane.cache.take() {
+            match joined.as_mut() {
+                Some(batch) => batch.push(cache)?,
+                None => *joined = Some(LaneBatch::join(vec![cache])?),
+            }
+            ids.push(lane.index);
+        }
+    }
+    let order: Vec<usize> = active.iter().map(|l| l.index).collect();
+    if *ids != order {
+        return Err(ModelError::InvalidInput(format!(
+            "joined lanes {ids:?} out of step with the active lanes {order:?}"
+        )));
+    }
+    joined.as_mut().ok_or_else(|| ModelError::InvalidInput("no lane to decode".into()))
 }
 
 /// RoPE over every head of every row at once: `qkv` `(rows, n_heads·d)` is viewed as
@@ -683,6 +919,64 @@ fn rope_heads(
     let rows = qkv.dim(0)?;
     let x = qkv.reshape((rows, 1, n_heads, d))?;
     Ok(candle_nn::rotary_emb::rope(&x, cos, sin)?.squeeze(1)?)
+}
+
+/// What one step of a joined batch shares across its layers.
+struct JoinedStep {
+    /// Positions attended: the longest lane's, after this step's write.
+    len: usize,
+    /// For more than one lane: the position each cache row is written at, `(2·lanes·kv, 1, d)`.
+    write_rows: Option<Tensor>,
+    /// When the lanes' lengths differ: `(lanes, 1, 1, len)`, 0 up to each lane's new position
+    /// and −∞ beyond it.
+    mask: Option<Tensor>,
+}
+
+impl JoinedStep {
+    fn new(lm: &SpeechLm, batch: &LaneBatch) -> Result<Self> {
+        let qc = &lm.cfg.qwen;
+        let (nkv, d) = (qc.num_key_value_heads, qc.head_dim());
+        let lanes = batch.lanes();
+        let len = batch.lens.iter().max().map_or(1, |l| l + 1);
+        let write_rows = if lanes > 1 {
+            let rows: Vec<u32> = (0..2)
+                .flat_map(|_| batch.lens.iter())
+                .flat_map(|&pos| std::iter::repeat_n(pos as u32, nkv * d))
+                .collect();
+            Some(Tensor::from_vec(rows, (2 * lanes * nkv, 1, d), &lm.device)?)
+        } else {
+            None
+        };
+        let ragged = batch.lens.iter().any(|&l| l + 1 != len);
+        let mask = if ragged {
+            let m: Vec<f32> = batch
+                .lens
+                .iter()
+                .flat_map(|&pos| {
+                    (0..len).map(move |j| if j <= pos { 0.0 } else { f32::NEG_INFINITY })
+                })
+                .collect();
+            Some(Tensor::from_vec(m, (lanes, 1, 1, len), &lm.device)?)
+        } else {
+            None
+        };
+        Ok(Self { len, write_rows, mask })
+    }
+}
+
+/// On CUDA, candle uploads the dims and strides of every op on a strided view (a bias
+/// broadcast, the `narrow`ed gate and up halves: ~3 per layer) with a pageable host→device copy
+/// per op. While the returned guard lives, candle keeps those parameter vectors on the device,
+/// keyed by value, and reuses them: the layer loop then uploads nothing per op. Only the layer
+/// loop holds it: every host→device upload inside it is such a parameter vector (masks and RoPE
+/// tables are uploaded before), so the cache is bounded by the distinct shapes, and the values
+/// computed are the same. The cache is per device and thread (the LM's).
+fn cache_layout_params(device: &Device) -> Option<Box<dyn std::any::Any>> {
+    match device {
+        #[cfg(feature = "cuda")]
+        Device::Cuda(dev) => Some(Box::new(dev.enable_cuda_graph_htod_cache())),
+        _ => None,
+    }
 }
 
 /// The last row of each lane, `(lanes, H)`; `x` itself when every lane has one row (decode).
@@ -798,7 +1092,8 @@ pub struct Generated {
 /// A lane in flight inside [`SpeechLm::generate`].
 struct LaneState {
     index: usize,
-    cache: KvCache,
+    /// Its own cache until it joins a [`LaneBatch`] (batched decoding).
+    cache: Option<KvCache>,
     logp: Vec<f32>,
     rng: rand_chacha::ChaCha8Rng,
     filter: SilentFilter,
@@ -806,16 +1101,18 @@ struct LaneState {
 }
 
 impl LaneState {
-    fn start(lm: &SpeechLm, index: usize, req: &LaneRequest) -> Result<Self> {
+    /// Prefills the lane's prompt into a cache of `capacity` positions (at least its prompt
+    /// and `max_len`; lanes decoded together share one capacity).
+    fn start(lm: &SpeechLm, index: usize, req: &LaneRequest, capacity: usize) -> Result<Self> {
         let input = lm.lm_input(&req.prompt_text_ids, &req.text_ids, &req.prompt_speech_tokens)?;
         let prompt_len = input.dim(0)?;
-        let capacity = prompt_len + req.max_len;
+        let capacity = capacity.max(prompt_len + req.max_len);
         let mut cache = lm.new_cache(capacity)?;
         let logp = lm.prefill(&input, &mut cache)?.to_vec1::<f32>()?;
         let kv_allocated_bytes = cache.allocated_bytes();
         Ok(Self {
             index,
-            cache,
+            cache: Some(cache),
             logp,
             rng: segment_rng(req.seed),
             filter: SilentFilter::default(),

@@ -1,5 +1,6 @@
 //! Parity stage `lm`: for every `caseN` of an `llm.safetensors` fixture, the prefill log-probs,
-//! the teacher-forced KV-cache steps and a greedy decode under upstream's stop rule.
+//! the teacher-forced KV-cache steps and a greedy decode under upstream's stop rule (with
+//! `--lanes`, the cases' greedy decodes run together as lanes of one batch).
 //!
 //! The fixture generator consumed at most [`FIXTURE_CONSUMED_TOKENS`] tokens of each greedy run
 //! (`llm.json` calls: "consumed up to 40 tokens"), so the greedy decode is capped there:
@@ -17,21 +18,50 @@ use crate::model::sampling::SamplingConfig;
 /// Tokens the fixture generator consumed from each greedy `llm.inference` generator.
 pub const FIXTURE_CONSUMED_TOKENS: usize = 40;
 
-pub fn run(model_dir: &Path, case: &Tensors, device: &Device) -> anyhow::Result<Tensors> {
+/// `lanes`: decode the cases' greedy runs together, as lanes of one batch (the way the engine
+/// decodes segments), instead of one after another; the outputs and their tolerances are the
+/// same, so this checks batched decoding against the reference on any device.
+pub fn run(
+    model_dir: &Path,
+    case: &Tensors,
+    device: &Device,
+    lanes: bool,
+) -> anyhow::Result<Tensors> {
     let lm = SpeechLm::from_dir(model_dir, LmPrecision::F32, device)
         .with_context(|| format!("loading the LM from {}", model_dir.display()))?;
-    run_with(&lm, case)
+    run_lanes(&lm, case, lanes)
 }
 
-/// Runs every case of `case` on an already loaded LM (any precision).
+/// Runs every case of `case` on an already loaded LM (any precision), one after another.
 pub fn run_with(lm: &SpeechLm, case: &Tensors) -> anyhow::Result<Tensors> {
+    run_lanes(lm, case, false)
+}
+
+/// [`run_with`], with the greedy runs decoded together when `lanes`.
+pub fn run_lanes(lm: &SpeechLm, case: &Tensors, lanes: bool) -> anyhow::Result<Tensors> {
     let mut out = Tensors::new();
+    let mut greedy = Vec::new();
     let mut n = 0;
     while case.contains_key(&format!("case{n}.text_ids")) {
-        run_case(lm, case, &format!("case{n}"), &mut out)?;
+        let c = format!("case{n}");
+        greedy.push((run_case(lm, case, &c, &mut out)?, c));
         n += 1;
     }
     anyhow::ensure!(n > 0, "the case file has no `case0.text_ids`");
+    let reqs: Vec<LaneRequest> = greedy.iter().map(|(r, _)| r.clone()).collect();
+    let generated = if lanes {
+        let opts = GenerateOptions { max_lanes: reqs.len(), mode: LaneMode::Batched };
+        lm.generate(&reqs, &opts)?
+    } else {
+        let mut g = Vec::with_capacity(reqs.len());
+        for r in &reqs {
+            g.push(lm.generate(std::slice::from_ref(r), &GenerateOptions::default())?.remove(0));
+        }
+        g
+    };
+    for ((req, c), g) in greedy.iter().zip(generated) {
+        greedy_outputs(lm, c, req.min_len, g, &mut out)?;
+    }
     Ok(out)
 }
 
@@ -41,8 +71,13 @@ fn scalar(case: &Tensors, name: &str) -> anyhow::Result<usize> {
     Ok(v[0] as usize)
 }
 
-fn run_case(lm: &SpeechLm, case: &Tensors, c: &str, out: &mut Tensors) -> anyhow::Result<()> {
-    let dev = lm.device();
+/// Prefill and teacher forcing of one case into `out`; returns its greedy request.
+fn run_case(
+    lm: &SpeechLm,
+    case: &Tensors,
+    c: &str,
+    out: &mut Tensors,
+) -> anyhow::Result<LaneRequest> {
     let prompt_text = ids(case, &format!("{c}.prompt_text_ids"))?;
     let text = ids(case, &format!("{c}.text_ids"))?;
     let prompt_speech = ids(case, &format!("{c}.prompt_speech_tokens"))?;
@@ -72,7 +107,18 @@ fn run_case(lm: &SpeechLm, case: &Tensors, c: &str, out: &mut Tensors) -> anyhow
     req.min_len = min_len;
     req.max_len = max_len.min(FIXTURE_CONSUMED_TOKENS);
     req.record_logp = true;
-    let g = lm.generate(&[req], &GenerateOptions::default())?.remove(0);
+    Ok(req)
+}
+
+/// The greedy run's outputs of case `c`.
+fn greedy_outputs(
+    lm: &SpeechLm,
+    c: &str,
+    min_len: usize,
+    g: crate::model::lm::Generated,
+    out: &mut Tensors,
+) -> anyhow::Result<()> {
+    let dev = lm.device();
     let tokens: Vec<i64> = g.lm_tokens.iter().map(|&t| t as i64).collect();
     let n_tokens = tokens.len();
     out.insert(format!("{c}.greedy_tokens"), Tensor::from_vec(tokens, n_tokens, dev)?);

@@ -47,6 +47,8 @@ pub struct ParityRequest {
     pub out: PathBuf,
     pub stage: Option<Stage>,
     pub device: Device,
+    /// Stage `lm`: decode the cases' greedy runs together as lanes of one batch.
+    pub lanes: bool,
 }
 
 /// Tensors of a case file, by fixture name.
@@ -62,7 +64,7 @@ pub fn run(req: &ParityRequest) -> anyhow::Result<(Stage, usize)> {
     let case: Tensors = candle::safetensors::load(&req.case, &Device::Cpu)
         .with_context(|| format!("reading case file {}", req.case.display()))?;
     let outputs = match stage {
-        Stage::Lm => lm::run(&req.model_dir, &case, &req.device)?,
+        Stage::Lm => lm::run(&req.model_dir, &case, &req.device, req.lanes)?,
         Stage::Dit => flow::run_dit(&req.model_dir, &case, &req.device)?,
         Stage::Flow => flow::run_flow(&req.model_dir, &case, &req.device)?,
         Stage::Hift => hift::run_hift(&req.model_dir, &case, &req.device)?,
