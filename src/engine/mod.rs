@@ -9,10 +9,11 @@
 //! - [`telemetry`]: stage timers (device synchronised), RTF, KV and process memory probes;
 //! - [`takes`]: take records and regeneration plans.
 //!
-//! Work is sequential on the engine thread: an LM batch or a flow group + vocoder is one step,
-//! and commands are applied between steps (at the next group boundary). The steps are separate
-//! so the LM of the next batch could later overlap the flow and vocoder of the current group;
-//! whether that pays must be measured on real weights first.
+//! An LM batch or a flow group + vocoder is one step, and commands are applied between steps
+//! (at the next group boundary). With overlap ([`protocol::RenderParams::overlap`], on by
+//! default where the backend offers an [`backend::LmStage`]) the LM runs on a thread of its own
+//! and decodes the next batch while the engine thread renders groups; each lane's tokens reach
+//! the flow the moment the lane finishes. The takes are the same either way.
 
 pub mod backend;
 pub mod cosyvoice;
