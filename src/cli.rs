@@ -100,6 +100,9 @@ pub struct WorkloadArgs {
     /// Decode the LM and run the flow one after the other instead of at the same time.
     #[arg(long)]
     pub no_overlap: bool,
+    /// Launch every LM decode kernel on its own instead of replaying CUDA graphs.
+    #[arg(long)]
+    pub no_cuda_graphs: bool,
 }
 
 impl WorkloadArgs {
@@ -119,6 +122,7 @@ impl WorkloadArgs {
         o.tokens_per_word = self.tokens_per_word.max(1);
         o.lead_sentence = !self.no_lead_sentence;
         o.overlap = !self.no_overlap;
+        o.cuda_graphs = !self.no_cuda_graphs;
         o.print = !json;
         o
     }

@@ -328,6 +328,8 @@ pub struct WorkloadOptions {
     pub lead_sentence: bool,
     /// The engine's LM thread ([`RenderParams::overlap`]).
     pub overlap: bool,
+    /// LM decode steps replayed as CUDA graphs ([`SpeechLm::set_decode_graphs`]).
+    pub cuda_graphs: bool,
     /// Model shapes: `ModelConfig::full_size()` for benchmarks, a tiny config for tests.
     pub config: ModelConfig,
     pub weights_seed: u64,
@@ -348,6 +350,7 @@ impl WorkloadOptions {
             tokens_per_word: TOKENS_PER_WORD,
             lead_sentence: true,
             overlap: RenderParams::default().overlap,
+            cuda_graphs: true,
             config: ModelConfig::full_size(),
             weights_seed: 0,
             print: true,
@@ -388,8 +391,9 @@ fn build_backend(
     let dev = &opts.device;
     let lm_ckpt =
         super::lm::random_checkpoint(cfg, opts.weights_seed, all_text_ids, &lm_device(dev)?)?;
-    let lm =
+    let mut lm =
         SpeechLm::new(&cfg.lm, &Weights::root(Arc::new(lm_ckpt)), lm_precision(opts.precision))?;
+    lm.set_decode_graphs(opts.cuda_graphs);
     let flow_ckpt = super::flow::random_flow(&cfg.flow, opts.weights_seed, dev)?;
     let flow = CausalMaskedDiffWithDiT::new(
         &cfg.flow,
@@ -554,6 +558,7 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
         "tokens_per_word": opts.tokens_per_word,
         "lead_sentence": opts.lead_sentence,
         "overlap": opts.overlap,
+        "cuda_graphs": opts.cuda_graphs,
         "segments": segs.len(),
         "words": words,
         "text_ids_total": text_ids,
@@ -710,5 +715,6 @@ fn run_engine(
         "kv_bytes_per_lane": kv_used,
         "kv_capacity_bytes_per_lane": kv_cap,
         "segments": seg_figs,
+        "cuda_graph_stats": format!("{:?}", crate::model::lm::graph_stats()),
     }))
 }

@@ -28,6 +28,9 @@ use std::sync::Arc;
 use candle::quantized::{GgmlDType, QMatMul, QTensor};
 use candle::{D, DType, Device, Module, Tensor};
 
+mod graph;
+pub use graph::{GraphStats, graph_stats};
+
 use super::config::{LmConfig, ModelConfig, ModelFiles};
 use super::sampling::{SamplingConfig, SilentFilter, sampling_ids, segment_rng};
 use super::weights::{Checkpoint, ModelError, Result, Weights};
@@ -229,6 +232,16 @@ pub struct LaneBatch {
     lens: Vec<usize>,
     capacity: usize,
     kv_heads: usize,
+    /// Changes whenever `kv` is replaced (lanes join or leave): a captured decode step is only
+    /// valid for the tensors it was captured on.
+    generation: u64,
+}
+
+/// A fresh [`LaneBatch::generation`].
+fn next_generation() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl LaneBatch {
@@ -251,7 +264,8 @@ impl LaneBatch {
                 Tensor::cat(&parts, 1)
             })
             .collect::<candle::Result<Vec<_>>>()?;
-        Ok(Self { kv, lens: caches.iter().map(|c| c.len).collect(), capacity, kv_heads })
+        let lens = caches.iter().map(|c| c.len).collect();
+        Ok(Self { kv, lens, capacity, kv_heads, generation: next_generation() })
     }
 
     pub fn lanes(&self) -> usize {
@@ -276,6 +290,7 @@ impl LaneBatch {
             *t = Tensor::cat(&[&*t, new], 1)?;
         }
         self.lens.extend(joined.lens);
+        self.generation = next_generation();
         Ok(())
     }
 
@@ -303,6 +318,7 @@ impl LaneBatch {
             *t = t.index_select(&rows, 1)?;
         }
         self.lens = self.lens.iter().zip(keep).filter(|(_, k)| **k).map(|(l, _)| *l).collect();
+        self.generation = next_generation();
         Ok(())
     }
 }
@@ -349,6 +365,8 @@ pub struct SpeechLm {
     norm: Tensor,
     llm_decoder: Linear,
     inv_freq: Vec<f32>,
+    /// Joined decode steps through CUDA graphs (see [`graph`]); only on CUDA.
+    decode_graphs: bool,
 }
 
 impl SpeechLm {
@@ -422,6 +440,7 @@ impl SpeechLm {
             norm: m.get("norm.weight", &[h])?,
             llm_decoder: Linear::load(&w.pp("llm_decoder"), sv, h, false, precision)?,
             inv_freq,
+            decode_graphs: true,
         })
     }
 
@@ -433,6 +452,12 @@ impl SpeechLm {
     }
     pub fn device(&self) -> &Device {
         &self.device
+    }
+
+    /// Whether batched decoding replays each step as a CUDA graph (on by default; only CUDA
+    /// devices have them). Off, every step launches its ~500 kernels one by one.
+    pub fn set_decode_graphs(&mut self, on: bool) {
+        self.decode_graphs = on;
     }
 
     /// Bytes of the projection weights and the speech head as stored (telemetry).
@@ -607,6 +632,20 @@ impl SpeechLm {
     /// [`Self::step`] per lane, except that attention runs for all lanes at once (see the
     /// module doc).
     pub fn step_batch(&self, batch: &mut LaneBatch, tokens: &[u32]) -> Result<Tensor> {
+        self.check_batch_step(batch, tokens)?;
+        let x = self.speech_embedding.index_select(&Tensor::new(tokens, &self.device)?, 0)?;
+        let step = JoinedStep::new(self, batch)?;
+        let x = self.layers_over(&x, &batch.lens.clone(), &mut |li, qkv| {
+            self.attend_joined(qkv, batch, li, &step)
+        })?;
+        for len in &mut batch.lens {
+            *len += 1;
+        }
+        self.head(&x)
+    }
+
+    /// The checks of one joined step: a token per lane, each a speech token, room in the cache.
+    fn check_batch_step(&self, batch: &LaneBatch, tokens: &[u32]) -> Result<()> {
         let lanes = batch.lanes();
         if tokens.len() != lanes {
             return Err(ModelError::InvalidInput(format!(
@@ -624,15 +663,7 @@ impl SpeechLm {
                 batch.capacity
             )));
         }
-        let x = self.speech_embedding.index_select(&Tensor::new(tokens, &self.device)?, 0)?;
-        let step = JoinedStep::new(self, batch)?;
-        let x = self.layers_over(&x, &batch.lens.clone(), &mut |li, qkv| {
-            self.attend_joined(qkv, batch, li, &step)
-        })?;
-        for len in &mut batch.lens {
-            *len += 1;
-        }
-        self.head(&x)
+        Ok(())
     }
 
     /// The decoder layers over new rows `x: (rows, H)` at RoPE `positions` (one per row);
@@ -644,10 +675,23 @@ impl SpeechLm {
         positions: &[usize],
         attend: &mut dyn FnMut(usize, &Tensor) -> Result<Tensor>,
     ) -> Result<Tensor> {
+        let (cos, sin) = self.rope_tables(positions)?;
+        self.layers_with_tables(x, &cos, &sin, attend)
+    }
+
+    /// [`Self::layers_over`] with the RoPE tables given (a captured step reads them from
+    /// device buffers it does not reallocate).
+    fn layers_with_tables(
+        &self,
+        x: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        attend: &mut dyn FnMut(usize, &Tensor) -> Result<Tensor>,
+    ) -> Result<Tensor> {
         let eps = self.cfg.qwen.rms_norm_eps as f32;
         let qc = &self.cfg.qwen;
         let (nh, nkv, d) = (qc.num_attention_heads, qc.num_key_value_heads, qc.head_dim());
-        let (cos, sin) = self.rope_tables(positions)?;
+        let (cos, sin) = (cos.clone(), sin.clone());
         let mut x = x.clone();
         let _params_on_device = cache_layout_params(&self.device);
         for (li, layer) in self.layers.iter().enumerate() {
@@ -676,6 +720,15 @@ impl SpeechLm {
     /// row's angles `p·θ_i` (f32, as HF computes them); v heads get cos 1, sin 0, which leaves
     /// them exactly as they are (x·1 − y·0 = x, x·0 + y·1 = y).
     fn rope_tables(&self, positions: &[usize]) -> Result<(Tensor, Tensor)> {
+        let (cos, sin, shape) = self.rope_host(positions);
+        Ok((
+            Tensor::from_vec(cos, shape, &self.device)?,
+            Tensor::from_vec(sin, shape, &self.device)?,
+        ))
+    }
+
+    /// [`Self::rope_tables`] on the host: cos, sin and their shape.
+    fn rope_host(&self, positions: &[usize]) -> (Vec<f32>, Vec<f32>, (usize, usize, usize)) {
         let qc = &self.cfg.qwen;
         let (rotated, kept) =
             (qc.num_attention_heads + qc.num_key_value_heads, qc.num_key_value_heads);
@@ -693,11 +746,7 @@ impl SpeechLm {
             cos.extend(std::iter::repeat_n(1f32, kept * half));
             sin.extend(std::iter::repeat_n(0f32, kept * half));
         }
-        let shape = (positions.len(), rotated + kept, half);
-        Ok((
-            Tensor::from_vec(cos, shape, &self.device)?,
-            Tensor::from_vec(sin, shape, &self.device)?,
-        ))
+        (cos, sin, (positions.len(), rotated + kept, half))
     }
 
     /// Attention of a joined batch, one new row per lane: `qkv` `(lanes, heads + 2·kv, d)`
@@ -817,6 +866,7 @@ impl SpeechLm {
         let capacity = requests.iter().map(|r| self.prompt_len(r) + r.max_len).max().unwrap_or(1);
         let mut joined: Option<LaneBatch> = None;
         let mut joined_ids: Vec<usize> = Vec::new();
+        let mut graph = graph::GraphSlot::default();
         loop {
             while active.len() < max_lanes && queue < requests.len() {
                 active.push(LaneState::start(self, queue, &requests[queue], capacity)?);
@@ -850,7 +900,10 @@ impl SpeechLm {
             let logp = match opts.mode {
                 LaneMode::Batched => {
                     let batch = sync_joined(&mut joined, &mut joined_ids, &mut active)?;
-                    self.step_batch(batch, &tokens)?
+                    match self.step_graphed(batch, &tokens, &mut graph)? {
+                        Some(logp) => logp,
+                        None => self.step_batch(batch, &tokens)?,
+                    }
                 }
                 LaneMode::Solo => {
                     let mut caches: Vec<&mut KvCache> =
