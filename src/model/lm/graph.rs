@@ -109,32 +109,18 @@ struct StepInputs {
     mask: Tensor,
 }
 
-/// [`StepInputs`] on the host.
-#[cfg(feature = "cuda")]
-struct HostInputs {
-    ids: Tensor,
-    cos: Tensor,
-    sin: Tensor,
-    rows: Tensor,
-    mask: Tensor,
-}
-
 #[cfg(feature = "cuda")]
 impl StepInputs {
-    fn from_host(h: HostInputs) -> Self {
-        Self { ids: h.ids, cos: h.cos, sin: h.sin, rows: h.rows, mask: h.mask }
-    }
-
-    /// Overwrites the buffers in place (the graph keeps their addresses).
-    fn write(&self, h: &HostInputs) -> Result<()> {
-        for (buf, new) in [
-            (&self.ids, &h.ids),
-            (&self.cos, &h.cos),
-            (&self.sin, &h.sin),
-            (&self.rows, &h.rows),
-            (&self.mask, &h.mask),
+    /// Overwrites these buffers in place with `new`'s values (the graph keeps the addresses).
+    fn write(&self, new: &StepInputs) -> Result<()> {
+        for (buf, src) in [
+            (&self.ids, &new.ids),
+            (&self.cos, &new.cos),
+            (&self.sin, &new.sin),
+            (&self.rows, &new.rows),
+            (&self.mask, &new.mask),
         ] {
-            buf.slice_set(new, 0, 0)?;
+            buf.slice_set(src, 0, 0)?;
         }
         Ok(())
     }
@@ -161,7 +147,7 @@ impl SpeechLm {
             return Ok(Some(c.out.clone()));
         }
         slot.captured = None;
-        let inputs = StepInputs::from_host(host);
+        let inputs = host;
         // This step for real: its log-probs are the step's, and it warms candle's parameter
         // cache for the capture below.
         let logp = self.graph_body(batch, &inputs)?;
@@ -254,8 +240,8 @@ impl SpeechLm {
     }
 
     /// This step's inputs, uploaded to fresh tensors (copied into the graph's buffers when
-    /// replaying).
-    fn host_inputs(&self, batch: &LaneBatch, tokens: &[u32]) -> Result<HostInputs> {
+    /// replaying; the buffers of a new capture).
+    fn host_inputs(&self, batch: &LaneBatch, tokens: &[u32]) -> Result<StepInputs> {
         let qc = &self.cfg.qwen;
         let (nkv, d) = (qc.num_key_value_heads, qc.head_dim());
         let (lanes, cap) = (batch.lanes(), batch.capacity);
@@ -270,7 +256,7 @@ impl SpeechLm {
             .iter()
             .flat_map(|&pos| (0..cap).map(move |j| if j <= pos { 0.0 } else { f32::NEG_INFINITY }))
             .collect();
-        Ok(HostInputs {
+        Ok(StepInputs {
             ids: Tensor::new(tokens, dev)?,
             cos: Tensor::from_vec(cos, shape, dev)?,
             sin: Tensor::from_vec(sin, shape, dev)?,
