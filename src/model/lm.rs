@@ -239,6 +239,17 @@ pub struct LaneBatch {
     generation: u64,
 }
 
+/// Lanes decoded together share one capacity.
+fn same_capacity(lane: usize, batch: usize) -> Result<()> {
+    if lane == batch {
+        Ok(())
+    } else {
+        Err(ModelError::InvalidInput(format!(
+            "lanes of a batch share one capacity: {lane} and {batch}"
+        )))
+    }
+}
+
 /// A fresh [`LaneBatch::generation`].
 fn next_generation() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -253,11 +264,8 @@ impl LaneBatch {
             .first()
             .ok_or_else(|| ModelError::InvalidInput("a lane batch needs a lane".into()))?;
         let (capacity, kv_heads) = (first.capacity, first.kv[0].dim(1)?);
-        if let Some(c) = caches.iter().find(|c| c.capacity != capacity) {
-            return Err(ModelError::InvalidInput(format!(
-                "lanes of a batch share one capacity: {} and {capacity}",
-                c.capacity
-            )));
+        for c in &caches {
+            same_capacity(c.capacity, capacity)?;
         }
         let layers = first.kv.len();
         let kv = (0..layers)
@@ -281,19 +289,41 @@ impl LaneBatch {
 
     /// Adds a prefilled lane at the end.
     pub fn push(&mut self, cache: KvCache) -> Result<()> {
-        let joined = Self::join(vec![cache])?;
-        if joined.capacity != self.capacity {
-            return Err(ModelError::InvalidInput(format!(
-                "lanes of a batch share one capacity: {} and {}",
-                joined.capacity, self.capacity
-            )));
-        }
-        for (t, new) in self.kv.iter_mut().zip(&joined.kv) {
+        same_capacity(cache.capacity, self.capacity)?;
+        for (t, new) in self.kv.iter_mut().zip(&cache.kv) {
             *t = Tensor::cat(&[&*t, new], 1)?;
         }
-        self.lens.extend(joined.lens);
+        self.lens.push(cache.len);
         self.generation = next_generation();
         Ok(())
+    }
+
+    /// One position more for every lane (after a step wrote them).
+    fn advance(&mut self) {
+        for len in &mut self.lens {
+            *len += 1;
+        }
+    }
+
+    /// `(2·lanes·kv, 1, d)`: the position each cache row is written at this step (all k rows,
+    /// then all v rows, lane-major, as the cache holds them) — a scatter's indices.
+    fn write_rows(&self) -> Result<Tensor> {
+        let (rows, d) = (2 * self.lanes() * self.kv_heads, self.kv[0].dim(3)?);
+        let at: Vec<u32> = (0..2)
+            .flat_map(|_| self.lens.iter())
+            .flat_map(|&pos| std::iter::repeat_n(pos as u32, self.kv_heads * d))
+            .collect();
+        Ok(Tensor::from_vec(at, (rows, 1, d), self.kv[0].device())?)
+    }
+
+    /// `(lanes, 1, 1, len)`: 0 up to each lane's position of this step, −∞ beyond it.
+    fn mask(&self, len: usize) -> Result<Tensor> {
+        let m: Vec<f32> = self
+            .lens
+            .iter()
+            .flat_map(|&pos| (0..len).map(move |j| if j <= pos { 0.0 } else { f32::NEG_INFINITY }))
+            .collect();
+        Ok(Tensor::from_vec(m, (self.lanes(), 1, 1, len), self.kv[0].device())?)
     }
 
     /// Keeps the lanes whose `keep` entry is true, in order.
@@ -569,10 +599,7 @@ impl SpeechLm {
                 tokens.len()
             )));
         }
-        let sv = self.cfg.speech_vocab();
-        if let Some(bad) = tokens.iter().find(|&&t| t as usize >= sv) {
-            return Err(ModelError::InvalidInput(format!("speech token {bad} is not below {sv}")));
-        }
+        self.check_speech_tokens(tokens)?;
         let ids = Tensor::new(tokens, &self.device)?;
         let x = self.speech_embedding.index_select(&ids, 0)?; // (n, H)
         match mode {
@@ -636,14 +663,23 @@ impl SpeechLm {
     pub fn step_batch(&self, batch: &mut LaneBatch, tokens: &[u32]) -> Result<Tensor> {
         self.check_batch_step(batch, tokens)?;
         let x = self.speech_embedding.index_select(&Tensor::new(tokens, &self.device)?, 0)?;
-        let step = JoinedStep::new(self, batch)?;
-        let x = self.layers_over(&x, &batch.lens.clone(), &mut |li, qkv| {
+        let step = JoinedStep::new(batch)?;
+        let x = self.layers_over(&x, &batch.lens, &mut |li, qkv| {
             self.attend_joined(qkv, batch, li, &step)
         })?;
-        for len in &mut batch.lens {
-            *len += 1;
-        }
+        batch.advance();
         self.head(&x)
+    }
+
+    /// Every token is a speech token (an id of the speech embedding).
+    fn check_speech_tokens(&self, tokens: &[u32]) -> Result<()> {
+        let sv = self.cfg.speech_vocab();
+        match tokens.iter().find(|&&t| t as usize >= sv) {
+            Some(bad) => {
+                Err(ModelError::InvalidInput(format!("speech token {bad} is not below {sv}")))
+            }
+            None => Ok(()),
+        }
     }
 
     /// The checks of one joined step: a token per lane, each a speech token, room in the cache.
@@ -655,10 +691,7 @@ impl SpeechLm {
                 tokens.len()
             )));
         }
-        let sv = self.cfg.speech_vocab();
-        if let Some(bad) = tokens.iter().find(|&&t| t as usize >= sv) {
-            return Err(ModelError::InvalidInput(format!("speech token {bad} is not below {sv}")));
-        }
+        self.check_speech_tokens(tokens)?;
         if let Some(len) = batch.lens.iter().find(|&&l| l + 1 > batch.capacity) {
             return Err(ModelError::InvalidInput(format!(
                 "KV cache full: {len} + 1 positions exceed its capacity of {}",
@@ -757,7 +790,7 @@ impl SpeechLm {
     fn attend_joined(
         &self,
         qkv: &Tensor,
-        batch: &mut LaneBatch,
+        batch: &LaneBatch,
         layer: usize,
         step: &JoinedStep,
     ) -> Result<Tensor> {
@@ -768,7 +801,7 @@ impl SpeechLm {
         let new_kv = qkv.narrow(1, nh, 2 * nkv)?; // (lanes, 2·nkv, d)
         let cache = &batch.kv[layer]; // (2, lanes·nkv, capacity, d)
         match &step.write_rows {
-            // One lane: (1, 2·nkv, d) is contiguous; write it at the lane's position.
+            // One lane (not captured): (1, 2·nkv, d) is contiguous; write it at its position.
             None => cache.slice_set(&new_kv.reshape((2, nkv, 1, d))?, 2, batch.lens[0])?,
             // All k rows then all v rows, lane-major, as the cache holds them.
             Some(rows) => {
@@ -988,33 +1021,13 @@ struct JoinedStep {
 }
 
 impl JoinedStep {
-    fn new(lm: &SpeechLm, batch: &LaneBatch) -> Result<Self> {
-        let qc = &lm.cfg.qwen;
-        let (nkv, d) = (qc.num_key_value_heads, qc.head_dim());
-        let lanes = batch.lanes();
+    /// A plain joined step: attends up to the longest lane; a scatter only for several lanes,
+    /// a mask only when their lengths differ.
+    fn new(batch: &LaneBatch) -> Result<Self> {
         let len = batch.lens.iter().max().map_or(1, |l| l + 1);
-        let write_rows = if lanes > 1 {
-            let rows: Vec<u32> = (0..2)
-                .flat_map(|_| batch.lens.iter())
-                .flat_map(|&pos| std::iter::repeat_n(pos as u32, nkv * d))
-                .collect();
-            Some(Tensor::from_vec(rows, (2 * lanes * nkv, 1, d), &lm.device)?)
-        } else {
-            None
-        };
+        let write_rows = (batch.lanes() > 1).then(|| batch.write_rows()).transpose()?;
         let ragged = batch.lens.iter().any(|&l| l + 1 != len);
-        let mask = if ragged {
-            let m: Vec<f32> = batch
-                .lens
-                .iter()
-                .flat_map(|&pos| {
-                    (0..len).map(move |j| if j <= pos { 0.0 } else { f32::NEG_INFINITY })
-                })
-                .collect();
-            Some(Tensor::from_vec(m, (lanes, 1, 1, len), &lm.device)?)
-        } else {
-            None
-        };
+        let mask = ragged.then(|| batch.mask(len)).transpose()?;
         Ok(Self { len, write_rows, mask })
     }
 }

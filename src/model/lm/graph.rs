@@ -19,11 +19,11 @@
 //! the batch goes on without graphs (the step that was being captured has already run for
 //! real). Off CUDA, or with [`SpeechLm::set_decode_graphs`] off, nothing here is used.
 
+use candle::Tensor;
+
 #[cfg(feature = "cuda")]
-use super::cache_layout_params;
-#[cfg(feature = "cuda")]
-use super::{DType, Device, ModelError, Tensor};
-use super::{LaneBatch, Result, SpeechLm};
+use super::{DType, Device, ModelError, cache_layout_params};
+use super::{JoinedStep, LaneBatch, Result, SpeechLm};
 
 /// Counts of this process, for benchmarks: steps captured, steps replayed, captures that
 /// failed, and the last failure.
@@ -65,7 +65,7 @@ impl SpeechLm {
         batch: &mut LaneBatch,
         tokens: &[u32],
         slot: &mut GraphSlot,
-    ) -> Result<Option<candle::Tensor>> {
+    ) -> Result<Option<Tensor>> {
         if !self.decode_graphs || !self.device.is_cuda() || slot.failed {
             return Ok(None);
         }
@@ -81,9 +81,59 @@ impl SpeechLm {
         _batch: &mut LaneBatch,
         _tokens: &[u32],
         slot: &mut GraphSlot,
-    ) -> Result<Option<candle::Tensor>> {
+    ) -> Result<Option<Tensor>> {
         slot.failed = true;
         Ok(None)
+    }
+}
+
+/// Per-step inputs of a fixed-shape step, on the device: token ids `(lanes,)`, RoPE cos and
+/// sin `(lanes, heads + 2·kv, d/2)`, the write position of every cache row
+/// `(2·lanes·kv, 1, d)`, the attention mask over the whole capacity `(lanes, 1, 1, capacity)`.
+/// Built everywhere, used for replay only on CUDA: the CPU tests check the step a graph records.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(super) struct StepInputs {
+    ids: Tensor,
+    cos: Tensor,
+    sin: Tensor,
+    rows: Tensor,
+    mask: Tensor,
+}
+
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+impl SpeechLm {
+    /// This step's inputs, uploaded to fresh tensors (the buffers of a new capture, or copied
+    /// into a captured graph's buffers before a replay).
+    pub(super) fn step_inputs(&self, batch: &LaneBatch, tokens: &[u32]) -> Result<StepInputs> {
+        let (cos, sin, shape) = self.rope_host(&batch.lens);
+        Ok(StepInputs {
+            ids: Tensor::new(tokens, &self.device)?,
+            cos: Tensor::from_vec(cos, shape, &self.device)?,
+            sin: Tensor::from_vec(sin, shape, &self.device)?,
+            rows: batch.write_rows()?,
+            mask: batch.mask(batch.capacity)?,
+        })
+    }
+
+    /// The step a graph records: every per-step value read from `inputs`, attention over the
+    /// whole capacity, the k|v written by scatter even for one lane (a position baked into a
+    /// kernel's arguments would be replayed as it was). Does not advance the batch.
+    /// `(lanes, speech_vocab)` log-probs.
+    pub(super) fn fixed_shape_step(
+        &self,
+        batch: &LaneBatch,
+        inputs: &StepInputs,
+    ) -> Result<Tensor> {
+        let step = JoinedStep {
+            len: batch.capacity,
+            write_rows: Some(inputs.rows.clone()),
+            mask: Some(inputs.mask.clone()),
+        };
+        let x = self.speech_embedding.index_select(&inputs.ids, 0)?;
+        let x = self.layers_with_tables(&x, &inputs.cos, &inputs.sin, &mut |li, qkv| {
+            self.attend_joined(qkv, batch, li, &step)
+        })?;
+        self.head(&x)
     }
 }
 
@@ -95,18 +145,6 @@ struct Captured {
     inputs: StepInputs,
     out: Tensor,
     graph: candle::cuda_backend::cudarc::driver::CudaGraph,
-}
-
-/// Per-step inputs, on the device: token ids `(lanes,)`, RoPE cos and sin
-/// `(lanes, heads + 2·kv, d/2)`, the write position of every cache row `(2·lanes·kv, 1, d)`,
-/// the attention mask `(lanes, 1, 1, capacity)`.
-#[cfg(feature = "cuda")]
-struct StepInputs {
-    ids: Tensor,
-    cos: Tensor,
-    sin: Tensor,
-    rows: Tensor,
-    mask: Tensor,
 }
 
 #[cfg(feature = "cuda")]
@@ -136,21 +174,20 @@ impl SpeechLm {
     ) -> Result<Option<Tensor>> {
         // Uploaded before the parameter cache is on: it would keep every step's small inputs
         // (token ids, positions) on the device, keyed by value, for good.
-        let host = self.host_inputs(batch, tokens)?;
+        let inputs = self.step_inputs(batch, tokens)?;
         let _params = cache_layout_params(&self.device);
         let key = (batch.lanes(), batch.generation);
         if let Some(c) = slot.captured.as_ref().filter(|c| c.key == key) {
-            c.inputs.write(&host)?;
+            c.inputs.write(&inputs)?;
             c.graph.launch().map_err(cuda_error)?;
             count(|s| s.replayed += 1);
-            advance(batch);
+            batch.advance();
             return Ok(Some(c.out.clone()));
         }
         slot.captured = None;
-        let inputs = host;
         // This step for real: its log-probs are the step's, and it warms candle's parameter
         // cache for the capture below.
-        let logp = self.graph_body(batch, &inputs)?;
+        let logp = self.fixed_shape_step(batch, &inputs)?;
         match self.capture(batch, &inputs) {
             Ok((graph, out)) => {
                 count(|s| s.captured += 1);
@@ -164,7 +201,7 @@ impl SpeechLm {
                 slot.failed = true;
             }
         }
-        advance(batch);
+        batch.advance();
         Ok(Some(logp))
     }
 
@@ -187,7 +224,7 @@ impl SpeechLm {
             .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .map_err(cuda_error)?;
         let recorded = (|| -> Result<()> {
-            let logp = self.graph_body(batch, inputs)?;
+            let logp = self.fixed_shape_step(batch, inputs)?;
             out.slice_set(&logp, 0, 0)?;
             Ok(())
         })();
@@ -198,82 +235,62 @@ impl SpeechLm {
             .ok_or_else(|| ModelError::InvalidInput("the captured step is empty".into()))?;
         Ok((graph, out))
     }
-
-    /// The step with every per-step value read from `inputs` and attention over the whole
-    /// capacity: `(lanes, speech_vocab)` log-probs.
-    fn graph_body(&self, batch: &LaneBatch, inputs: &StepInputs) -> Result<Tensor> {
-        let x = self.speech_embedding.index_select(&inputs.ids, 0)?;
-        let x = self.layers_with_tables(&x, &inputs.cos, &inputs.sin, &mut |li, qkv| {
-            self.attend_whole(qkv, batch, li, inputs)
-        })?;
-        self.head(&x)
-    }
-
-    /// [`SpeechLm::attend_joined`] over the whole capacity, positions and mask from `inputs`.
-    fn attend_whole(
-        &self,
-        qkv: &Tensor,
-        batch: &LaneBatch,
-        layer: usize,
-        inputs: &StepInputs,
-    ) -> Result<Tensor> {
-        let qc = &self.cfg.qwen;
-        let (nh, nkv, d) = (qc.num_attention_heads, qc.num_key_value_heads, qc.head_dim());
-        let (groups, lanes, cap) = (nh / nkv, batch.lanes(), batch.capacity);
-        let src = qkv
-            .narrow(1, nh, 2 * nkv)?
-            .reshape((lanes, 2, nkv, d))?
-            .transpose(0, 1)?
-            .contiguous()?
-            .reshape((2 * lanes * nkv, 1, d))?;
-        let cache = &batch.kv[layer]; // (2, lanes·nkv, capacity, d)
-        cache.reshape((2 * lanes * nkv, cap, d))?.scatter_set(&inputs.rows, &src, 1)?;
-        let (kc, vc) = (cache.get(0)?, cache.get(1)?); // (lanes·nkv, capacity, d)
-        let q = qkv.narrow(1, 0, nh)?.contiguous()?.reshape((lanes * nkv, groups, d))?;
-        let scores = q
-            .matmul(&kc.t()?)?
-            .reshape((lanes, nkv, groups, cap))?
-            .broadcast_add(&inputs.mask)?
-            .reshape((lanes * nkv, groups, cap))?;
-        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-        Ok(probs.matmul(&vc)?.reshape((lanes, nh * d))?)
-    }
-
-    /// This step's inputs, uploaded to fresh tensors (copied into the graph's buffers when
-    /// replaying; the buffers of a new capture).
-    fn host_inputs(&self, batch: &LaneBatch, tokens: &[u32]) -> Result<StepInputs> {
-        let qc = &self.cfg.qwen;
-        let (nkv, d) = (qc.num_key_value_heads, qc.head_dim());
-        let (lanes, cap) = (batch.lanes(), batch.capacity);
-        let dev = &self.device;
-        let (cos, sin, shape) = self.rope_host(&batch.lens);
-        let rows: Vec<u32> = (0..2)
-            .flat_map(|_| batch.lens.iter())
-            .flat_map(|&pos| std::iter::repeat_n(pos as u32, nkv * d))
-            .collect();
-        let mask: Vec<f32> = batch
-            .lens
-            .iter()
-            .flat_map(|&pos| (0..cap).map(move |j| if j <= pos { 0.0 } else { f32::NEG_INFINITY }))
-            .collect();
-        Ok(StepInputs {
-            ids: Tensor::new(tokens, dev)?,
-            cos: Tensor::from_vec(cos, shape, dev)?,
-            sin: Tensor::from_vec(sin, shape, dev)?,
-            rows: Tensor::from_vec(rows, (2 * lanes * nkv, 1, d), dev)?,
-            mask: Tensor::from_vec(mask, (lanes, 1, 1, cap), dev)?,
-        })
-    }
-}
-
-#[cfg(feature = "cuda")]
-fn advance(batch: &mut LaneBatch) {
-    for len in &mut batch.lens {
-        *len += 1;
-    }
 }
 
 #[cfg(feature = "cuda")]
 fn cuda_error(e: candle::cuda_backend::cudarc::driver::DriverError) -> ModelError {
     ModelError::InvalidInput(format!("CUDA graph: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use candle::Device;
+
+    use super::super::{LmPrecision, SpeechLm};
+    use super::*;
+
+    /// The step a graph records, run for real on the CPU: the same log-probs as the joined
+    /// step for a ragged batch and for one lane (attention over the whole capacity adds only
+    /// exact zeros), and the same cache writes (the steps after it agree too).
+    #[test]
+    fn the_fixed_shape_step_decodes_as_the_joined_step() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cosyvoice3-tiny-a/model");
+        let lm = SpeechLm::from_dir(&dir, LmPrecision::F32, &Device::Cpu).unwrap();
+        let prompts: [&[u32]; 3] = [&[151_646, 5, 9], &[151_646, 7], &[3, 151_646, 8, 2, 11]];
+        let capacity = 64;
+        let batch = || {
+            let caches = prompts
+                .iter()
+                .map(|text| {
+                    let input = lm.lm_input(&[], text, &[1, 2, 3]).unwrap();
+                    let mut c = lm.new_cache(capacity).unwrap();
+                    lm.prefill(&input, &mut c).unwrap();
+                    c
+                })
+                .collect();
+            LaneBatch::join(caches).unwrap()
+        };
+        for lanes in [3, 1] {
+            let (mut joined, mut fixed) = (batch(), batch());
+            let keep: Vec<bool> = (0..3).map(|l| l < lanes).collect();
+            joined.retain(&keep).unwrap();
+            fixed.retain(&keep).unwrap();
+            let mut dev = 0f32;
+            for step in 0..4u32 {
+                let tokens: Vec<u32> =
+                    (0..lanes as u32).map(|l| (step * 13 + l * 5) % 50).collect();
+                let a = lm.step_batch(&mut joined, &tokens).unwrap().to_vec2::<f32>().unwrap();
+                let inputs = lm.step_inputs(&fixed, &tokens).unwrap();
+                let b = lm.fixed_shape_step(&fixed, &inputs).unwrap().to_vec2::<f32>().unwrap();
+                fixed.advance();
+                for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
+                    dev = dev.max((x - y).abs());
+                }
+            }
+            assert_eq!(fixed.lens(), joined.lens());
+            assert!(dev <= 1e-5, "{lanes} lanes: {dev}");
+        }
+    }
 }
