@@ -3,14 +3,17 @@
 //! lanes are handed to the flow as soon as they finish, and a segment cancelled or re-seeded
 //! while the LM decodes it never gets the stale tokens.
 
+mod engine_common;
+
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
+use engine_common::Gated;
 use lectern::engine::backend::LmStage;
 use lectern::engine::protocol::{
     EngineEvent, LaneMemory, RenderParams, Request, SegmentSpec, SegmentState, Take,
 };
-use lectern::engine::{BackendInfo, Engine, EngineHandle, FakeBackend, LmJob, Mel, SynthBackend};
+use lectern::engine::{Engine, EngineHandle, FakeBackend, LmJob, SynthBackend};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -104,16 +107,6 @@ fn a_backend_without_an_lm_stage_runs_inline() {
     assert_eq!(takes(&events).len(), 3);
 }
 
-/// A fake backend whose flow waits until the test lets it go, with an LM stage that says
-/// which segments it finished: proof that the LM decodes while the flow runs.
-struct Gated {
-    inner: FakeBackend,
-    at_flow: Sender<Vec<usize>>,
-    go: Receiver<()>,
-    lm_done: Option<Sender<u64>>,
-    lm_hold: Option<Receiver<()>>,
-}
-
 /// Tells which segments it finished; with `hold`, reports a batch's first lane and then
 /// waits for the test before finishing the others (a long lane still decoding).
 struct TellingLm {
@@ -123,9 +116,6 @@ struct TellingLm {
 }
 
 impl LmStage for TellingLm {
-    fn lm_generate(&mut self, v: &str, jobs: &[LmJob]) -> lectern::engine::Result<Vec<Vec<u32>>> {
-        self.lm_generate_streaming(v, jobs, &mut |_, _| {})
-    }
     fn lm_generate_streaming(
         &mut self,
         v: &str,
@@ -152,38 +142,6 @@ impl LmStage for TellingLm {
     }
 }
 
-impl SynthBackend for Gated {
-    fn lm_generate(&mut self, v: &str, jobs: &[LmJob]) -> lectern::engine::Result<Vec<Vec<u32>>> {
-        self.inner.lm_generate(v, jobs)
-    }
-    fn flow_group(
-        &mut self,
-        v: &str,
-        tokens: &[Vec<u32>],
-        nfe: usize,
-    ) -> lectern::engine::Result<Mel> {
-        let _ = self.at_flow.send(tokens.iter().map(Vec::len).collect());
-        let _ = self.go.recv();
-        self.inner.flow_group(v, tokens, nfe)
-    }
-    fn vocode(&mut self, mel: &Mel) -> lectern::engine::Result<Vec<f32>> {
-        self.inner.vocode(mel)
-    }
-    fn synchronize(&self) -> lectern::engine::Result<()> {
-        Ok(())
-    }
-    fn kv_lane_memory(&self) -> Vec<LaneMemory> {
-        self.inner.kv_lane_memory()
-    }
-    fn describe(&self) -> BackendInfo {
-        self.inner.describe()
-    }
-    fn lm_stage(&mut self) -> Option<Box<dyn LmStage + Send>> {
-        let done = self.lm_done.take()?;
-        Some(Box::new(TellingLm { inner: self.inner.clone(), done, hold: self.lm_hold.take() }))
-    }
-}
-
 struct GatedRun {
     h: EngineHandle,
     at_flow: Receiver<Vec<usize>>,
@@ -192,18 +150,14 @@ struct GatedRun {
     lm_go: Sender<()>,
 }
 
+/// A gated render whose LM stage says which segments it finished: proof that the LM decodes
+/// while the flow is held.
 fn gated(lanes: usize, hold_lm: bool) -> GatedRun {
-    let (at_flow_tx, at_flow) = channel();
-    let (go, go_rx) = channel();
-    let (done_tx, lm_done) = channel();
+    let (mut backend, at_flow, go) = Gated::new(FakeBackend::new());
+    let (done, lm_done) = channel();
     let (lm_go, hold) = channel();
-    let backend = Gated {
-        inner: FakeBackend::new(),
-        at_flow: at_flow_tx,
-        go: go_rx,
-        lm_done: Some(done_tx),
-        lm_hold: hold_lm.then_some(hold),
-    };
+    let inner = backend.inner.clone();
+    backend.lm = Some(Box::new(TellingLm { inner, done, hold: hold_lm.then_some(hold) }));
     let h = Engine::spawn(backend, "narrator", params(lanes, 0, true));
     GatedRun { h, at_flow, go, lm_done, lm_go }
 }

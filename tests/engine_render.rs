@@ -2,14 +2,16 @@
 //! prioritise mid-render, live NFE and group changes, re-seed, regeneration, and the pipelining
 //! proof (lanes and group size never change tokens; audio only depends on group composition).
 
+mod engine_common;
+
 use std::collections::HashMap;
-use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
+use engine_common::Gated;
 use lectern::engine::protocol::{
-    EngineEvent, LaneMemory, RenderParams, Request, SegmentSpec, SegmentState, Take, TakeRecord,
+    EngineEvent, RenderParams, Request, SegmentSpec, SegmentState, Take, TakeRecord,
 };
-use lectern::engine::{BackendInfo, Engine, EngineHandle, FakeBackend, LmJob, Mel, SynthBackend};
+use lectern::engine::{Engine, EngineHandle, FakeBackend};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -105,47 +107,9 @@ fn twelve_segments_render_in_order_with_sane_states() {
     assert!(first_take < last_flow, "the first take must not wait for the last group");
 }
 
-/// A fake backend that stops before each flow group until the test lets it go, so the test
-/// can send commands at a known point of the render.
-struct Gated {
-    inner: FakeBackend,
-    at_flow: Sender<Vec<usize>>,
-    go: Receiver<()>,
-}
-
-impl SynthBackend for Gated {
-    fn lm_generate(&mut self, v: &str, jobs: &[LmJob]) -> lectern::engine::Result<Vec<Vec<u32>>> {
-        self.inner.lm_generate(v, jobs)
-    }
-    fn flow_group(
-        &mut self,
-        v: &str,
-        tokens: &[Vec<u32>],
-        nfe: usize,
-    ) -> lectern::engine::Result<Mel> {
-        let _ = self.at_flow.send(tokens.iter().map(Vec::len).collect());
-        let _ = self.go.recv();
-        self.inner.flow_group(v, tokens, nfe)
-    }
-    fn vocode(&mut self, mel: &Mel) -> lectern::engine::Result<Vec<f32>> {
-        self.inner.vocode(mel)
-    }
-    fn synchronize(&self) -> lectern::engine::Result<()> {
-        Ok(())
-    }
-    fn kv_lane_memory(&self) -> Vec<LaneMemory> {
-        self.inner.kv_lane_memory()
-    }
-    fn describe(&self) -> BackendInfo {
-        self.inner.describe()
-    }
-}
-
 #[test]
 fn cancel_prioritise_nfe_and_group_changes_apply_at_the_next_group() {
-    let (at_flow_tx, at_flow) = channel();
-    let (go, go_rx) = channel();
-    let backend = Gated { inner: FakeBackend::new(), at_flow: at_flow_tx, go: go_rx };
+    let (backend, at_flow, go) = Gated::new(FakeBackend::new());
     let h = Engine::spawn(backend, "narrator", params(4, 0));
     h.tx.send(Request::Enqueue(manuscript(12))).unwrap();
     // The first group (segment 0 alone) is in the flow: change everything now.

@@ -230,10 +230,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl LmStage for ForcedLm {
-    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> crate::engine::Result<Vec<Vec<u32>>> {
-        self.lm_generate_streaming(voice, jobs, &mut |_, _| {})
-    }
-
     fn lm_generate_streaming(
         &mut self,
         _voice: &str,
@@ -273,7 +269,7 @@ impl LmStage for ForcedLm {
 
 impl SynthBackend for ForcedBackend {
     fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> crate::engine::Result<Vec<Vec<u32>>> {
-        LmStage::lm_generate(&mut self.lm, voice, jobs)
+        self.lm.lm_generate_streaming(voice, jobs, &mut |_, _| {})
     }
 
     fn flow_group(

@@ -71,24 +71,17 @@ pub struct BackendInfo {
 
 /// The LM stage alone, as the engine drives it from a thread of its own so that the next
 /// batch decodes while the current group is in the flow and the vocoder (see
-/// [`SynthBackend::lm_stage`]). The contract of [`SynthBackend::lm_generate`] holds.
+/// [`SynthBackend::lm_stage`]).
 pub trait LmStage {
-    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>>;
-    /// [`Self::lm_generate`], also calling `done(job index, tokens)` the moment each lane's
-    /// tokens are final, so its flow can start while the other lanes decode. The default
-    /// reports every lane when the batch is done.
+    /// [`SynthBackend::lm_generate`] (same contract), also calling `done(job index, tokens)`
+    /// the moment each lane's tokens are final, so its flow can start while the other lanes
+    /// decode.
     fn lm_generate_streaming(
         &mut self,
         voice: &str,
         jobs: &[LmJob],
         done: &mut dyn FnMut(usize, &[u32]),
-    ) -> Result<Vec<Vec<u32>>> {
-        let out = self.lm_generate(voice, jobs)?;
-        for (i, tokens) in out.iter().enumerate() {
-            done(i, tokens);
-        }
-        Ok(out)
-    }
+    ) -> Result<Vec<Vec<u32>>>;
     /// Waits for this stage's queued device work only (on CUDA, the LM's own stream).
     fn synchronize(&self) -> Result<()>;
     /// KV-cache memory of the lanes of the last batch, by arithmetic.
@@ -185,10 +178,6 @@ pub struct FakeBackend {
 struct FakeLm(FakeBackend);
 
 impl LmStage for FakeLm {
-    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
-        SynthBackend::lm_generate(&mut self.0, voice, jobs)
-    }
-
     /// Like batched decoding: the shortest lane is done first, each after its own steps.
     fn lm_generate_streaming(
         &mut self,

@@ -220,12 +220,6 @@ impl LmHandle {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Builds the lane requests of `jobs` (upstream length rule: min 2·N, max 20·N tokens).
-    pub fn lane_requests(&self, jobs: &[LmJob]) -> Result<Vec<LaneRequest>> {
-        let side = self.side();
-        jobs.iter().map(|j| side.lane_request(j)).collect()
-    }
-
     /// Decodes prepared lane requests (benchmarks force their lengths), calling
     /// `done(request index, tokens)` as each lane finishes.
     pub fn generate_requests(
@@ -235,14 +229,10 @@ impl LmHandle {
     ) -> Result<Vec<Vec<u32>>> {
         self.side().generate(reqs, done)
     }
-
-    /// The LM's device (on CUDA its own stream).
-    pub fn device(&self) -> Device {
-        self.side().lm.device().clone()
-    }
 }
 
 impl LmSide {
+    /// One lane's request (upstream length rule: min 2·N, max 20·N tokens).
     fn lane_request(&self, job: &LmJob) -> Result<LaneRequest> {
         let text_ids = self
             .tokenizer
@@ -285,10 +275,6 @@ impl LmSide {
 }
 
 impl LmStage for LmHandle {
-    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
-        self.lm_generate_streaming(voice, jobs, &mut |_, _| {})
-    }
-
     fn lm_generate_streaming(
         &mut self,
         voice: &str,
@@ -325,7 +311,7 @@ pub fn noise_name(noise: &NoiseSource) -> String {
 
 impl SynthBackend for CosyVoiceBackend {
     fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
-        self.lm.lm_generate(voice, jobs)
+        self.lm.lm_generate_streaming(voice, jobs, &mut |_, _| {})
     }
 
     fn flow_group(&mut self, voice: &str, tokens: &[Vec<u32>], nfe: usize) -> Result<Mel> {

@@ -243,12 +243,22 @@ impl Drop for LmThread {
     }
 }
 
-/// A backend used as its own LM stage (the inline path).
+/// A backend used as its own LM stage (the inline path): every lane is reported when the
+/// batch is done.
 struct Inline<'a, B>(&'a mut B);
 
 impl<B: SynthBackend> LmStage for Inline<'_, B> {
-    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
-        self.0.lm_generate(voice, jobs)
+    fn lm_generate_streaming(
+        &mut self,
+        voice: &str,
+        jobs: &[LmJob],
+        done: &mut dyn FnMut(usize, &[u32]),
+    ) -> Result<Vec<Vec<u32>>> {
+        let out = self.0.lm_generate(voice, jobs)?;
+        for (i, tokens) in out.iter().enumerate() {
+            done(i, tokens);
+        }
+        Ok(out)
     }
     fn synchronize(&self) -> Result<()> {
         self.0.synchronize()
