@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+use crate::engine::cosyvoice::lm_precision;
 use crate::engine::protocol::{MinLenRule, Precision, RenderParams};
+use crate::model::flow::FlowMatmul;
 use crate::{bench, parity, render, store, workstation};
 
 #[derive(Debug, Parser)]
@@ -76,8 +78,9 @@ pub struct SynthArgs {
 /// `lectern bench --workload`'s options.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WorkloadArgs {
-    /// LM lanes; several (`1,4`) run one after another on the same weights.
-    #[arg(long, value_delimiter = ',', default_value = "8")]
+    /// LM lanes; several (`1,4`) run one after another on the same weights (default 8;
+    /// `--stage lm`: 1,2,4,8).
+    #[arg(long, value_delimiter = ',')]
     pub lanes: Vec<usize>,
     /// Target generated mel frames per flow group.
     #[arg(long, default_value_t = 2000)]
@@ -85,9 +88,15 @@ pub struct WorkloadArgs {
     /// Flow Euler steps.
     #[arg(long, default_value_t = 10)]
     pub nfe: usize,
-    /// LM weight precision.
-    #[arg(long, value_enum, default_value = "f32")]
-    pub precision: PrecisionArg,
+    /// LM weight precision (default f32; `--stage lm`: f32, f16 and q8_0).
+    #[arg(long, value_enum)]
+    pub precision: Option<PrecisionArg>,
+    /// `--stage lm`: forced decode steps per run (default 8).
+    #[arg(long)]
+    pub steps: Option<usize>,
+    /// How the flow's large matmuls run (default f32; tf32x3: three TF32 tensor-core products).
+    #[arg(long, value_enum)]
+    pub flow_matmul: Option<FlowMatmulArg>,
     /// Only the first N segments (quick runs).
     #[arg(long)]
     pub max_segments: Option<usize>,
@@ -103,6 +112,12 @@ pub struct WorkloadArgs {
     /// Launch every LM decode kernel on its own instead of replaying CUDA graphs.
     #[arg(long)]
     pub no_cuda_graphs: bool,
+    /// Run the LM's decode steps on candle's ops only, without Lectern's own CUDA kernels.
+    #[arg(long)]
+    pub no_lm_kernels: bool,
+    /// Run the DiT's elementwise work on candle's ops only, without Lectern's CUDA kernels.
+    #[arg(long)]
+    pub no_flow_kernels: bool,
 }
 
 impl WorkloadArgs {
@@ -114,17 +129,51 @@ impl WorkloadArgs {
     ) -> bench::workload::WorkloadOptions {
         let mut o = bench::workload::WorkloadOptions::new(w);
         o.device = device;
-        o.lanes = self.lanes.iter().map(|&l| l.max(1)).collect();
+        o.lanes = if self.lanes.is_empty() {
+            vec![8]
+        } else {
+            self.lanes.iter().map(|&l| l.max(1)).collect()
+        };
         o.group_target_frames = self.group_target;
         o.nfe = self.nfe.max(1);
-        o.precision = self.precision.into();
+        o.precision = self.precision.map_or(Precision::F32, Into::into);
+        o.flow_matmul = self.flow_matmul.map(Into::into);
         o.max_segments = self.max_segments;
         o.tokens_per_word = self.tokens_per_word.max(1);
         o.lead_sentence = !self.no_lead_sentence;
         o.overlap = !self.no_overlap;
         o.cuda_graphs = !self.no_cuda_graphs;
+        o.lm_kernels = !self.no_lm_kernels;
+        o.flow_kernels = !self.no_flow_kernels;
         o.print = !json;
         o
+    }
+
+    /// The options of a stage benchmark (`--stage`).
+    fn stage_options(&self, device: candle::Device, quick: bool) -> bench::BenchOptions {
+        let mut o = bench::BenchOptions::new(device);
+        o.quick = quick;
+        o.lanes = (!self.lanes.is_empty()).then(|| self.lanes.iter().map(|&l| l.max(1)).collect());
+        o.steps = self.steps;
+        o.precision = self.precision.map(|p| lm_precision(p.into()));
+        o.flow_matmul = self.flow_matmul.map(Into::into);
+        o
+    }
+}
+
+/// `--flow-matmul`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FlowMatmulArg {
+    F32,
+    Tf32x3,
+}
+
+impl From<FlowMatmulArg> for FlowMatmul {
+    fn from(m: FlowMatmulArg) -> Self {
+        match m {
+            FlowMatmulArg::F32 => FlowMatmul::F32,
+            FlowMatmulArg::Tf32x3 => FlowMatmul::Tf32x3,
+        }
     }
 }
 
@@ -216,6 +265,9 @@ pub enum Command {
         /// Stage lm: decode the cases' greedy runs together, as lanes of one batch.
         #[arg(long)]
         lanes: bool,
+        /// Stages dit, flow, e2e: how the flow's large matmuls run (default f32).
+        #[arg(long, value_enum)]
+        flow_matmul: Option<FlowMatmulArg>,
     },
     /// Benchmark a stage, or an end-to-end workload, on full-size, seeded random weights.
     Bench {
@@ -334,14 +386,17 @@ fn set_threads(threads: Option<usize>) -> Result<()> {
 pub fn run(cli: Cli) -> Result<()> {
     set_threads(cli.threads)?;
     match cli.command {
-        Some(Command::Parity { model, case, out, stage, device, lanes }) => {
+        Some(Command::Parity { model, case, out, stage, device, lanes, flow_matmul }) => {
+            let device = parse_device(&device)?;
+            let flow_matmul = flow_matmul.map_or(FlowMatmul::F32, Into::into);
             let req = parity::ParityRequest {
                 model_dir: model,
                 case,
                 out,
                 stage,
-                device: parse_device(&device)?,
+                device,
                 lanes,
+                flow_matmul,
             };
             let (stage, n) = parity::run(&req)?;
             eprintln!("parity {stage:?}: wrote {n} tensors to {}", req.out.display());
@@ -352,8 +407,9 @@ pub fn run(cli: Cli) -> Result<()> {
             let report = match (stage, workload) {
                 (_, Some(w)) => bench::workload::run(&wl.options(w, device, json))?,
                 (Some(stage), None) => {
-                    let opts = bench::BenchOptions { device, weights_seed: 0, quick };
-                    bench::run_stage(stage, &opts)?
+                    crate::model::lm::kernels::set_enabled(!wl.no_lm_kernels);
+                    crate::model::flow::kernels::set_enabled(!wl.no_flow_kernels);
+                    bench::run_stage(stage, &wl.stage_options(device, quick))?
                 }
                 (None, None) => anyhow::bail!("give --stage or --workload"),
             };
@@ -546,5 +602,28 @@ mod tests {
         let Some(Command::Bench { wl, .. }) = cli.command else { panic!("bench") };
         assert!(wl.no_overlap);
         assert!(Cli::try_parse_from(["lectern"]).unwrap().workstation.synth.params().overlap);
+    }
+
+    #[test]
+    fn stage_benches_take_their_sweep_from_the_flags() {
+        let parse = |args: &[&str]| {
+            let cli = Cli::try_parse_from([&["lectern", "bench"], args].concat()).unwrap();
+            let Some(Command::Bench { wl, .. }) = cli.command else { panic!("bench") };
+            wl
+        };
+        let wl = parse(&["--stage", "lm", "--lanes", "1,3", "--steps", "64", "--precision", "f32"]);
+        let o = wl.stage_options(candle::Device::Cpu, false);
+        assert_eq!(o.lanes, Some(vec![1, 3]));
+        assert_eq!((o.steps, o.precision), (Some(64), Some(crate::model::lm::LmPrecision::F32)));
+        let o = parse(&["--stage", "lm"]).stage_options(candle::Device::Cpu, true);
+        assert_eq!((o.lanes, o.steps, o.precision, o.quick), (None, None, None, true));
+        // A workload still defaults to 8 lanes and f32.
+        let wl = parse(&["--workload", "smoke", "--flow-matmul", "tf32x3", "--no-lm-kernels"]);
+        let o = wl.options(bench::workload::Workload::Smoke, candle::Device::Cpu, true);
+        assert_eq!((o.lanes, o.precision), (vec![8], Precision::F32));
+        assert_eq!(
+            (o.flow_matmul, o.lm_kernels, o.flow_kernels),
+            (Some(FlowMatmul::Tf32x3), false, true)
+        );
     }
 }

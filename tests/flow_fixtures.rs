@@ -8,7 +8,9 @@ use candle::{DType, Device, Tensor};
 use lectern::model::config::{ModelConfig, ModelFiles};
 use lectern::model::flow::cfm::{cosine_schedule, euler_times};
 use lectern::model::flow::dit::DiT;
-use lectern::model::flow::{CausalMaskedDiffWithDiT, FlowPrompt, GroupRecord, NoiseSource};
+use lectern::model::flow::{
+    CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, GroupRecord, NoiseSource,
+};
 use lectern::model::{Checkpoint, Weights};
 
 type Tensors = HashMap<String, Tensor>;
@@ -59,10 +61,25 @@ fn prompt(c: &Tensors) -> FlowPrompt {
 
 #[test]
 fn dit_estimator_matches_upstream() {
+    dit_estimator_matches_upstream_with(FlowMatmul::F32);
+}
+
+/// 3xTF32 (`--flow-matmul tf32x3`), its tensor-core products emulated on the CPU: the same
+/// gates.
+#[test]
+fn dit_estimator_as_3xtf32_matches_upstream() {
+    dit_estimator_matches_upstream_with(FlowMatmul::Tf32x3);
+}
+
+fn dit_estimator_matches_upstream_with(matmul: FlowMatmul) {
     let cfg = ModelConfig::from_dir(&model_dir()).unwrap();
     let ckpt =
         Arc::new(Checkpoint::load(&ModelFiles::in_dir(&model_dir()).flow, &Device::Cpu).unwrap());
-    let dit = DiT::new(&cfg.flow.dit, &Weights::root(ckpt).pp("decoder.estimator")).unwrap();
+    let dit = DiT::new(&cfg.flow.dit, &Weights::root(ckpt).pp("decoder.estimator"))
+        .unwrap()
+        .with_matmul(matmul)
+        .unwrap();
+    assert_eq!(dit.matmul(), matmul);
     let c = case("dit_block.safetensors");
     let mut taps = Vec::new();
     let out = dit
@@ -115,7 +132,18 @@ fn cosine_grid_reproduces_upstream_euler_times() {
 
 #[test]
 fn flow_inference_matches_upstream() {
-    let (flow, _) = flow();
+    flow_inference_matches_upstream_with(FlowMatmul::F32);
+}
+
+/// 3xTF32 (`--flow-matmul tf32x3`), emulated on the CPU: the same gates at NFE 10 and 4.
+#[test]
+fn flow_inference_as_3xtf32_matches_upstream() {
+    flow_inference_matches_upstream_with(FlowMatmul::Tf32x3);
+}
+
+fn flow_inference_matches_upstream_with(matmul: FlowMatmul) {
+    let (mut flow, _) = flow();
+    flow.set_matmul(matmul).unwrap();
     let c = case("flow.safetensors");
     let p = prompt(&c);
     let tokens = ids(&c["token"]);

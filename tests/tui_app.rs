@@ -47,6 +47,7 @@ fn take_for(app: &App, i: usize, take_id: u64) -> Take {
         precision: Default::default(),
         min_len_rule: Default::default(),
         backend: "cpu".into(),
+        flow_matmul: "f32".into(),
         group: lectern::engine::protocol::GroupInfo {
             segment_ids: vec![row.id],
             token_counts: vec![3],

@@ -41,6 +41,7 @@ fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Take {
         precision: Default::default(),
         min_len_rule: Default::default(),
         backend: "cpu".into(),
+        flow_matmul: "f32".into(),
         group: lectern::engine::protocol::GroupInfo {
             segment_ids: vec![row.id],
             token_counts: vec![tokens],

@@ -26,7 +26,9 @@ use serde_json::json;
 
 use super::{BenchOptions, sync};
 use crate::model::config::ModelConfig;
-use crate::model::lm::{END_OF_PROMPT_ID, KvCache, LaneBatch, LmPrecision, SpeechLm};
+use crate::model::lm::{
+    END_OF_PROMPT_ID, GraphSlot, KvCache, LaneBatch, LmPrecision, SpeechLm, graph_stats, kernels,
+};
 use crate::model::sampling::{SamplingConfig, sampling_ids, segment_rng};
 use crate::model::{Checkpoint, Weights};
 
@@ -88,26 +90,38 @@ pub(crate) fn random_checkpoint(
     Ok(Checkpoint::from_tensors("random-llm(full-size)", t))
 }
 
-/// Decodes `steps` forced tokens on `lanes` copies of `prefilled`; returns seconds.
+/// Where one decode run's time went: seconds in all, and of them on the host choosing tokens.
+struct DecodeTimes {
+    total_s: f64,
+    sampling_s: f64,
+}
+
+/// Decodes `steps` forced tokens on `lanes` copies of `prefilled` as [`SpeechLm::generate`]
+/// does (joined lanes; replayed CUDA graphs when `graphs`), timing the host's sampling apart.
 fn decode_run(
     lm: &SpeechLm,
     prefilled: &KvCache,
     first_logp: &[f32],
     lanes: usize,
     steps: usize,
-) -> Result<f64> {
+    graphs: bool,
+) -> Result<DecodeTimes> {
     let caches: Vec<KvCache> =
         (0..lanes).map(|_| prefilled.duplicate()).collect::<crate::model::Result<_>>()?;
     // Joined as `SpeechLm::generate` decodes lanes: one attention call per layer for all.
     let mut batch = LaneBatch::join(caches)?;
+    let mut slot = GraphSlot::default();
     let mut rngs: Vec<ChaCha8Rng> = (0..lanes).map(|i| segment_rng(1000 + i as u64)).collect();
     let mut history: Vec<Vec<u32>> = vec![Vec::new(); lanes];
     let mut logp: Vec<Vec<f32>> = vec![first_logp.to_vec(); lanes];
     let cfg = SamplingConfig::default();
     let sts = lm.config().speech_token_size;
     sync(lm.device())?;
+    let _profiled = profiled_range();
     let start = Instant::now();
+    let mut sampling_s = 0.0;
     for _ in 0..steps {
+        let sampling = Instant::now();
         let tokens: Vec<u32> = (0..lanes)
             .map(|i| {
                 let tok = sampling_ids(&mut logp[i], &history[i], &cfg, false, sts, &mut rngs[i]);
@@ -115,18 +129,57 @@ fn decode_run(
                 tok
             })
             .collect();
-        let out = lm.step_batch(&mut batch, &tokens)?;
-        logp = out.to_vec2::<f32>()?;
+        sampling_s += sampling.elapsed().as_secs_f64();
+        let out = if graphs {
+            lm.decode_step(&mut batch, &tokens, &mut slot)?
+        } else {
+            lm.step_batch(&mut batch, &tokens)?
+        };
+        logp = out.to_vec2::<f32>()?; // waits for the step, as generate's loop does
     }
     sync(lm.device())?;
-    Ok(start.elapsed().as_secs_f64())
+    Ok(DecodeTimes { total_s: start.elapsed().as_secs_f64(), sampling_s })
+}
+
+/// Marks the timed decode loop for a profiler started with `--profile-from-start off`
+/// (Nsight Compute: only the kernels launched while the guard lives are profiled).
+fn profiled_range() -> impl Drop {
+    struct Range;
+    impl Drop for Range {
+        fn drop(&mut self) {
+            #[cfg(feature = "cuda")]
+            // SAFETY: a plain driver call; without a profiler attached it does nothing.
+            unsafe {
+                let _ = candle::cuda_backend::cudarc::driver::sys::cuProfilerStop();
+            }
+        }
+    }
+    #[cfg(feature = "cuda")]
+    // SAFETY: as above.
+    unsafe {
+        let _ = candle::cuda_backend::cudarc::driver::sys::cuProfilerStart();
+    }
+    Range
 }
 
 pub fn run(opts: &BenchOptions) -> Result<serde_json::Value> {
     let device = &opts.device;
     let cfg = ModelConfig::full_size();
-    let (lane_counts, steps): (&[usize], usize) =
+    let (default_lanes, default_steps): (&[usize], usize) =
         if opts.quick { (&[1, 4], 4) } else { (&[1, 2, 4, 8], 8) };
+    let lane_counts = opts.lanes.as_deref().unwrap_or(default_lanes);
+    let steps = opts.steps.unwrap_or(default_steps).max(1);
+    let precisions = match opts.precision {
+        Some(p) => vec![p],
+        None => vec![LmPrecision::F32, LmPrecision::F16, LmPrecision::Q8_0],
+    };
+    // On CUDA each run decodes four times: with and without graphs, with candle's ops and
+    // with the LM's own kernels (`lm::kernels`, what generate uses).
+    let modes: &[(bool, bool)] = if device.is_cuda() {
+        &[(false, false), (true, false), (false, true), (true, true)]
+    } else {
+        &[(false, false)]
+    };
 
     // The prompt (seed 1): 32 prompt-text ids ending in <|endofprompt|>, 20 text ids, 294 speech.
     let mut prng = ChaCha8Rng::seed_from_u64(1);
@@ -168,40 +221,76 @@ pub fn run(opts: &BenchOptions) -> Result<serde_json::Value> {
         if opts.quick { " (--quick)" } else { "" }
     );
     println!(
-        "{:<6} {:>5} {:>12} {:>14} {:>10} {:>12}",
-        "prec", "lanes", "tok/s/lane", "tok/s total", "ms/step", "weights MiB"
+        "{:<6} {:>6} {:>7} {:>5} {:>12} {:>14} {:>10} {:>12} {:>12}",
+        "prec",
+        "graphs",
+        "kernels",
+        "lanes",
+        "tok/s/lane",
+        "tok/s total",
+        "ms/step",
+        "sampling ms",
+        "weights MiB"
     );
 
     let mut rows = Vec::new();
     let mut baseline = None;
-    for prec in [LmPrecision::F32, LmPrecision::F16, LmPrecision::Q8_0] {
+    for prec in precisions {
         let lm =
             if prec == LmPrecision::F32 { None } else { Some(SpeechLm::new(&cfg.lm, &w, prec)?) };
         let lm = lm.as_ref().unwrap_or(&lm32);
         for &lanes in lane_counts {
-            let secs = decode_run(lm, &cache, &first, lanes, steps)?;
-            let per_lane = steps as f64 / secs;
-            let total = per_lane * lanes as f64;
-            if prec == LmPrecision::F32 && lanes == 1 {
-                baseline = Some(total);
+            for &(graphs, own_kernels) in modes {
+                let was = kernels::enabled();
+                kernels::set_enabled(own_kernels && was);
+                let t = decode_run(lm, &cache, &first, lanes, steps, graphs);
+                kernels::set_enabled(was);
+                let t = t?;
+                let per_lane = steps as f64 / t.total_s;
+                let total = per_lane * lanes as f64;
+                if prec == LmPrecision::F32 && lanes == 1 && !graphs && !own_kernels {
+                    baseline = Some(total);
+                }
+                let ms = |s: f64| s * 1000.0 / steps as f64;
+                println!(
+                    "{:<6} {:>6} {:>7} {:>5} {:>12.2} {:>14.2} {:>10.2} {:>12.3} {:>12.1}",
+                    prec.name(),
+                    if graphs { "yes" } else { "no" },
+                    if own_kernels { "lectern" } else { "candle" },
+                    lanes,
+                    per_lane,
+                    total,
+                    ms(t.total_s),
+                    ms(t.sampling_s),
+                    lm.projection_bytes() as f64 / 1048576.0
+                );
+                rows.push(json!({
+                    "precision": prec.name(), "lanes": lanes, "steps": steps,
+                    "cuda_graphs": graphs,
+                    "lm_kernels": own_kernels,
+                    "tokens_per_s_per_lane": per_lane, "tokens_per_s_total": total,
+                    "ms_per_step": ms(t.total_s),
+                    "sampling_ms_per_step": ms(t.sampling_s),
+                    "speedup_vs_f32_single_lane": baseline.map(|b| total / b),
+                }));
             }
-            println!(
-                "{:<6} {:>5} {:>12.2} {:>14.2} {:>10.1} {:>12.1}",
-                prec.name(),
-                lanes,
-                per_lane,
-                total,
-                secs * 1000.0 / steps as f64,
-                lm.projection_bytes() as f64 / 1048576.0
-            );
-            rows.push(json!({
-                "precision": prec.name(), "lanes": lanes, "steps": steps,
-                "tokens_per_s_per_lane": per_lane, "tokens_per_s_total": total,
-                "ms_per_step": secs * 1000.0 / steps as f64,
-                "speedup_vs_f32_single_lane": baseline.map(|b| total / b),
-            }));
         }
     }
+    if device.is_cuda() {
+        println!("{:?}", graph_stats());
+    }
+    // The decode path the engine uses (graphs, Lectern's kernels) against candle's ops on the
+    // same full-size weights and tokens: the fixtures' tiny model has 8-wide heads, which the
+    // attention kernel does not take, so this is where it is checked.
+    let kernel_check = if device.is_cuda() {
+        let dev = kernel_deviation(&lm32, &cache, 3, 16)?;
+        println!(
+            "graphs + LM kernels vs candle ops, 3 lanes × 16 forced steps: max |Δ log-prob| {dev:.2e}"
+        );
+        Some(dev)
+    } else {
+        None
+    };
     if let Some(b) = baseline {
         println!("baseline: plain single-lane f32 decode {b:.2} tok/s");
     }
@@ -217,5 +306,32 @@ pub fn run(opts: &BenchOptions) -> Result<serde_json::Value> {
         "kv_bytes_allocated_per_lane": cache.allocated_bytes(),
         "baseline_f32_single_lane_tokens_per_s": baseline,
         "runs": rows,
+        "kernels_vs_candle_max_logp_deviation": kernel_check,
     }))
+}
+
+/// Largest |Δ log-prob| between the engine's decode path (graphs and Lectern's kernels) and
+/// candle's plain ops, over `steps` forced steps of `lanes` lanes fed the same tokens.
+fn kernel_deviation(lm: &SpeechLm, prefilled: &KvCache, lanes: usize, steps: usize) -> Result<f32> {
+    let batch = || -> Result<LaneBatch> {
+        let caches: Vec<KvCache> =
+            (0..lanes).map(|_| prefilled.duplicate()).collect::<crate::model::Result<_>>()?;
+        Ok(LaneBatch::join(caches)?)
+    };
+    let (mut plain, mut engine) = (batch()?, batch()?);
+    let mut slot = GraphSlot::default();
+    let was = kernels::enabled();
+    let mut worst = 0f32;
+    for step in 0..steps {
+        let tokens: Vec<u32> = (0..lanes).map(|l| ((step * 977 + l * 131) % 6561) as u32).collect();
+        kernels::set_enabled(false);
+        let a = lm.step_batch(&mut plain, &tokens).map(|t| t.to_vec2::<f32>());
+        kernels::set_enabled(was);
+        let a = a??;
+        let b = lm.decode_step(&mut engine, &tokens, &mut slot)?.to_vec2::<f32>()?;
+        for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
+            worst = worst.max((x - y).abs());
+        }
+    }
+    Ok(worst)
 }

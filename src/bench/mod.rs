@@ -24,6 +24,29 @@ pub struct BenchOptions {
     pub weights_seed: u64,
     /// Smaller, quicker variant of the stage's sweep (CI smoke runs).
     pub quick: bool,
+    /// Stage lm: the lane counts to run (default 1, 2, 4, 8).
+    pub lanes: Option<Vec<usize>>,
+    /// Stage lm: forced decode steps per run (default 8).
+    pub steps: Option<usize>,
+    /// Stage lm: the one weight precision to run (default f32, f16 and q8_0).
+    pub precision: Option<crate::model::lm::LmPrecision>,
+    /// Stage flow: how the large matmuls run (default: the device's, compared with f32).
+    pub flow_matmul: Option<crate::model::flow::FlowMatmul>,
+}
+
+impl BenchOptions {
+    /// A stage's default sweep on `device`, weights seed 0.
+    pub fn new(device: Device) -> Self {
+        Self {
+            device,
+            weights_seed: 0,
+            quick: false,
+            lanes: None,
+            steps: None,
+            precision: None,
+            flow_matmul: None,
+        }
+    }
 }
 
 /// Runs one stage benchmark; prints a table to stdout and returns the figures as JSON.

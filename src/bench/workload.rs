@@ -39,7 +39,7 @@ use crate::engine::protocol::{
 use crate::engine::telemetry::probe_memory;
 use crate::model::Weights;
 use crate::model::config::{ModelConfig, SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN, TOKEN_MEL_RATIO};
-use crate::model::flow::{CausalMaskedDiffWithDiT, FlowPrompt, NoiseSource};
+use crate::model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
 use crate::model::hift::Hift;
 use crate::model::lm::{END_OF_PROMPT_ID, LaneRequest, SpeechLm};
 use crate::model::sampling::{self, SamplingConfig};
@@ -326,6 +326,13 @@ pub struct WorkloadOptions {
     pub overlap: bool,
     /// LM decode steps replayed as CUDA graphs ([`SpeechLm::set_decode_graphs`]).
     pub cuda_graphs: bool,
+    /// The LM's own CUDA kernels for decode steps ([`crate::model::lm::kernels`]).
+    pub lm_kernels: bool,
+    /// The DiT's own CUDA kernels ([`crate::model::flow::kernels`]).
+    pub flow_kernels: bool,
+    /// How the flow's large matmuls run; `None`: the device's default
+    /// (plain f32).
+    pub flow_matmul: Option<FlowMatmul>,
     /// Model shapes: `ModelConfig::full_size()` for benchmarks, a tiny config for tests.
     pub config: ModelConfig,
     pub weights_seed: u64,
@@ -347,6 +354,9 @@ impl WorkloadOptions {
             lead_sentence: true,
             overlap: RenderParams::default().overlap,
             cuda_graphs: true,
+            flow_matmul: None,
+            lm_kernels: true,
+            flow_kernels: true,
             config: ModelConfig::full_size(),
             weights_seed: 0,
             print: true,
@@ -391,11 +401,12 @@ fn build_backend(
         SpeechLm::new(&cfg.lm, &Weights::root(Arc::new(lm_ckpt)), lm_precision(opts.precision))?;
     lm.set_decode_graphs(opts.cuda_graphs);
     let flow_ckpt = super::flow::random_flow(&cfg.flow, opts.weights_seed, dev)?;
-    let flow = CausalMaskedDiffWithDiT::new(
+    let mut flow = CausalMaskedDiffWithDiT::new(
         &cfg.flow,
         &Weights::root(Arc::new(flow_ckpt)),
         &NoiseSource::Rebuilt,
     )?;
+    flow.set_matmul(opts.flow_matmul.unwrap_or_default())?;
     let hift = Hift::new(cfg, &super::hift::random_weights(cfg, opts.weights_seed, dev)?)?;
     // Never used: the forced backend builds its own lane requests from the stand-in ids.
     let tokenizer = Tokenizer::tiny_fallback(std::path::Path::new("bench-stand-in"));
@@ -436,6 +447,8 @@ fn cpu_model() -> String {
 /// off; returns the figures as JSON.
 pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
     ensure!(!opts.lanes.is_empty(), "no lanes given");
+    crate::model::lm::kernels::set_enabled(opts.lm_kernels);
+    crate::model::flow::kernels::set_enabled(opts.flow_kernels);
     let segs = segments(
         &opts.workload.text(),
         opts.tokens_per_word,
@@ -474,11 +487,12 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
     let inner = Arc::new(Mutex::new(backend));
     let build_s = t0.elapsed().as_secs_f64();
     say(format!(
-        "{} · {} · precision {:?} · {} threads · NFE {} · group target {} frames · weights built \
-         in {build_s:.1} s (flow blocks share one weight set)",
+        "{} · {} · precision {:?} · flow matmuls {} · {} threads · NFE {} · group target {} \
+         frames · weights built in {build_s:.1} s (flow blocks share one weight set)",
         info.model_id,
         cpu_model(),
         opts.precision,
+        info.flow_matmul,
         candle::utils::get_num_threads(),
         opts.nfe,
         opts.group_target_frames
@@ -555,6 +569,9 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
         "lead_sentence": opts.lead_sentence,
         "overlap": opts.overlap,
         "cuda_graphs": opts.cuda_graphs,
+        "lm_kernels": opts.lm_kernels,
+        "flow_kernels": opts.flow_kernels,
+        "flow_matmul": info.flow_matmul,
         "segments": segs.len(),
         "words": words,
         "text_ids_total": text_ids,

@@ -67,6 +67,9 @@ pub struct BackendInfo {
     pub cfg_rate: f64,
     /// LM weight precision actually loaded.
     pub precision: Precision,
+    /// How the flow's large f32 matmuls run: "f32", or "tf32x3" (three TF32 tensor-core
+    /// products per f32 product, within the fixture tolerances; CUDA's default).
+    pub flow_matmul: String,
 }
 
 /// The LM stage alone, as the engine drives it from a thread of its own so that the next
@@ -317,6 +320,7 @@ impl SynthBackend for FakeBackend {
             noise_source: "fake-splitmix".into(),
             cfg_rate: 0.7,
             precision: Precision::F32,
+            flow_matmul: "f32".into(),
         }
     }
 

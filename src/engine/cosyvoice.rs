@@ -196,6 +196,7 @@ impl CosyVoiceBackend {
             noise_source: noise_name(flow.noise_source()),
             cfg_rate: flow.config().inference_cfg_rate,
             precision,
+            flow_matmul: flow.matmul().name().to_string(),
         };
         let side = LmSide {
             lm,
@@ -206,7 +207,35 @@ impl CosyVoiceBackend {
             lanes: Vec::new(),
         };
         let lm = LmHandle(Arc::new(Mutex::new(side)));
-        Ok(Self { info, device: device.clone(), lm, flow, hift, voice })
+        let mut backend = Self { info, device: device.clone(), lm, flow, hift, voice };
+        if device.is_cuda() {
+            backend.warm_up()?;
+        }
+        Ok(backend)
+    }
+
+    /// Runs every stage once on a few tokens, so that a GPU's one-time costs — the driver
+    /// compiling candle's kernels for this GPU, NVRTC compiling Lectern's, cuBLAS choosing its
+    /// algorithms — are paid while the model loads and not by the narrator's first take (on
+    /// the H200 they added ~0.3 s to a process's first audio). Nothing it computes is kept,
+    /// and no stage keeps state from it.
+    fn warm_up(&mut self) -> Result<()> {
+        let side = self.lm.side();
+        let text: Vec<u32> = side.prompt_text_ids.iter().take(2).copied().collect();
+        let mut req = LaneRequest::new(
+            side.prompt_text_ids.clone(),
+            text,
+            side.prompt_speech_tokens.clone(),
+            0,
+        );
+        (req.min_len, req.max_len, req.ignore_stop) = (0, 3, true);
+        side.lm.generate(&[req], &GenerateOptions::default())?;
+        side.lm.device().synchronize()?;
+        drop(side);
+        let mels = self.flow.decode_group(&self.voice.flow_prompt, &[&[1, 2, 3, 4]], 1)?;
+        self.hift.forward(&mels[0])?;
+        self.device.synchronize()?;
+        Ok(())
     }
 
     /// The LM (shared with the engine's LM thread).

@@ -53,6 +53,10 @@ pub struct RenderParams {
     pub overlap: bool,
 }
 
+fn plain_f32() -> String {
+    "f32".into()
+}
+
 fn overlap_default() -> bool {
     true
 }
@@ -155,6 +159,10 @@ pub struct TakeRecord {
     pub min_len_rule: MinLenRule,
     /// e.g. "cpu", "cuda:0".
     pub backend: String,
+    /// How the flow's large matmuls ran ("f32" or "tf32x3"; records written before this field
+    /// existed ran plain f32).
+    #[serde(default = "plain_f32")]
+    pub flow_matmul: String,
     pub group: GroupInfo,
     /// The flow noise buffer used, e.g. "mt19937-seed0" (rebuilt) or a file path.
     pub noise_source: String,

@@ -54,6 +54,7 @@ pub fn build_record(
         precision: ctx.info.precision,
         min_len_rule: ctx.min_len_rule,
         backend: ctx.info.backend.clone(),
+        flow_matmul: ctx.info.flow_matmul.clone(),
         group: GroupInfo {
             segment_ids: segment_ids.to_vec(),
             token_counts: group_tokens.iter().map(Vec::len).collect(),
@@ -121,6 +122,7 @@ impl RegenPlan {
         differs("backend", record.backend.clone(), info.backend.clone());
         differs("model", record.model_id.clone(), info.model_id.clone());
         differs("precision", format!("{:?}", record.precision), format!("{:?}", info.precision));
+        differs("flow matmuls", record.flow_matmul.clone(), info.flow_matmul.clone());
         differs("noise source", record.noise_source.clone(), info.noise_source.clone());
         differs("engine", record.engine_version.clone(), ENGINE_VERSION.to_string());
         let plan = Self { group_tokens: g.tokens.clone(), index: g.index, nfe: record.nfe, record };
@@ -157,6 +159,23 @@ mod tests {
         let mut elsewhere = info.clone();
         elsewhere.backend = "cuda:0".into();
         assert_eq!(RegenPlan::from_record(r, "v", &elsewhere).unwrap().1.len(), 1);
+    }
+
+    /// Records say how the flow's matmuls ran; those written before they did ran plain f32,
+    /// and regenerating with other matmuls warns that the audio will not be bit-identical.
+    #[test]
+    fn records_carry_the_flow_matmuls() {
+        let r = record();
+        assert_eq!(r.flow_matmul, "f32");
+        let mut old = serde_json::to_value(&r).unwrap();
+        old.as_object_mut().unwrap().remove("flow_matmul");
+        let old: TakeRecord = serde_json::from_value(old).unwrap();
+        assert_eq!(old.flow_matmul, "f32");
+        let mut info = FakeBackend::new().describe();
+        info.flow_matmul = "tf32x3".into();
+        let (_, warnings) = RegenPlan::from_record(r, "v", &info).unwrap();
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("flow matmuls `tf32x3`"), "{warnings:?}");
     }
 
     #[test]

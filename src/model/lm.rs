@@ -31,7 +31,8 @@ use candle::quantized::{GgmlDType, QMatMul, QTensor};
 use candle::{D, DType, Device, Module, Tensor};
 
 mod graph;
-pub use graph::{GraphStats, graph_stats};
+pub mod kernels;
+pub use graph::{GraphSlot, GraphStats, graph_stats};
 
 use super::config::{LmConfig, ModelConfig, ModelFiles};
 use super::sampling::{SamplingConfig, SilentFilter, sampling_ids, segment_rng};
@@ -151,6 +152,11 @@ impl Linear {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let (y, bias) = match self {
             Self::Dense { weight, bias } => {
+                if weight.dtype() == DType::F32
+                    && let Some(y) = kernels::rows_matmul(x, weight, bias.as_ref())?
+                {
+                    return Ok(y);
+                }
                 let y = if weight.dtype() == DType::F32 {
                     x.matmul(&weight.t()?)?
                 } else {
@@ -672,6 +678,21 @@ impl SpeechLm {
     }
 
     /// Every token is a speech token (an id of the speech embedding).
+    /// One joined decode step as [`Self::generate`] runs it: replayed from a CUDA graph where
+    /// one can be used ([`graph`]), else [`Self::step_batch`]. `slot` holds the batch's graph
+    /// from step to step. `(lanes, speech_vocab)` log-probs.
+    pub fn decode_step(
+        &self,
+        batch: &mut LaneBatch,
+        tokens: &[u32],
+        slot: &mut graph::GraphSlot,
+    ) -> Result<Tensor> {
+        match self.step_graphed(batch, tokens, slot)? {
+            Some(logp) => Ok(logp),
+            None => self.step_batch(batch, tokens),
+        }
+    }
+
     fn check_speech_tokens(&self, tokens: &[u32]) -> Result<()> {
         let sv = self.cfg.speech_vocab();
         match tokens.iter().find(|&&t| t as usize >= sv) {
@@ -730,13 +751,13 @@ impl SpeechLm {
         let mut x = x.clone();
         let _params_on_device = cache_layout_params(&self.device);
         for (li, layer) in self.layers.iter().enumerate() {
-            let h = candle_nn::ops::rms_norm(&x, &layer.input_layernorm, eps)?;
+            let h = rms_norm(&x, &layer.input_layernorm, eps)?;
             let a = &layer.self_attn;
             let qkv = a.qkv_proj.forward(&h)?; // (rows, (nh + 2·nkv)·d)
             let qkv = rope_heads(&qkv, nh + 2 * nkv, d, &cos, &sin)?; // (rows, nh + 2·nkv, d)
             let attn = attend(li, &qkv)?;
             x = (x + a.o_proj.forward(&attn)?)?;
-            let h = candle_nn::ops::rms_norm(&x, &layer.post_attention_layernorm, eps)?;
+            let h = rms_norm(&x, &layer.post_attention_layernorm, eps)?;
             x = (&x + layer.mlp.forward(&h)?)?;
         }
         Ok(x)
@@ -745,7 +766,7 @@ impl SpeechLm {
     /// Final norm, speech head and log-softmax of one row per lane `(lanes, H)`.
     fn head(&self, y: &Tensor) -> Result<Tensor> {
         let eps = self.cfg.qwen.rms_norm_eps as f32;
-        let y = candle_nn::ops::rms_norm(y, &self.norm, eps)?; // (lanes, H)
+        let y = rms_norm(y, &self.norm, eps)?; // (lanes, H)
         let logits = self.llm_decoder.forward(&y)?; // (lanes, V)
         log_softmax_rows(&logits)
     }
@@ -826,8 +847,10 @@ impl SpeechLm {
                 .broadcast_add(mask)?
                 .reshape((lanes * nkv, groups, step.len))?;
         }
-        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-        let out = probs.matmul(&vc)?; // (lanes·nkv, groups, d)
+        let out = match kernels::softmax_values(&scores, cache)? {
+            Some(out) => out, // step.len ≤ capacity: the kernel reads the first len values
+            None => candle_nn::ops::softmax_last_dim(&scores)?.matmul(&vc)?,
+        }; // (lanes·nkv, groups, d)
         Ok(out.reshape((lanes, nh * d))?)
     }
 
@@ -935,10 +958,7 @@ impl SpeechLm {
             let logp = match opts.mode {
                 LaneMode::Batched => {
                     let batch = sync_joined(&mut joined, &mut joined_ids, &mut active)?;
-                    match self.step_graphed(batch, &tokens, &mut graph)? {
-                        Some(logp) => logp,
-                        None => self.step_batch(batch, &tokens)?,
-                    }
+                    self.decode_step(batch, &tokens, &mut graph)?
                 }
                 LaneMode::Solo => {
                     let mut caches: Vec<&mut KvCache> =
@@ -1071,6 +1091,15 @@ fn causal_mask(t: usize, pos: usize, device: &Device) -> Result<Tensor> {
 }
 
 /// Row-wise log-softmax in f32: `x − max − log Σ exp(x − max)`.
+/// RMSNorm over the last dimension: the LM's own kernel on CUDA ([`kernels::rms_norm`]),
+/// candle's elsewhere.
+fn rms_norm(x: &Tensor, alpha: &Tensor, eps: f32) -> candle::Result<Tensor> {
+    match kernels::rms_norm(x, alpha, eps)? {
+        Some(y) => Ok(y),
+        None => candle_nn::ops::rms_norm(x, alpha, eps),
+    }
+}
+
 fn log_softmax_rows(x: &Tensor) -> Result<Tensor> {
     let shifted = x.broadcast_sub(&x.max_keepdim(D::Minus1)?)?;
     let lse = shifted.exp()?.sum_keepdim(D::Minus1)?.log()?;

@@ -9,6 +9,8 @@ pub mod hift;
 pub mod lm;
 pub mod mel;
 pub mod noise;
+#[cfg(feature = "cuda")]
+pub mod nvrtc;
 pub mod sampling;
 pub mod weights;
 

@@ -8,18 +8,27 @@ use candle::{DType, Device, Tensor};
 
 use super::{Tensors, ids, input};
 use crate::model::config::{ModelConfig, ModelFiles};
-use crate::model::flow::{CausalMaskedDiffWithDiT, DEFAULT_NFE, FlowPrompt, NoiseSource};
+use crate::model::flow::{
+    CausalMaskedDiffWithDiT, DEFAULT_NFE, FlowMatmul, FlowPrompt, NoiseSource,
+};
 use crate::model::hift::Hift;
 use crate::model::lm::{GenerateOptions, LaneRequest, LmPrecision, SpeechLm};
 use crate::model::sampling::SamplingConfig;
 
-pub fn run(model_dir: &Path, case: &Tensors, device: &Device) -> anyhow::Result<Tensors> {
+pub fn run(
+    model_dir: &Path,
+    case: &Tensors,
+    device: &Device,
+    matmul: FlowMatmul,
+) -> anyhow::Result<Tensors> {
     let cfg = ModelConfig::from_dir(model_dir)?;
     let files = ModelFiles::in_dir(model_dir);
     let lm = SpeechLm::from_dir(model_dir, LmPrecision::F32, device)
         .with_context(|| format!("loading the LM from {}", model_dir.display()))?;
-    let flow = CausalMaskedDiffWithDiT::load(&cfg.flow, &files.flow, device, &NoiseSource::Rebuilt)
-        .with_context(|| format!("loading {}", files.flow.display()))?;
+    let mut flow =
+        CausalMaskedDiffWithDiT::load(&cfg.flow, &files.flow, device, &NoiseSource::Rebuilt)
+            .with_context(|| format!("loading {}", files.flow.display()))?;
+    flow.set_matmul(matmul)?;
     let mut hift = Hift::load(&files.hift, &cfg, device)
         .with_context(|| format!("loading {}", files.hift.display()))?;
     if let Some(buf) = case.get("buffer.sine_waves") {

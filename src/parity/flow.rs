@@ -9,7 +9,7 @@ use candle::{DType, Device, Tensor};
 use super::{Tensors, ids, input};
 use crate::model::config::{ModelConfig, ModelFiles};
 use crate::model::flow::dit::DiT;
-use crate::model::flow::{CausalMaskedDiffWithDiT, FlowPrompt, NoiseSource};
+use crate::model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
 use crate::model::{Checkpoint, Weights};
 
 fn load_config(model_dir: &Path) -> anyhow::Result<ModelConfig> {
@@ -23,11 +23,17 @@ fn on(case: &Tensors, name: &str, device: &Device) -> anyhow::Result<Tensor> {
 
 /// `in.{x,mask,mu,t,spks,cond}` → `time_embed`, `input_embed`, `block{i}.*`, `norm_out`,
 /// `nonstream.out`.
-pub fn run_dit(model_dir: &Path, case: &Tensors, device: &Device) -> anyhow::Result<Tensors> {
+pub fn run_dit(
+    model_dir: &Path,
+    case: &Tensors,
+    device: &Device,
+    matmul: FlowMatmul,
+) -> anyhow::Result<Tensors> {
     let cfg = load_config(model_dir)?;
     let files = ModelFiles::in_dir(model_dir);
     let ckpt = Arc::new(Checkpoint::load(&files.flow, device)?);
-    let dit = DiT::new(&cfg.flow.dit, &Weights::root(ckpt).pp("decoder.estimator"))?;
+    let dit = DiT::new(&cfg.flow.dit, &Weights::root(ckpt).pp("decoder.estimator"))?
+        .with_matmul(matmul)?;
     let mask = input(case, "in.mask")?.to_dtype(DType::F32)?;
     if mask.flatten_all()?.min(0)?.to_scalar::<f32>()? < 1.0 {
         bail!(
@@ -50,11 +56,17 @@ pub fn run_dit(model_dir: &Path, case: &Tensors, device: &Device) -> anyhow::Res
 
 /// `token`, `prompt_token`, `prompt_feat`, `embedding` → `nonstream.{h,spks,mu,cond,noise,mel,
 /// mel_n4}`.
-pub fn run_flow(model_dir: &Path, case: &Tensors, device: &Device) -> anyhow::Result<Tensors> {
+pub fn run_flow(
+    model_dir: &Path,
+    case: &Tensors,
+    device: &Device,
+    matmul: FlowMatmul,
+) -> anyhow::Result<Tensors> {
     let cfg = load_config(model_dir)?;
     let files = ModelFiles::in_dir(model_dir);
-    let flow =
+    let mut flow =
         CausalMaskedDiffWithDiT::load(&cfg.flow, &files.flow, device, &NoiseSource::Rebuilt)?;
+    flow.set_matmul(matmul)?;
     let prompt = FlowPrompt {
         prompt_token: ids(case, "prompt_token")?,
         prompt_feat: on(case, "prompt_feat", device)?,

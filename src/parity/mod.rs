@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use candle::{Device, Tensor};
 
+use crate::model::flow::FlowMatmul;
+
 pub mod e2e;
 pub mod flow;
 pub mod hift;
@@ -49,6 +51,8 @@ pub struct ParityRequest {
     pub device: Device,
     /// Stage `lm`: decode the cases' greedy runs together as lanes of one batch.
     pub lanes: bool,
+    /// Stages `dit`, `flow`, `e2e`: how the flow's large matmuls run.
+    pub flow_matmul: FlowMatmul,
 }
 
 /// Tensors of a case file, by fixture name.
@@ -65,11 +69,11 @@ pub fn run(req: &ParityRequest) -> anyhow::Result<(Stage, usize)> {
         .with_context(|| format!("reading case file {}", req.case.display()))?;
     let outputs = match stage {
         Stage::Lm => lm::run(&req.model_dir, &case, &req.device, req.lanes)?,
-        Stage::Dit => flow::run_dit(&req.model_dir, &case, &req.device)?,
-        Stage::Flow => flow::run_flow(&req.model_dir, &case, &req.device)?,
+        Stage::Dit => flow::run_dit(&req.model_dir, &case, &req.device, req.flow_matmul)?,
+        Stage::Flow => flow::run_flow(&req.model_dir, &case, &req.device, req.flow_matmul)?,
         Stage::Hift => hift::run_hift(&req.model_dir, &case, &req.device)?,
         Stage::Mel => hift::run_mel(&case, &req.device)?,
-        Stage::E2e => e2e::run(&req.model_dir, &case, &req.device)?,
+        Stage::E2e => e2e::run(&req.model_dir, &case, &req.device, req.flow_matmul)?,
     };
     let outputs: Tensors = outputs
         .into_iter()

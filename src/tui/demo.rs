@@ -248,6 +248,7 @@ impl FakeEngine {
             precision: self.params.precision,
             min_len_rule: self.params.min_len_rule,
             backend: "fake".into(),
+            flow_matmul: "f32".into(),
             group: GroupInfo {
                 segment_ids: vec![spec.id],
                 token_counts: vec![tokens],

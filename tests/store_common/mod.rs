@@ -66,6 +66,7 @@ pub fn synthetic_take(engine_id: u64, segment: &StoredSegment, seed: u64) -> Tak
             precision: Precision::F32,
             min_len_rule: MinLenRule::Upstream,
             backend: "cpu".into(),
+            flow_matmul: "f32".into(),
             group: GroupInfo {
                 segment_ids: vec![segment.id],
                 token_counts: vec![samples.len() / 960],

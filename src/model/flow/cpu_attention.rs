@@ -190,6 +190,7 @@ pub fn applies(q: &Tensor) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::flow::FlowMatmul;
     use crate::model::flow::dit::attend_materialised;
 
     fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
@@ -215,7 +216,7 @@ mod tests {
             let q = seeded(shape, 3 * seed, q_scale);
             let (k, v) = (seeded(shape, 3 * seed + 1, 1.0), seeded(shape, 3 * seed + 2, 1.0));
             let fused = attend(&q, &k, &v).unwrap();
-            let reference = attend_materialised(&q, &k, &v).unwrap();
+            let reference = attend_materialised(&q, &k, &v, FlowMatmul::F32).unwrap();
             assert_eq!(fused.dims(), reference.dims());
             worst = worst.max(max_abs_diff(&fused, &reference));
         }
@@ -256,7 +257,7 @@ mod tests {
         let q = x.transpose(1, 2).unwrap(); // (b, h, t, dh) view
         let fused = attend(&q, &q, &q).unwrap();
         let qc = q.contiguous().unwrap(); // candle's batched matmul wants contiguous heads
-        let reference = attend_materialised(&qc, &qc, &qc).unwrap();
+        let reference = attend_materialised(&qc, &qc, &qc, FlowMatmul::F32).unwrap();
         assert!(max_abs_diff(&fused, &reference) < 1e-5);
     }
 }

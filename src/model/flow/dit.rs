@@ -12,6 +12,8 @@
 
 use candle::{D, DType, Device, Tensor};
 
+use super::kernels;
+use super::tf32x3::{self, FlowMatmul};
 use crate::model::config::DitConfig;
 use crate::model::weights::{Result, Weights};
 
@@ -31,24 +33,44 @@ pub const SCORE_BUDGET_FLOATS: usize = 32 << 20;
 pub struct Linear {
     weight: Tensor, // (out, in)
     bias: Tensor,   // (out)
+    /// `[W_hi | W_lo | W_hi]` `(out, 3·in)` when the product runs as 3xTF32 ([`tf32x3`]).
+    split: Option<Tensor>,
 }
 
 impl Linear {
     pub fn new(w: &Weights, out_dim: usize, in_dim: usize) -> Result<Self> {
-        Ok(Self { weight: w.get("weight", &[out_dim, in_dim])?, bias: w.get("bias", &[out_dim])? })
+        Ok(Self {
+            weight: w.get("weight", &[out_dim, in_dim])?,
+            bias: w.get("bias", &[out_dim])?,
+            split: None,
+        })
     }
 
     /// Builds from tensors (used to fuse q/k/v and to fold the attention scale).
     pub fn from_parts(weight: Tensor, bias: Tensor) -> Self {
-        Self { weight, bias }
+        Self { weight, bias, split: None }
+    }
+
+    /// This projection with its product computed as `matmul` says (the split weight of
+    /// 3xTF32 is built here, once).
+    fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        let split = match matmul {
+            FlowMatmul::F32 => None,
+            FlowMatmul::Tf32x3 => Some(tf32x3::rhs(&self.weight)?),
+        };
+        Ok(Self { split, ..self.clone() })
     }
 
     pub fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
         let dims = xs.dims();
         let in_dim = dims[dims.len() - 1];
         let rows = xs.elem_count() / in_dim;
-        let ys =
-            xs.reshape((rows, in_dim))?.matmul(&self.weight.t()?)?.broadcast_add(&self.bias)?;
+        let flat = xs.reshape((rows, in_dim))?;
+        let ys = match &self.split {
+            None => flat.matmul(&self.weight.t()?)?,
+            Some(split) => tf32x3::matmul_t(&tf32x3::lhs(&flat)?, split)?,
+        };
+        let ys = ys.broadcast_add(&self.bias)?;
         let mut out_dims = dims.to_vec();
         *out_dims.last_mut().expect("rank ≥ 1") = self.weight.dim(0)?;
         ys.reshape(out_dims)
@@ -66,8 +88,19 @@ fn layer_norm(xs: &Tensor) -> candle::Result<Tensor> {
 
 /// `LN(x)·(1 + scale) + shift`; `scale`, `shift` are `(b, dim)`.
 pub(crate) fn modulate(xs: &Tensor, scale: &Tensor, shift: &Tensor) -> candle::Result<Tensor> {
+    if let Some(y) = kernels::modulate(xs, scale, shift, LN_EPS as f32)? {
+        return Ok(y);
+    }
     let scale = (scale + 1.0)?.unsqueeze(1)?;
     layer_norm(xs)?.broadcast_mul(&scale)?.broadcast_add(&shift.unsqueeze(1)?)
+}
+
+/// `x + y·gate` with `gate` `(b, dim)` over `(b, t, dim)`: the residual of a block's branch.
+fn gated_residual(x: &Tensor, y: &Tensor, gate: &Tensor) -> candle::Result<Tensor> {
+    match kernels::gated_residual(x, y, gate)? {
+        Some(out) => Ok(out),
+        None => x + y.broadcast_mul(&gate.unsqueeze(1)?)?,
+    }
 }
 
 /// `Mish(z) = z·tanh(ln(1 + eᶻ))`.
@@ -192,6 +225,7 @@ pub(crate) struct Attention {
     to_out: Linear, // to_out.0
     heads: usize,
     dim_head: usize,
+    matmul: FlowMatmul,
 }
 
 impl Attention {
@@ -209,6 +243,16 @@ impl Attention {
             to_out: Linear::new(&w.pp("to_out.0"), cfg.dim, inner)?,
             heads: cfg.heads,
             dim_head: cfg.dim_head,
+            matmul: FlowMatmul::F32,
+        })
+    }
+
+    fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        Ok(Self {
+            to_qkv: self.to_qkv.with_matmul(matmul)?,
+            to_out: self.to_out.with_matmul(matmul)?,
+            matmul,
+            ..self.clone()
         })
     }
 
@@ -232,30 +276,49 @@ impl Attention {
     /// `xs` (b, t, dim) → (b, t, dim).
     pub(crate) fn forward(&self, xs: &Tensor, rope: &Rope) -> candle::Result<Tensor> {
         let (q, k, v) = self.qkv(xs, rope)?;
-        self.to_out.forward(&attend(&q, &k, &v)?)
+        self.to_out.forward(&attend(&q, &k, &v, self.matmul)?)
     }
 }
 
 /// Softmax attention over all frames: q (pre-scaled), k, v (b, h, t, dh) → (b, t, h·dh).
-/// On the CPU in f32 this is the fused kernel of [`super::cpu_attention`]; elsewhere
+/// On the CPU in plain f32 this is the fused kernel of [`super::cpu_attention`]; elsewhere
 /// [`attend_materialised`].
-pub(crate) fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
-    if super::cpu_attention::applies(q) {
+pub(crate) fn attend(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    matmul: FlowMatmul,
+) -> candle::Result<Tensor> {
+    if matmul == FlowMatmul::F32 && super::cpu_attention::applies(q) {
         return super::cpu_attention::attend(q, k, v);
     }
-    attend_materialised(q, k, v)
+    attend_materialised(q, k, v, matmul)
 }
 
 /// [`attend`] with candle ops: scores materialised in query chunks of at most
-/// [`SCORE_BUDGET_FLOATS`].
-pub(crate) fn attend_materialised(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
+/// [`SCORE_BUDGET_FLOATS`]. With 3xTF32 the scores `q·kᵀ` are split products (over
+/// `3·dh`); `probs·v` stays f32 (splitting the probabilities would triple the largest tensor).
+pub(crate) fn attend_materialised(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    matmul: FlowMatmul,
+) -> candle::Result<Tensor> {
     let (b, h, t, dh) = q.dims4()?;
+    let (q, k) = match matmul {
+        FlowMatmul::F32 => (q.clone(), k.clone()),
+        FlowMatmul::Tf32x3 => (tf32x3::lhs(q)?, tf32x3::rhs(k)?),
+    };
     let k_t = k.t()?; // (b, h, dh, t), a view
     let chunk = (SCORE_BUDGET_FLOATS / (b * h * t).max(1)).clamp(1, t.max(1));
     let mut outs = Vec::with_capacity(t.div_ceil(chunk));
     for start in (0..t).step_by(chunk) {
         let len = chunk.min(t - start);
-        let scores = q.narrow(2, start, len)?.matmul(&k_t)?; // (b, h, len, t)
+        let q = q.narrow(2, start, len)?;
+        let scores = match matmul {
+            FlowMatmul::F32 => q.matmul(&k_t)?,
+            FlowMatmul::Tf32x3 => tf32x3::on_tensor_cores(|| q.matmul(&k_t))?,
+        }; // (b, h, len, t)
         let probs = candle_nn::ops::softmax_last_dim(&scores)?;
         outs.push(probs.matmul(v)?.transpose(1, 2)?); // (b, len, h, dh)
     }
@@ -282,6 +345,10 @@ impl FeedForward {
     pub(crate) fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
         self.ff_2.forward(&self.ff_0_0.forward(xs)?.gelu()?)
     }
+
+    fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        Ok(Self { ff_0_0: self.ff_0_0.with_matmul(matmul)?, ff_2: self.ff_2.with_matmul(matmul)? })
+    }
 }
 
 /// Named intermediates of one estimator call (parity taps), in computation order.
@@ -306,6 +373,16 @@ impl DiTBlock {
         })
     }
 
+    /// This block with its projections and attention scores computed as `matmul` says (the
+    /// AdaLN projection of the time embedding, one row per call, stays f32).
+    fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        Ok(Self {
+            attn: self.attn.with_matmul(matmul)?,
+            ff: self.ff.with_matmul(matmul)?,
+            ..self.clone()
+        })
+    }
+
     /// The six modulation vectors, each (b, dim): shift, scale, gate (attention), then
     /// shift, scale, gate (MLP).
     pub fn modulation(&self, temb_silu: &Tensor) -> candle::Result<Vec<Tensor>> {
@@ -326,10 +403,10 @@ impl DiTBlock {
         let (shift_mlp, scale_mlp, gate_mlp) = (&m[3], &m[4], &m[5]);
         let norm = modulate(xs, scale_msa, shift_msa)?;
         let attn_out = self.attn.forward(&norm, rope)?;
-        let xs = (xs + attn_out.broadcast_mul(&gate_msa.unsqueeze(1)?)?)?;
+        let xs = gated_residual(xs, &attn_out, gate_msa)?;
         let ff_norm = modulate(&xs, scale_mlp, shift_mlp)?;
         let ff_out = self.ff.forward(&ff_norm)?;
-        let out = (&xs + ff_out.broadcast_mul(&gate_mlp.unsqueeze(1)?)?)?;
+        let out = gated_residual(&xs, &ff_out, gate_mlp)?;
         if let Some(taps) = taps {
             for (name, t) in [
                 ("attn_norm_x", &norm),
@@ -379,6 +456,21 @@ impl DiT {
 
     pub fn config(&self) -> &DitConfig {
         &self.cfg
+    }
+
+    /// This estimator with the blocks' matmuls computed as `matmul` says (see [`tf32x3`]).
+    pub fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        let transformer_blocks = self
+            .transformer_blocks
+            .iter()
+            .map(|b| b.with_matmul(matmul))
+            .collect::<candle::Result<_>>()?;
+        Ok(Self { transformer_blocks, ..self.clone() })
+    }
+
+    /// How the blocks' matmuls are computed.
+    pub fn matmul(&self) -> FlowMatmul {
+        self.transformer_blocks.first().map_or(FlowMatmul::F32, |b| b.attn.matmul)
     }
 
     pub fn blocks(&self) -> &[DiTBlock] {

@@ -24,6 +24,8 @@
 pub mod cfm;
 pub mod cpu_attention;
 pub mod dit;
+pub mod kernels;
+pub mod tf32x3;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,6 +34,7 @@ use candle::{DType, Device, Tensor};
 
 use self::cfm::{FlowCond, cosine_schedule, solve_euler};
 use self::dit::{DiT, Linear};
+pub use self::tf32x3::FlowMatmul;
 use super::config::{FlowConfig, MAX_FLOW_FRAMES, N_MELS};
 use super::noise::flow_noise;
 use super::weights::{Checkpoint, ModelError, Result, Weights};
@@ -254,6 +257,20 @@ impl CausalMaskedDiffWithDiT {
 
     pub fn estimator(&self) -> &DiT {
         &self.estimator
+    }
+
+    /// Computes the estimator's large matmuls as `matmul` says from now on (see
+    /// [`tf32x3`]; 3xTF32 keeps a split copy of the blocks' weights, three times their size).
+    pub fn set_matmul(&mut self, matmul: FlowMatmul) -> Result<()> {
+        if self.estimator.matmul() != matmul {
+            self.estimator = Arc::new(self.estimator.with_matmul(matmul)?);
+        }
+        Ok(())
+    }
+
+    /// How the estimator's large matmuls are computed.
+    pub fn matmul(&self) -> FlowMatmul {
+        self.estimator.matmul()
     }
 
     pub fn noise_source(&self) -> &NoiseSource {

@@ -50,7 +50,7 @@ fn count(update: impl FnOnce(&mut GraphStats)) {
 
 /// The graph of the current batch, if one is captured, and whether capturing failed.
 #[derive(Default)]
-pub(super) struct GraphSlot {
+pub struct GraphSlot {
     #[cfg(feature = "cuda")]
     captured: Option<Captured>,
     failed: bool,

@@ -315,3 +315,8 @@ pub fn gemm_reduced_precision_f32() -> bool {
 /// This bool controls whether reduced precision reductions (e.g., with tf32 accumulation type) are
 /// allowed with f32 GEMMs.
 pub fn set_gemm_reduced_precision_f32(_b: bool) {}
+
+/// Lectern patch: no CUDA, so no TF32; returns false.
+pub fn set_gemm_tf32_on_this_thread(_b: bool) -> bool {
+    false
+}

@@ -2551,6 +2551,19 @@ static MM_F32_REDUCED_PRECISION: std::sync::atomic::AtomicBool =
 /// allowed with f32 GEMMs.
 pub fn gemm_reduced_precision_f32() -> bool {
     MM_F32_REDUCED_PRECISION.load(std::sync::atomic::Ordering::Relaxed)
+        || MM_F32_TF32_ON_THIS_THREAD.with(|b| b.get())
+}
+
+// Lectern patch: TF32 for the f32 GEMMs launched by one thread only (the global switch above
+// would also reach other threads' GEMMs, e.g. an LM decoded beside the flow).
+thread_local! {
+    static MM_F32_TF32_ON_THIS_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Lectern patch: lets the f32 GEMMs launched by the calling thread use TF32 tensor cores (or
+/// not); returns the previous setting of this thread.
+pub fn set_gemm_tf32_on_this_thread(b: bool) -> bool {
+    MM_F32_TF32_ON_THIS_THREAD.with(|c| c.replace(b))
 }
 
 /// This bool controls whether reduced precision reductions (e.g., with tf32 accumulation type) are

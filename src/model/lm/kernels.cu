@@ -1,0 +1,184 @@
+// CUDA kernels for the LM's decode steps (a few rows at a time), compiled at run time with
+// NVRTC (see kernels.rs). Plain f32 arithmetic; every sum runs in a fixed order, so a step gives
+// the same bits every time it runs.
+
+#define MAX_ROWS 8
+#define WARPS 8
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// y[r][n] = sum_k x[r][k] * w[n][k] (+ bias[n]) for r < ROWS <= MAX_ROWS: the product of a few
+// rows with a weight stored (out, in), as a decode step's projections need it. Reading the
+// weight once at full bandwidth is all that matters: each warp streams COLS weight rows (or
+// a 1/ksplit share of them, for layers with few output columns) with 16-byte loads, holding
+// the matching slice of every input row in registers, so each x load serves COLS weight
+// loads; the ksplit partial sums are added in a fixed order.
+// Block: WARPS warps = (WARPS / ksplit) column groups x ksplit shares. k % 4 == 0, aligned.
+#define COLS 4
+template <int ROWS>
+__device__ void rows_matmul(
+    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
+    float* __restrict__ y, int n, int k, int ksplit) {
+    __shared__ float partial[WARPS][COLS][ROWS];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int groups_per_block = WARPS / ksplit;
+    const int col0 = (blockIdx.x * groups_per_block + warp / ksplit) * COLS;
+    const int share = warp % ksplit;
+    const int k4 = k / 4;
+    const int per_share = (k4 + ksplit - 1) / ksplit;
+    const int begin = share * per_share;
+    const int end = min(k4, begin + per_share);
+    float acc[COLS][ROWS];
+#pragma unroll
+    for (int c = 0; c < COLS; c++)
+#pragma unroll
+        for (int r = 0; r < ROWS; r++) acc[c][r] = 0.f;
+    const float4* xs = reinterpret_cast<const float4*>(x);
+    const float4* ws = reinterpret_cast<const float4*>(w);
+    for (int i = begin + lane; i < end; i += 32) {
+        float4 xv[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; r++) xv[r] = __ldg(xs + (size_t)r * k4 + i);
+        float4 wv[COLS];
+#pragma unroll
+        for (int c = 0; c < COLS; c++) {
+            wv[c] = col0 + c < n ? __ldg(ws + (size_t)(col0 + c) * k4 + i)
+                                 : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int c = 0; c < COLS; c++)
+#pragma unroll
+            for (int r = 0; r < ROWS; r++) {
+                acc[c][r] = fmaf(wv[c].x, xv[r].x, acc[c][r]);
+                acc[c][r] = fmaf(wv[c].y, xv[r].y, acc[c][r]);
+                acc[c][r] = fmaf(wv[c].z, xv[r].z, acc[c][r]);
+                acc[c][r] = fmaf(wv[c].w, xv[r].w, acc[c][r]);
+            }
+    }
+#pragma unroll
+    for (int c = 0; c < COLS; c++)
+#pragma unroll
+        for (int r = 0; r < ROWS; r++) {
+            const float s = warp_sum(acc[c][r]);
+            if (lane == 0) partial[warp][c][r] = s;
+        }
+    __syncthreads();
+    // One thread per (column of this block, row): the shares summed in order.
+    const int t = threadIdx.x;
+    if (t < groups_per_block * COLS * ROWS) {
+        const int g = t / (COLS * ROWS), c = (t / ROWS) % COLS, r = t % ROWS;
+        const int col = (blockIdx.x * groups_per_block + g) * COLS + c;
+        if (col < n) {
+            float s = 0.f;
+            for (int j = 0; j < ksplit; j++) s += partial[g * ksplit + j][c][r];
+            if (bias != nullptr) s += bias[col];
+            y[(size_t)r * n + col] = s;
+        }
+    }
+}
+
+#define ROWS_MATMUL(R)                                                                        \
+    extern "C" __global__ void rows_matmul_f32_##R(                                           \
+        const float* __restrict__ x, const float* __restrict__ w,                             \
+        const float* __restrict__ bias, float* __restrict__ y, int n, int k, int ksplit) {    \
+        rows_matmul<R>(x, w, bias, y, n, k, ksplit);                                          \
+    }
+ROWS_MATMUL(1)
+ROWS_MATMUL(2)
+ROWS_MATMUL(3)
+ROWS_MATMUL(4)
+ROWS_MATMUL(5)
+ROWS_MATMUL(6)
+ROWS_MATMUL(7)
+ROWS_MATMUL(8)
+
+// RMSNorm of each row: y = x / sqrt(mean(x^2) + eps) * alpha, one block of 256 threads per row
+// (candle's kernel gives a row of 896 one warp, ~15 us a call on the H200).
+extern "C" __global__ void rms_norm_f32(
+    const float* __restrict__ x, const float* __restrict__ alpha, float* __restrict__ y,
+    int cols, float eps) {
+    __shared__ float sums[8];
+    const float* row = x + (size_t)blockIdx.x * cols;
+    float* out = y + (size_t)blockIdx.x * cols;
+    float s = 0.f;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) s = fmaf(row[i], row[i], s);
+    s = warp_sum(s);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) sums[warp] = s;
+    __syncthreads();
+    if (warp == 0) {
+        float t = lane < (int)(blockDim.x / 32) ? sums[lane] : 0.f;
+        t = warp_sum(t);
+        if (lane == 0) sums[0] = t;
+    }
+    __syncthreads();
+    const float scale = rsqrtf(sums[0] / (float)cols + eps);
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) out[i] = row[i] * scale * alpha[i];
+}
+
+// Softmax and probabilities x values of one decode step's attention for a joined batch
+// (SpeechLm::attend_joined): one block per (lane, kv head, query head of the group).
+// scores: (batch, groups, len) post-mask (-inf = not attended), values: the kv head's cached
+// values (batch, cap, 64) at `values`, out: (batch, groups, 64).
+// cuBLAS runs probs x values for this shape (7 x len by len x 64 per kv head) as one 32x32
+// tile per head looping over len: ~23 us, plus ~7 us for candle's softmax, per layer.
+#define HEAD_DIM 64
+#define NEG_INF __int_as_float(0xff800000)
+#define PARTS 16
+#define SV_THREADS (PARTS * HEAD_DIM)
+extern "C" __global__ void softmax_values_f32(
+    const float* __restrict__ scores, const float* __restrict__ values,
+    float* __restrict__ out, int groups, int len, int cap) {
+    __shared__ float red[SV_THREADS / 32];
+    __shared__ float part_acc[PARTS][HEAD_DIM];
+    const int row = blockIdx.x;  // (kv batch entry, group)
+    const int b = row / groups;
+    const float* s = scores + (size_t)row * len;
+    const float* v = values + (size_t)b * cap * HEAD_DIM;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    // max
+    float mx = NEG_INF;
+    for (int p = threadIdx.x; p < len; p += blockDim.x) mx = fmaxf(mx, s[p]);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    if (lane == 0) red[warp] = mx;
+    __syncthreads();
+    mx = red[0];
+    for (int w = 1; w < SV_THREADS / 32; w++) mx = fmaxf(mx, red[w]);
+    __syncthreads();
+    // sum of exp
+    float sum = 0.f;
+    for (int p = threadIdx.x; p < len; p += blockDim.x) sum += expf(s[p] - mx);
+    sum = warp_sum(sum);
+    if (lane == 0) red[warp] = sum;
+    __syncthreads();
+    sum = 0.f;
+    for (int w = 0; w < SV_THREADS / 32; w++) sum += red[w];
+    // probabilities x values: thread = (part, dim), parts summed in order
+    const int dim = threadIdx.x % HEAD_DIM, part = threadIdx.x / HEAD_DIM;
+    // Four independent sums per thread (positions p, p + 16, p + 32, p + 48 of its part), so the
+    // loads and exps of one step do not wait on the previous step's sum; added in order.
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    int p = part;
+    for (; p + 3 * PARTS < len; p += 4 * PARTS) {
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const int q = p + u * PARTS;
+            acc[u] = fmaf(expf(s[q] - mx), v[(size_t)q * HEAD_DIM + dim], acc[u]);
+        }
+    }
+    for (int u = 0; p < len; p += PARTS, u++) {
+        acc[u] = fmaf(expf(s[p] - mx), v[(size_t)p * HEAD_DIM + dim], acc[u]);
+    }
+    part_acc[part][dim] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    __syncthreads();
+    if (threadIdx.x < HEAD_DIM) {
+        float t = 0.f;
+        for (int q = 0; q < PARTS; q++) t += part_acc[q][threadIdx.x];
+        out[(size_t)row * HEAD_DIM + threadIdx.x] = t / sum;
+    }
+}
