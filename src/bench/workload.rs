@@ -571,6 +571,7 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
         "cuda_graphs": opts.cuda_graphs,
         "lm_kernels": opts.lm_kernels,
         "flow_kernels": opts.flow_kernels,
+        "cuda_kernel_compile_failures": crate::model::lm::kernels::compile_failures(),
         "flow_matmul": info.flow_matmul,
         "segments": segs.len(),
         "words": words,

@@ -677,7 +677,6 @@ impl SpeechLm {
         self.head(&x)
     }
 
-    /// Every token is a speech token (an id of the speech embedding).
     /// One joined decode step as [`Self::generate`] runs it: replayed from a CUDA graph where
     /// one can be used ([`graph`]), else [`Self::step_batch`]. `slot` holds the batch's graph
     /// from step to step. `(lanes, speech_vocab)` log-probs.
@@ -693,6 +692,7 @@ impl SpeechLm {
         }
     }
 
+    /// Every token is a speech token (an id of the speech embedding).
     fn check_speech_tokens(&self, tokens: &[u32]) -> Result<()> {
         let sv = self.cfg.speech_vocab();
         match tokens.iter().find(|&&t| t as usize >= sv) {
@@ -1090,7 +1090,6 @@ fn causal_mask(t: usize, pos: usize, device: &Device) -> Result<Tensor> {
     Ok(Tensor::from_vec(data, (t, len), device)?)
 }
 
-/// Row-wise log-softmax in f32: `x − max − log Σ exp(x − max)`.
 /// RMSNorm over the last dimension: the LM's own kernel on CUDA ([`kernels::rms_norm`]),
 /// candle's elsewhere.
 fn rms_norm(x: &Tensor, alpha: &Tensor, eps: f32) -> candle::Result<Tensor> {
@@ -1100,6 +1099,7 @@ fn rms_norm(x: &Tensor, alpha: &Tensor, eps: f32) -> candle::Result<Tensor> {
     }
 }
 
+/// Row-wise log-softmax in f32: `x − max − log Σ exp(x − max)`.
 fn log_softmax_rows(x: &Tensor) -> Result<Tensor> {
     let shifted = x.broadcast_sub(&x.max_keepdim(D::Minus1)?)?;
     let lse = shifted.exp()?.sum_keepdim(D::Minus1)?.log()?;

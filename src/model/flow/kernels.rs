@@ -169,6 +169,9 @@ mod imp {
         shift: &Tensor,
         eps: f32,
     ) -> candle::Result<Option<Tensor>> {
+        if !nvrtc::available(MODULE, SOURCE) {
+            return Ok(None);
+        }
         Ok(Some(xs.apply_op3_no_bwd(scale, shift, &Modulate { eps })?))
     }
 
@@ -234,6 +237,9 @@ mod imp {
     }
 
     pub fn gated_residual(x: &Tensor, y: &Tensor, gate: &Tensor) -> candle::Result<Option<Tensor>> {
+        if !nvrtc::available(MODULE, SOURCE) {
+            return Ok(None);
+        }
         Ok(Some(x.apply_op3_no_bwd(y, gate, &GatedResidual)?))
     }
 }

@@ -33,6 +33,19 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
+/// Lectern's CUDA kernel modules (the LM's and the DiT's) that failed to compile in this
+/// process, with NVRTC's message: their callers run candle's ops instead. Empty without CUDA.
+pub fn compile_failures() -> Vec<String> {
+    #[cfg(feature = "cuda")]
+    {
+        crate::model::nvrtc::failures()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Vec::new()
+    }
+}
+
 /// `x · wᵀ (+ bias)` for `x` `(rows ≤ MAX_ROWS, k)` and `w` `(n, k)`, both contiguous f32.
 pub fn rows_matmul(
     x: &Tensor,
@@ -238,6 +251,9 @@ mod imp {
         w: &Tensor,
         bias: Option<&Tensor>,
     ) -> candle::Result<Option<Tensor>> {
+        if !nvrtc::available(MODULE, SOURCE) {
+            return Ok(None);
+        }
         if !aligned_contiguous(x) || !aligned_contiguous(w) || w.rank() != 2 {
             return Ok(None);
         }
@@ -303,6 +319,9 @@ mod imp {
     }
 
     pub fn rms_norm(x: &Tensor, alpha: &Tensor, eps: f32) -> candle::Result<Option<Tensor>> {
+        if !nvrtc::available(MODULE, SOURCE) {
+            return Ok(None);
+        }
         if !aligned_contiguous(x) || !aligned_contiguous(alpha) {
             return Ok(None);
         }
@@ -362,6 +381,9 @@ mod imp {
     }
 
     pub fn softmax_values(scores: &Tensor, cache: &Tensor) -> candle::Result<Option<Tensor>> {
+        if !nvrtc::available(MODULE, SOURCE) {
+            return Ok(None);
+        }
         if !aligned_contiguous(scores) || !aligned_contiguous(cache) {
             return Ok(None);
         }
