@@ -96,6 +96,14 @@ struct DecodeTimes {
     sampling_s: f64,
 }
 
+/// `lanes` copies of `prefilled`, joined as `SpeechLm::generate` decodes lanes (one attention
+/// call per layer for all).
+fn joined_copies(prefilled: &KvCache, lanes: usize) -> Result<LaneBatch> {
+    let caches: Vec<KvCache> =
+        (0..lanes).map(|_| prefilled.duplicate()).collect::<crate::model::Result<_>>()?;
+    Ok(LaneBatch::join(caches)?)
+}
+
 /// Decodes `steps` forced tokens on `lanes` copies of `prefilled` as [`SpeechLm::generate`]
 /// does (joined lanes; replayed CUDA graphs when `graphs`), timing the host's sampling apart.
 fn decode_run(
@@ -106,10 +114,7 @@ fn decode_run(
     steps: usize,
     graphs: bool,
 ) -> Result<DecodeTimes> {
-    let caches: Vec<KvCache> =
-        (0..lanes).map(|_| prefilled.duplicate()).collect::<crate::model::Result<_>>()?;
-    // Joined as `SpeechLm::generate` decodes lanes: one attention call per layer for all.
-    let mut batch = LaneBatch::join(caches)?;
+    let mut batch = joined_copies(prefilled, lanes)?;
     let mut slot = GraphSlot::default();
     let mut rngs: Vec<ChaCha8Rng> = (0..lanes).map(|i| segment_rng(1000 + i as u64)).collect();
     let mut history: Vec<Vec<u32>> = vec![Vec::new(); lanes];
@@ -241,11 +246,9 @@ pub fn run(opts: &BenchOptions) -> Result<serde_json::Value> {
         let lm = lm.as_ref().unwrap_or(&lm32);
         for &lanes in lane_counts {
             for &(graphs, own_kernels) in modes {
-                let was = kernels::enabled();
-                kernels::set_enabled(own_kernels && was);
-                let t = decode_run(lm, &cache, &first, lanes, steps, graphs);
-                kernels::set_enabled(was);
-                let t = t?;
+                let t = kernels::with_enabled(own_kernels, || {
+                    decode_run(lm, &cache, &first, lanes, steps, graphs)
+                })?;
                 let per_lane = steps as f64 / t.total_s;
                 let total = per_lane * lanes as f64;
                 if prec == LmPrecision::F32 && lanes == 1 && !graphs && !own_kernels {
@@ -313,21 +316,14 @@ pub fn run(opts: &BenchOptions) -> Result<serde_json::Value> {
 /// Largest |Δ log-prob| between the engine's decode path (graphs and Lectern's kernels) and
 /// candle's plain ops, over `steps` forced steps of `lanes` lanes fed the same tokens.
 fn kernel_deviation(lm: &SpeechLm, prefilled: &KvCache, lanes: usize, steps: usize) -> Result<f32> {
-    let batch = || -> Result<LaneBatch> {
-        let caches: Vec<KvCache> =
-            (0..lanes).map(|_| prefilled.duplicate()).collect::<crate::model::Result<_>>()?;
-        Ok(LaneBatch::join(caches)?)
-    };
-    let (mut plain, mut engine) = (batch()?, batch()?);
+    let (mut plain, mut engine) =
+        (joined_copies(prefilled, lanes)?, joined_copies(prefilled, lanes)?);
     let mut slot = GraphSlot::default();
-    let was = kernels::enabled();
     let mut worst = 0f32;
     for step in 0..steps {
         let tokens: Vec<u32> = (0..lanes).map(|l| ((step * 977 + l * 131) % 6561) as u32).collect();
-        kernels::set_enabled(false);
-        let a = lm.step_batch(&mut plain, &tokens).map(|t| t.to_vec2::<f32>());
-        kernels::set_enabled(was);
-        let a = a??;
+        let a = kernels::with_enabled(false, || lm.step_batch(&mut plain, &tokens))?;
+        let a = a.to_vec2::<f32>()?;
         let b = lm.decode_step(&mut engine, &tokens, &mut slot)?.to_vec2::<f32>()?;
         for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
             worst = worst.max((x - y).abs());

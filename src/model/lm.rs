@@ -835,7 +835,7 @@ impl SpeechLm {
             }
         }
         let cached = cache.narrow(2, 0, step.len)?; // (2, lanes·nkv, len, d)
-        let (kc, vc) = (cached.get(0)?, cached.get(1)?); // (lanes·nkv, len, d)
+        let kc = cached.get(0)?; // (lanes·nkv, len, d)
         let q = qkv.narrow(1, 0, nh)?; // (lanes, nh, d), a view for one lane
         let q = if lanes == 1 { q } else { q.contiguous()? };
         // Query head h of a lane uses the lane's KV head h / groups (heads grouped contiguously).
@@ -849,7 +849,7 @@ impl SpeechLm {
         }
         let out = match kernels::softmax_values(&scores, cache)? {
             Some(out) => out, // step.len ≤ capacity: the kernel reads the first len values
-            None => candle_nn::ops::softmax_last_dim(&scores)?.matmul(&vc)?,
+            None => candle_nn::ops::softmax_last_dim(&scores)?.matmul(&cached.get(1)?)?,
         }; // (lanes·nkv, groups, d)
         Ok(out.reshape((lanes, nh * d))?)
     }

@@ -1,54 +1,138 @@
-//! Lectern's own CUDA kernels: sources compiled once per process with NVRTC (which candle's
-//! CUDA build links anyway; functions are then loaded per device through candle), plus the
-//! checks the kernels need of their inputs. Used by [`super::lm::kernels`] and [`super::flow::kernels`].
+//! Lectern's own CUDA kernels: a [`Module`] of kernel source compiled once per process with
+//! NVRTC (which candle's CUDA build links anyway; functions are then loaded per device through
+//! candle), the [`CudaOp`] adapter that runs a launch as a candle custom op, and the checks the
+//! kernels need of their inputs. Used by [`super::lm::kernels`] and [`super::flow::kernels`].
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::OnceLock;
 
-use candle::cuda_backend::CudaStorage;
-use candle::cuda_backend::cudarc::driver::CudaView;
-use candle::{Layout, Tensor};
+use candle::cuda_backend::cudarc::driver::{CudaFunction, CudaSlice, CudaView};
+use candle::cuda_backend::{CudaDevice, CudaStorage};
+use candle::{CpuStorage, Layout, Shape, Tensor};
 
-type Compiled = HashMap<&'static str, Result<&'static str, String>>;
-static PTX: Mutex<Option<Compiled>> = Mutex::new(None);
-
-/// The PTX of the kernels in `source` (a module named `module`), compiled on first use and
-/// kept for the process; load a function from it with
-/// `CudaDevice::get_or_load_custom_func(name, module, ptx)` (which caches the module per device).
-pub fn ptx(module: &'static str, source: &'static str) -> candle::Result<&'static str> {
-    let mut cache = PTX.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let compiled = cache.get_or_insert_with(HashMap::new).entry(module).or_insert_with(|| {
-        candle::cuda_backend::cudarc::nvrtc::compile_ptx(source)
-            // Leaked once per module: every later launch borrows it instead of copying it.
-            .map(|p| &*Box::leak(p.to_src().into_boxed_str()))
-            .map_err(|e| format!("compiling the CUDA kernels `{module}`: {e:?}"))
-    });
-    compiled.clone().map_err(candle::Error::Msg)
+/// CUDA source compiled to PTX on first use and kept for the process.
+pub struct Module {
+    name: &'static str,
+    source: &'static str,
+    ptx: OnceLock<Result<&'static str, String>>,
 }
 
-/// Whether the module compiles here. Where it does not (an NVRTC without its builtins
-/// library, say), its callers run candle's ops instead, which compute the same within the
-/// fixture tolerances; [`failures`] says why.
-pub fn available(module: &'static str, source: &'static str) -> bool {
-    ptx(module, source).is_ok()
-}
-
-/// The modules that failed to compile in this process, with NVRTC's message.
-pub fn failures() -> Vec<String> {
-    let cache = PTX.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    cache.iter().flatten().filter_map(|(_, r)| r.as_ref().err().cloned()).collect()
-}
-
-/// A contiguous f32 view of a tensor's storage, 16-byte aligned (kernels load float4).
-pub fn view<'a>(s: &'a CudaStorage, l: &Layout) -> candle::Result<Option<CudaView<'a, f32>>> {
-    let Some((start, end)) = l.contiguous_offsets() else { return Ok(None) };
-    if start % 4 != 0 {
-        return Ok(None);
+impl Module {
+    pub const fn new(name: &'static str, source: &'static str) -> Self {
+        Self { name, source, ptx: OnceLock::new() }
     }
-    Ok(Some(s.as_cuda_slice::<f32>()?.slice(start..end)))
+
+    fn compiled(&self) -> &Result<&'static str, String> {
+        self.ptx.get_or_init(|| {
+            candle::cuda_backend::cudarc::nvrtc::compile_ptx(self.source)
+                // Leaked once per module: every later launch borrows it instead of copying it.
+                .map(|p| &*Box::leak(p.to_src().into_boxed_str()))
+                .map_err(|e| format!("compiling the CUDA kernels `{}`: {e:?}", self.name))
+        })
+    }
+
+    /// Whether the module compiles here. Where it does not (an NVRTC without its builtins
+    /// library, say), its callers run candle's ops instead, which compute the same within the
+    /// fixture tolerances; [`Self::failure`] says why.
+    pub fn available(&self) -> bool {
+        self.compiled().is_ok()
+    }
+
+    /// NVRTC's message, if the module failed to compile (`None` too before its first use).
+    pub fn failure(&self) -> Option<String> {
+        self.ptx.get().and_then(|r| r.as_ref().err().cloned())
+    }
+
+    /// Kernel `name` of this module, loaded for `dev` (candle caches the module per device);
+    /// launch it with `dev.cuda_stream().launch_builder(&function)`.
+    pub fn function(&self, dev: &CudaDevice, name: &str) -> candle::Result<CudaFunction> {
+        let ptx = self.compiled().as_ref().map_err(|e| candle::Error::Msg(e.clone()))?;
+        Ok(dev.get_or_load_custom_func(name, self.name, ptx)?.into_cuda_function())
+    }
+}
+
+/// A CUDA-only op: one kernel launch over its inputs' storages and layouts, returning the
+/// output's storage and shape. Run it through [`Op`].
+pub trait CudaOp {
+    const NAME: &'static str;
+    fn launch(&self, inputs: &[(&CudaStorage, &Layout)]) -> candle::Result<(CudaStorage, Shape)>;
+}
+
+/// A [`CudaOp`] as a candle custom op of two or three inputs. The kernels' callers check the
+/// device first, so the CPU side only reports the mistake.
+pub struct Op<T>(pub T);
+
+fn cpu_only_error<T: CudaOp>() -> candle::Result<(CpuStorage, Shape)> {
+    candle::bail!("{} runs on CUDA only", T::NAME)
+}
+
+impl<T: CudaOp> candle::CustomOp2 for Op<T> {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+    fn cpu_fwd(
+        &self,
+        _: &CpuStorage,
+        _: &Layout,
+        _: &CpuStorage,
+        _: &Layout,
+    ) -> candle::Result<(CpuStorage, Shape)> {
+        cpu_only_error::<T>()
+    }
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+    ) -> candle::Result<(CudaStorage, Shape)> {
+        self.0.launch(&[(s1, l1), (s2, l2)])
+    }
+}
+
+impl<T: CudaOp> candle::CustomOp3 for Op<T> {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+    fn cpu_fwd(
+        &self,
+        _: &CpuStorage,
+        _: &Layout,
+        _: &CpuStorage,
+        _: &Layout,
+        _: &CpuStorage,
+        _: &Layout,
+    ) -> candle::Result<(CpuStorage, Shape)> {
+        cpu_only_error::<T>()
+    }
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> candle::Result<(CudaStorage, Shape)> {
+        self.0.launch(&[(s1, l1), (s2, l2), (s3, l3)])
+    }
+}
+
+/// A contiguous f32 view of a tensor's storage, 16-byte aligned (kernels load float4), or an
+/// error naming the op.
+pub fn view<'a>(op: &str, s: &'a CudaStorage, l: &Layout) -> candle::Result<CudaView<'a, f32>> {
+    match l.contiguous_offsets() {
+        Some((start, end)) if start % 4 == 0 => Ok(s.as_cuda_slice::<f32>()?.slice(start..end)),
+        _ => candle::bail!("{op}: inputs must be contiguous and 16-byte aligned"),
+    }
 }
 
 /// Contiguous, starting 16-byte aligned.
 pub fn aligned_contiguous(t: &Tensor) -> bool {
     t.is_contiguous() && t.layout().start_offset() % 4 == 0
+}
+
+/// A fresh f32 buffer of `n` elements on `dev`, every element to be written by a kernel.
+pub fn output(dev: &CudaDevice, n: usize) -> candle::Result<CudaSlice<f32>> {
+    // SAFETY: the kernel that receives it writes every element before anything reads it.
+    unsafe { dev.alloc::<f32>(n) }
 }

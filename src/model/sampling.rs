@@ -119,6 +119,12 @@ pub fn nucleus_candidates(probs: &[f32], top_p: f32, top_k: usize) -> Vec<u32> {
         order.truncate(keep);
     }
     order.sort_unstable_by(order_of);
+    nucleus_prefix(order, probs, top_p, top_k)
+}
+
+/// The kept prefix of candidates in sampling `order`: while the float32 running sum is below
+/// `top_p` and fewer than `top_k` are kept.
+fn nucleus_prefix(order: Vec<u32>, probs: &[f32], top_p: f32, top_k: usize) -> Vec<u32> {
     let mut cum = 0f32;
     let mut cands = Vec::with_capacity(top_k);
     for id in order {
@@ -291,16 +297,7 @@ mod tests {
         let reference = |probs: &[f32], top_p: f32, top_k: usize| {
             let mut order: Vec<u32> = (0..probs.len() as u32).collect();
             order.sort_by(|&a, &b| probs[b as usize].total_cmp(&probs[a as usize]));
-            let (mut cum, mut out) = (0f32, Vec::new());
-            for id in order {
-                if cum < top_p && out.len() < top_k {
-                    cum += probs[id as usize];
-                    out.push(id);
-                } else {
-                    break;
-                }
-            }
-            out
+            nucleus_prefix(order, probs, top_p, top_k)
         };
         let mut rng = segment_rng(11);
         for case in 0..200 {

@@ -81,16 +81,18 @@ mod imp {
 }
 
 #[cfg(feature = "cuda")]
+pub(crate) use imp::KERNELS;
+
+#[cfg(feature = "cuda")]
 mod imp {
     use candle::backend::BackendStorage;
     use candle::cuda_backend::cudarc::driver::{CudaView, LaunchConfig, PushKernelArg};
     use candle::cuda_backend::{CudaStorage, WrapErr};
-    use candle::{CpuStorage, Layout, Shape, Tensor};
+    use candle::{Layout, Shape, Tensor};
 
-    use crate::model::nvrtc::{self, view};
+    use crate::model::nvrtc::{CudaOp, Module, Op, output, view};
 
-    const MODULE: &str = "lectern_flow_kernels";
-    const SOURCE: &str = include_str!("kernels.cu");
+    pub static KERNELS: Module = Module::new("lectern_flow_kernels", include_str!("kernels.cu"));
     /// Threads per block (`THREADS` in kernels.cu).
     const THREADS: u32 = 256;
 
@@ -104,62 +106,41 @@ mod imp {
         Ok((s.as_cuda_slice::<f32>()?.slice(start..end), row_stride as i32))
     }
 
+    /// Inputs: x `(b, t, dim)`, scale and shift `(b, dim)`.
     struct Modulate {
         eps: f32,
     }
 
-    impl candle::CustomOp3 for Modulate {
-        fn name(&self) -> &'static str {
-            "dit-modulate"
-        }
-        fn cpu_fwd(
+    impl CudaOp for Modulate {
+        const NAME: &'static str = "dit-modulate";
+
+        fn launch(
             &self,
-            _: &CpuStorage,
-            _: &Layout,
-            _: &CpuStorage,
-            _: &Layout,
-            _: &CpuStorage,
-            _: &Layout,
-        ) -> candle::Result<(CpuStorage, Shape)> {
-            candle::bail!("dit-modulate runs on CUDA only")
-        }
-        fn cuda_fwd(
-            &self,
-            s1: &CudaStorage,
-            l1: &Layout,
-            s2: &CudaStorage,
-            l2: &Layout,
-            s3: &CudaStorage,
-            l3: &Layout,
+            inputs: &[(&CudaStorage, &Layout)],
         ) -> candle::Result<(CudaStorage, Shape)> {
-            let (b, t, dim) = l1.shape().dims3()?;
-            let Some(x) = view(s1, l1)? else { candle::bail!("dit-modulate: x not contiguous") };
+            let &[(xs, xl), (scs, scl), (shs, shl)] = inputs else {
+                candle::bail!("{}: x, scale and shift", Self::NAME)
+            };
+            let (b, t, dim) = xl.shape().dims3()?;
+            let x = view(Self::NAME, xs, xl)?;
             let ((scale, scale_stride), (shift, shift_stride)) =
-                (rows_view(s2, l2)?, rows_view(s3, l3)?);
-            let dev = s1.device();
-            let func =
-                dev.get_or_load_custom_func("modulate_f32", MODULE, nvrtc::ptx(MODULE, SOURCE)?)?;
-            // SAFETY: every element is written by the kernel.
-            let out = unsafe { dev.alloc::<f32>(b * t * dim)? };
+                (rows_view(scs, scl)?, rows_view(shs, shl)?);
+            let dev = xs.device();
+            let func = KERNELS.function(dev, "modulate_f32")?;
+            let out = output(dev, b * t * dim)?;
             let cfg = LaunchConfig {
                 grid_dim: ((b * t) as u32, 1, 1),
                 block_dim: (THREADS, 1, 1),
                 shared_mem_bytes: 0,
             };
             let (t_i, dim_i) = (t as i32, dim as i32);
-            let mut builder = func.builder();
-            builder.arg(&x);
-            builder.arg(&scale);
-            builder.arg(&scale_stride);
-            builder.arg(&shift);
-            builder.arg(&shift_stride);
-            builder.arg(&out);
-            builder.arg(&t_i);
-            builder.arg(&dim_i);
-            builder.arg(&self.eps);
+            let stream = dev.cuda_stream();
+            let mut builder = stream.launch_builder(&func);
+            builder.arg(&x).arg(&scale).arg(&scale_stride).arg(&shift).arg(&shift_stride);
+            builder.arg(&out).arg(&t_i).arg(&dim_i).arg(&self.eps);
             // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
             unsafe { builder.launch(cfg) }.w()?;
-            Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), l1.shape().clone()))
+            Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), xl.shape().clone()))
         }
     }
 
@@ -169,77 +150,52 @@ mod imp {
         shift: &Tensor,
         eps: f32,
     ) -> candle::Result<Option<Tensor>> {
-        if !nvrtc::available(MODULE, SOURCE) {
+        if !KERNELS.available() {
             return Ok(None);
         }
-        Ok(Some(xs.apply_op3_no_bwd(scale, shift, &Modulate { eps })?))
+        Ok(Some(xs.apply_op3_no_bwd(scale, shift, &Op(Modulate { eps }))?))
     }
 
+    /// Inputs: x and y `(b, t, dim)`, gate `(b, dim)`.
     struct GatedResidual;
 
-    impl candle::CustomOp3 for GatedResidual {
-        fn name(&self) -> &'static str {
-            "dit-gated-residual"
-        }
-        fn cpu_fwd(
+    impl CudaOp for GatedResidual {
+        const NAME: &'static str = "dit-gated-residual";
+
+        fn launch(
             &self,
-            _: &CpuStorage,
-            _: &Layout,
-            _: &CpuStorage,
-            _: &Layout,
-            _: &CpuStorage,
-            _: &Layout,
-        ) -> candle::Result<(CpuStorage, Shape)> {
-            candle::bail!("dit-gated-residual runs on CUDA only")
-        }
-        fn cuda_fwd(
-            &self,
-            s1: &CudaStorage,
-            l1: &Layout,
-            s2: &CudaStorage,
-            l2: &Layout,
-            s3: &CudaStorage,
-            l3: &Layout,
+            inputs: &[(&CudaStorage, &Layout)],
         ) -> candle::Result<(CudaStorage, Shape)> {
-            let (b, t, dim) = l1.shape().dims3()?;
-            let (Some(x), Some(y)) = (view(s1, l1)?, view(s2, l2)?) else {
-                candle::bail!("dit-gated-residual: x and y must be contiguous");
+            let &[(xs, xl), (ys, yl), (gs, gl)] = inputs else {
+                candle::bail!("{}: x, y and gate", Self::NAME)
             };
-            let (gate, gate_stride) = rows_view(s3, l3)?;
-            let dev = s1.device();
-            let func = dev.get_or_load_custom_func(
-                "gated_residual_f32",
-                MODULE,
-                nvrtc::ptx(MODULE, SOURCE)?,
-            )?;
+            let (b, t, dim) = xl.shape().dims3()?;
+            let (x, y) = (view(Self::NAME, xs, xl)?, view(Self::NAME, ys, yl)?);
+            let (gate, gate_stride) = rows_view(gs, gl)?;
+            let dev = xs.device();
+            let func = KERNELS.function(dev, "gated_residual_f32")?;
             let n = b * t * dim;
-            // SAFETY: every element is written by the kernel.
-            let out = unsafe { dev.alloc::<f32>(n)? };
+            let out = output(dev, n)?;
             let cfg = LaunchConfig {
                 grid_dim: (n.div_ceil(THREADS as usize).min(65_535) as u32, 1, 1),
                 block_dim: (THREADS, 1, 1),
                 shared_mem_bytes: 0,
             };
             let (t_i, dim_i, n_i) = (t as i32, dim as i32, n as i64);
-            let mut builder = func.builder();
-            builder.arg(&x);
-            builder.arg(&y);
-            builder.arg(&gate);
-            builder.arg(&gate_stride);
-            builder.arg(&out);
-            builder.arg(&t_i);
-            builder.arg(&dim_i);
-            builder.arg(&n_i);
+            let stream = dev.cuda_stream();
+            let mut builder = stream.launch_builder(&func);
+            builder.arg(&x).arg(&y).arg(&gate).arg(&gate_stride);
+            builder.arg(&out).arg(&t_i).arg(&dim_i).arg(&n_i);
             // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
             unsafe { builder.launch(cfg) }.w()?;
-            Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), l1.shape().clone()))
+            Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), xl.shape().clone()))
         }
     }
 
     pub fn gated_residual(x: &Tensor, y: &Tensor, gate: &Tensor) -> candle::Result<Option<Tensor>> {
-        if !nvrtc::available(MODULE, SOURCE) {
+        if !KERNELS.available() {
             return Ok(None);
         }
-        Ok(Some(x.apply_op3_no_bwd(y, gate, &GatedResidual)?))
+        Ok(Some(x.apply_op3_no_bwd(y, gate, &Op(GatedResidual))?))
     }
 }

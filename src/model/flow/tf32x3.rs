@@ -22,8 +22,7 @@
 use candle::{D, Tensor};
 
 /// How the flow's large f32 matmuls (the DiT blocks' projections and attention scores) run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FlowMatmul {
     /// Plain f32 GEMMs.
     #[default]

@@ -2,7 +2,6 @@
 // NVRTC (see kernels.rs). Plain f32 arithmetic; every sum runs in a fixed order, so a step gives
 // the same bits every time it runs.
 
-#define MAX_ROWS 8
 #define WARPS 8
 
 __device__ __forceinline__ float warp_sum(float v) {
@@ -11,7 +10,7 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
-// y[r][n] = sum_k x[r][k] * w[n][k] (+ bias[n]) for r < ROWS <= MAX_ROWS: the product of a few
+// y[r][n] = sum_k x[r][k] * w[n][k] (+ bias[n]) for r < ROWS <= 8 (MAX_ROWS in kernels.rs): the product of a few
 // rows with a weight stored (out, in), as a decode step's projections need it. Reading the
 // weight once at full bandwidth is all that matters: each warp streams COLS weight rows (or
 // a 1/ksplit share of them, for layers with few output columns) with 16-byte loads, holding

@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use candle::Tensor;
 
-/// Most rows [`rows_matmul`] takes (lanes of a decode step); `MAX_ROWS` in kernels.cu.
+/// Most rows [`rows_matmul`] takes (lanes of a decode step): kernels.cu instantiates
+/// `rows_matmul_f32_1` … `rows_matmul_f32_8`.
 pub const MAX_ROWS: usize = 8;
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
@@ -33,12 +34,25 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
+/// Runs `f` with the kernels switched off (`on` false) or left as they are, then restores the
+/// switch: for benchmarks comparing the two in one process.
+pub fn with_enabled<T>(on: bool, f: impl FnOnce() -> T) -> T {
+    let was = enabled();
+    set_enabled(on && was);
+    let out = f();
+    set_enabled(was);
+    out
+}
+
 /// Lectern's CUDA kernel modules (the LM's and the DiT's) that failed to compile in this
 /// process, with NVRTC's message: their callers run candle's ops instead. Empty without CUDA.
 pub fn compile_failures() -> Vec<String> {
     #[cfg(feature = "cuda")]
     {
-        crate::model::nvrtc::failures()
+        [&imp::KERNELS, &crate::model::flow::kernels::KERNELS]
+            .into_iter()
+            .filter_map(|m| m.failure())
+            .collect()
     }
     #[cfg(not(feature = "cuda"))]
     {
@@ -114,15 +128,15 @@ mod imp {
 #[cfg(feature = "cuda")]
 mod imp {
     use candle::backend::BackendStorage;
+    use candle::cuda_backend::CudaStorage;
+    use candle::cuda_backend::WrapErr;
     use candle::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
-    use candle::cuda_backend::{CudaDevice, CudaStorage, WrapErr};
-    use candle::{CpuStorage, Layout, Shape, Tensor};
+    use candle::{Layout, Shape, Tensor};
 
-    use crate::model::nvrtc::{self, aligned_contiguous, view};
+    use crate::model::nvrtc::{CudaOp, Module, Op, aligned_contiguous, output, view};
 
-    const MODULE: &str = "lectern_lm_kernels";
-    const SOURCE: &str = include_str!("kernels.cu");
-    /// Warps per block of `rows_matmul_f32` (`WARPS` in kernels.cu).
+    pub static KERNELS: Module = Module::new("lectern_lm_kernels", include_str!("kernels.cu"));
+    /// Warps per block of `rows_matmul_f32_R` (`WARPS` in kernels.cu).
     const WARPS: usize = 8;
     /// Weight rows per warp (`COLS` in kernels.cu).
     const COLS: usize = 4;
@@ -130,28 +144,32 @@ mod imp {
     /// an H100/H200).
     const MIN_BLOCKS: usize = 264;
 
-    fn ptx() -> candle::Result<&'static str> {
-        nvrtc::ptx(MODULE, SOURCE)
-    }
-
+    /// Inputs: x `(rows, k)`, w `(n, k)`, optionally bias `(n,)`.
     struct RowsMatmul;
 
-    impl RowsMatmul {
+    impl CudaOp for RowsMatmul {
+        const NAME: &'static str = "lm-rows-matmul";
+
         fn launch(
             &self,
-            x: (&CudaStorage, &Layout),
-            w: (&CudaStorage, &Layout),
-            bias: Option<(&CudaStorage, &Layout)>,
+            inputs: &[(&CudaStorage, &Layout)],
         ) -> candle::Result<(CudaStorage, Shape)> {
-            let (rows, k) = x.1.shape().dims2()?;
-            let (n, wk) = w.1.shape().dims2()?;
-            if wk != k {
-                candle::bail!("rows_matmul: x has {k} columns, w {wk}");
-            }
-            let (Some(xv), Some(wv)) = (view(x.0, x.1)?, view(w.0, w.1)?) else {
-                candle::bail!("rows_matmul: inputs must be contiguous and aligned");
+            let (&(xs, xl), &(ws, wl), bias) = match inputs {
+                [x, w] => (x, w, None),
+                [x, w, b] => (x, w, Some(b)),
+                _ => candle::bail!("{}: x, w and an optional bias", Self::NAME),
             };
-            let dev: &CudaDevice = x.0.device();
+            let (rows, k) = xl.shape().dims2()?;
+            let (n, wk) = wl.shape().dims2()?;
+            if wk != k {
+                candle::bail!("{}: x has {k} columns, w {wk}", Self::NAME);
+            }
+            let (x, w) = (view(Self::NAME, xs, xl)?, view(Self::NAME, ws, wl)?);
+            let bias = bias.map(|&(s, l)| view(Self::NAME, s, l)).transpose()?;
+            if bias.as_ref().is_some_and(|b| b.len() != n) {
+                candle::bail!("{}: the bias must have {n} entries", Self::NAME);
+            }
+            let dev = xs.device();
             // Split each weight row over more warps when there are few output columns.
             let cols_per_block = |ksplit: usize| (WARPS / ksplit) * COLS;
             let mut ksplit = 1;
@@ -164,85 +182,20 @@ mod imp {
                 shared_mem_bytes: 0,
             };
             // One instance per row count (1..=MAX_ROWS), so each keeps its rows in registers.
-            let name = format!("rows_matmul_f32_{rows}");
-            let func = dev.get_or_load_custom_func(&name, MODULE, ptx()?)?;
-            // SAFETY: every element is written by the kernel.
-            let out = unsafe { dev.alloc::<f32>(rows * n)? };
-            let (n_i, k_i, ks_i) = (n as i32, k as i32, ksplit as i32);
-            let null: u64 = 0;
-            let bias_view = match bias {
-                Some((s, l)) => match view(s, l)? {
-                    Some(v) if v.len() == n => Some(v),
-                    _ => candle::bail!("rows_matmul: bias must be contiguous ({n},)"),
-                },
-                None => None,
-            };
-            let mut b = func.builder();
-            b.arg(&xv);
-            b.arg(&wv);
-            match &bias_view {
+            let func = KERNELS.function(dev, &format!("rows_matmul_f32_{rows}"))?;
+            let out = output(dev, rows * n)?;
+            let (n_i, k_i, ks_i, null) = (n as i32, k as i32, ksplit as i32, 0u64);
+            let stream = dev.cuda_stream();
+            let mut b = stream.launch_builder(&func);
+            b.arg(&x).arg(&w);
+            match &bias {
                 Some(v) => b.arg(v),
                 None => b.arg(&null),
             };
-            b.arg(&out);
-            b.arg(&n_i);
-            b.arg(&k_i);
-            b.arg(&ks_i);
+            b.arg(&out).arg(&n_i).arg(&k_i).arg(&ks_i);
             // SAFETY: the arguments match the kernel's signature; sizes are checked above.
             unsafe { b.launch(cfg) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), Shape::from((rows, n))))
-        }
-    }
-
-    impl candle::CustomOp2 for RowsMatmul {
-        fn name(&self) -> &'static str {
-            "lm-rows-matmul"
-        }
-        fn cpu_fwd(
-            &self,
-            _: &CpuStorage,
-            _: &Layout,
-            _: &CpuStorage,
-            _: &Layout,
-        ) -> candle::Result<(CpuStorage, Shape)> {
-            candle::bail!("lm-rows-matmul runs on CUDA only")
-        }
-        fn cuda_fwd(
-            &self,
-            s1: &CudaStorage,
-            l1: &Layout,
-            s2: &CudaStorage,
-            l2: &Layout,
-        ) -> candle::Result<(CudaStorage, Shape)> {
-            self.launch((s1, l1), (s2, l2), None)
-        }
-    }
-
-    impl candle::CustomOp3 for RowsMatmul {
-        fn name(&self) -> &'static str {
-            "lm-rows-matmul-bias"
-        }
-        fn cpu_fwd(
-            &self,
-            _: &CpuStorage,
-            _: &Layout,
-            _: &CpuStorage,
-            _: &Layout,
-            _: &CpuStorage,
-            _: &Layout,
-        ) -> candle::Result<(CpuStorage, Shape)> {
-            candle::bail!("lm-rows-matmul runs on CUDA only")
-        }
-        fn cuda_fwd(
-            &self,
-            s1: &CudaStorage,
-            l1: &Layout,
-            s2: &CudaStorage,
-            l2: &Layout,
-            s3: &CudaStorage,
-            l3: &Layout,
-        ) -> candle::Result<(CudaStorage, Shape)> {
-            self.launch((s1, l1), (s2, l2), Some((s3, l3)))
         }
     }
 
@@ -251,129 +204,97 @@ mod imp {
         w: &Tensor,
         bias: Option<&Tensor>,
     ) -> candle::Result<Option<Tensor>> {
-        if !nvrtc::available(MODULE, SOURCE) {
-            return Ok(None);
-        }
-        if !aligned_contiguous(x) || !aligned_contiguous(w) || w.rank() != 2 {
+        if !KERNELS.available() || !aligned_contiguous(x) || !aligned_contiguous(w) || w.rank() != 2
+        {
             return Ok(None);
         }
         Ok(Some(match bias {
-            Some(b) if aligned_contiguous(b) => x.apply_op3_no_bwd(w, b, &RowsMatmul)?,
+            Some(b) if aligned_contiguous(b) => x.apply_op3_no_bwd(w, b, &Op(RowsMatmul))?,
             Some(_) => return Ok(None),
-            None => x.apply_op2_no_bwd(w, &RowsMatmul)?,
+            None => x.apply_op2_no_bwd(w, &Op(RowsMatmul))?,
         }))
     }
 
+    /// Inputs: x `(…, cols)`, alpha `(cols,)`.
     struct RmsNorm {
         eps: f32,
     }
 
-    impl candle::CustomOp2 for RmsNorm {
-        fn name(&self) -> &'static str {
-            "lm-rms-norm"
-        }
-        fn cpu_fwd(
+    impl CudaOp for RmsNorm {
+        const NAME: &'static str = "lm-rms-norm";
+
+        fn launch(
             &self,
-            _: &CpuStorage,
-            _: &Layout,
-            _: &CpuStorage,
-            _: &Layout,
-        ) -> candle::Result<(CpuStorage, Shape)> {
-            candle::bail!("lm-rms-norm runs on CUDA only")
-        }
-        fn cuda_fwd(
-            &self,
-            s1: &CudaStorage,
-            l1: &Layout,
-            s2: &CudaStorage,
-            l2: &Layout,
+            inputs: &[(&CudaStorage, &Layout)],
         ) -> candle::Result<(CudaStorage, Shape)> {
-            let (Some(x), Some(alpha)) = (view(s1, l1)?, view(s2, l2)?) else {
-                candle::bail!("lm-rms-norm: inputs must be contiguous");
+            let &[(xs, xl), (als, all)] = inputs else {
+                candle::bail!("{}: x and alpha", Self::NAME)
             };
-            let cols = *l1.shape().dims().last().unwrap_or(&1);
+            let (x, alpha) = (view(Self::NAME, xs, xl)?, view(Self::NAME, als, all)?);
+            let cols = *xl.shape().dims().last().unwrap_or(&1);
             if alpha.len() != cols {
-                candle::bail!("lm-rms-norm: alpha has {} entries for {cols} columns", alpha.len());
+                candle::bail!(
+                    "{}: alpha has {} entries for {cols} columns",
+                    Self::NAME,
+                    alpha.len()
+                );
             }
-            let rows = l1.shape().elem_count() / cols.max(1);
-            let dev = s1.device();
+            let rows = xl.shape().elem_count() / cols.max(1);
+            let dev = xs.device();
             let cfg = LaunchConfig {
                 grid_dim: (rows as u32, 1, 1),
                 block_dim: (256, 1, 1),
                 shared_mem_bytes: 0,
             };
-            let func = dev.get_or_load_custom_func("rms_norm_f32", MODULE, ptx()?)?;
-            // SAFETY: every element is written by the kernel.
-            let out = unsafe { dev.alloc::<f32>(rows * cols)? };
+            let func = KERNELS.function(dev, "rms_norm_f32")?;
+            let out = output(dev, rows * cols)?;
             let cols_i = cols as i32;
-            let mut b = func.builder();
-            b.arg(&x);
-            b.arg(&alpha);
-            b.arg(&out);
-            b.arg(&cols_i);
-            b.arg(&self.eps);
+            let stream = dev.cuda_stream();
+            let mut b = stream.launch_builder(&func);
+            b.arg(&x).arg(&alpha).arg(&out).arg(&cols_i).arg(&self.eps);
             // SAFETY: the arguments match the kernel's signature.
             unsafe { b.launch(cfg) }.w()?;
-            Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), l1.shape().clone()))
+            Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), xl.shape().clone()))
         }
     }
 
     pub fn rms_norm(x: &Tensor, alpha: &Tensor, eps: f32) -> candle::Result<Option<Tensor>> {
-        if !nvrtc::available(MODULE, SOURCE) {
+        if !KERNELS.available() || !aligned_contiguous(x) || !aligned_contiguous(alpha) {
             return Ok(None);
         }
-        if !aligned_contiguous(x) || !aligned_contiguous(alpha) {
-            return Ok(None);
-        }
-        Ok(Some(x.apply_op2_no_bwd(alpha, &RmsNorm { eps })?))
+        Ok(Some(x.apply_op2_no_bwd(alpha, &Op(RmsNorm { eps }))?))
     }
 
+    /// Inputs: scores `(batch, groups, len)`, the layer cache `(2, batch, capacity, 64)`.
     struct SoftmaxValues;
 
-    impl candle::CustomOp2 for SoftmaxValues {
-        fn name(&self) -> &'static str {
-            "lm-softmax-values"
-        }
-        fn cpu_fwd(
+    impl CudaOp for SoftmaxValues {
+        const NAME: &'static str = "lm-softmax-values";
+
+        fn launch(
             &self,
-            _: &CpuStorage,
-            _: &Layout,
-            _: &CpuStorage,
-            _: &Layout,
-        ) -> candle::Result<(CpuStorage, Shape)> {
-            candle::bail!("lm-softmax-values runs on CUDA only")
-        }
-        fn cuda_fwd(
-            &self,
-            s1: &CudaStorage,
-            l1: &Layout,
-            s2: &CudaStorage,
-            l2: &Layout,
+            inputs: &[(&CudaStorage, &Layout)],
         ) -> candle::Result<(CudaStorage, Shape)> {
-            let (batch, groups, len) = l1.shape().dims3()?;
-            let (_, _, cap, d) = l2.shape().dims4()?;
-            let (Some(scores), Some(cache)) = (view(s1, l1)?, view(s2, l2)?) else {
-                candle::bail!("lm-softmax-values: inputs must be contiguous and aligned");
+            let &[(ss, sl), (cs, cl)] = inputs else {
+                candle::bail!("{}: scores and cache", Self::NAME)
             };
+            let (batch, groups, len) = sl.shape().dims3()?;
+            let (_, _, cap, d) = cl.shape().dims4()?;
+            let (scores, cache) = (view(Self::NAME, ss, sl)?, view(Self::NAME, cs, cl)?);
             // The values: the second half of the cache.
             let values = cache.slice(batch * cap * d..);
-            let dev = s1.device();
+            let dev = ss.device();
             let cfg = LaunchConfig {
                 grid_dim: ((batch * groups) as u32, 1, 1),
                 block_dim: (1024, 1, 1), // SV_THREADS = PARTS × HEAD_DIM in kernels.cu
                 shared_mem_bytes: 0,
             };
-            let func = dev.get_or_load_custom_func("softmax_values_f32", MODULE, ptx()?)?;
-            // SAFETY: every element is written by the kernel.
-            let out = unsafe { dev.alloc::<f32>(batch * groups * d)? };
+            let func = KERNELS.function(dev, "softmax_values_f32")?;
+            let out = output(dev, batch * groups * d)?;
             let (groups_i, len_i, cap_i) = (groups as i32, len as i32, cap as i32);
-            let mut b = func.builder();
-            b.arg(&scores);
-            b.arg(&values);
-            b.arg(&out);
-            b.arg(&groups_i);
-            b.arg(&len_i);
-            b.arg(&cap_i);
+            let stream = dev.cuda_stream();
+            let mut b = stream.launch_builder(&func);
+            b.arg(&scores).arg(&values).arg(&out).arg(&groups_i).arg(&len_i).arg(&cap_i);
             // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
             unsafe { b.launch(cfg) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), Shape::from((batch, groups, d))))
@@ -381,12 +302,9 @@ mod imp {
     }
 
     pub fn softmax_values(scores: &Tensor, cache: &Tensor) -> candle::Result<Option<Tensor>> {
-        if !nvrtc::available(MODULE, SOURCE) {
+        if !KERNELS.available() || !aligned_contiguous(scores) || !aligned_contiguous(cache) {
             return Ok(None);
         }
-        if !aligned_contiguous(scores) || !aligned_contiguous(cache) {
-            return Ok(None);
-        }
-        Ok(Some(scores.apply_op2_no_bwd(cache, &SoftmaxValues)?))
+        Ok(Some(scores.apply_op2_no_bwd(cache, &Op(SoftmaxValues))?))
     }
 }
