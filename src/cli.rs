@@ -73,6 +73,10 @@ pub struct SynthArgs {
     /// Decode the LM and run the flow one after the other instead of at the same time.
     #[arg(long)]
     pub no_overlap: bool,
+    /// How the flow's large matmuls run (default: tf32x3 on CUDA — three TF32 tensor-core
+    /// products, f32-exact — and f32 elsewhere). Each take records which ran.
+    #[arg(long, value_enum)]
+    pub flow_matmul: Option<FlowMatmulArg>,
 }
 
 /// `lectern bench --workload`'s options.
@@ -94,7 +98,8 @@ pub struct WorkloadArgs {
     /// `--stage lm`: forced decode steps per run (default 8).
     #[arg(long)]
     pub steps: Option<usize>,
-    /// How the flow's large matmuls run (default f32; tf32x3: three TF32 tensor-core products).
+    /// How the flow's large matmuls run (default: tf32x3 on CUDA — three TF32 tensor-core
+    /// products, f32-exact — and f32 elsewhere).
     #[arg(long, value_enum)]
     pub flow_matmul: Option<FlowMatmulArg>,
     /// Only the first N segments (quick runs).
@@ -118,6 +123,10 @@ pub struct WorkloadArgs {
     /// Run the DiT's elementwise work on candle's ops only, without Lectern's CUDA kernels.
     #[arg(long)]
     pub no_flow_kernels: bool,
+    /// Run the vocoder's convolutions and activations on candle's ops only, without Lectern's
+    /// CUDA kernels.
+    #[arg(long)]
+    pub no_vocoder_kernels: bool,
 }
 
 impl WorkloadArgs {
@@ -145,6 +154,7 @@ impl WorkloadArgs {
         o.cuda_graphs = !self.no_cuda_graphs;
         o.lm_kernels = !self.no_lm_kernels;
         o.flow_kernels = !self.no_flow_kernels;
+        o.vocoder_kernels = !self.no_vocoder_kernels;
         o.print = !json;
         o
     }
@@ -265,7 +275,8 @@ pub enum Command {
         /// Stage lm: decode the cases' greedy runs together, as lanes of one batch.
         #[arg(long)]
         lanes: bool,
-        /// Stages dit, flow, e2e: how the flow's large matmuls run (default f32).
+        /// Stages dit, flow, e2e: how the flow's large matmuls run (default: tf32x3 on CUDA,
+        /// f32 elsewhere).
         #[arg(long, value_enum)]
         flow_matmul: Option<FlowMatmulArg>,
     },
@@ -388,7 +399,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Parity { model, case, out, stage, device, lanes, flow_matmul }) => {
             let device = parse_device(&device)?;
-            let flow_matmul = flow_matmul.map_or(FlowMatmul::F32, Into::into);
+            let flow_matmul = flow_matmul.map_or(FlowMatmul::default_for(&device), Into::into);
             let req = parity::ParityRequest {
                 model_dir: model,
                 case,
@@ -409,6 +420,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 (Some(stage), None) => {
                     crate::model::lm::kernels::set_enabled(!wl.no_lm_kernels);
                     crate::model::flow::kernels::set_enabled(!wl.no_flow_kernels);
+                    crate::model::hift::kernels::set_enabled(!wl.no_vocoder_kernels);
                     bench::run_stage(stage, &wl.stage_options(device, quick))?
                 }
                 (None, None) => anyhow::bail!("give --stage or --workload"),
@@ -441,6 +453,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 voice: synth.voice.clone(),
                 device: parse_device(&synth.device)?,
                 params: synth.params(),
+                flow_matmul: synth.flow_matmul.map(Into::into),
                 base_seed: synth.seed,
                 progress: !quiet,
                 project: match (project, no_project) {
@@ -478,6 +491,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 voice: w.synth.voice.clone(),
                 device: parse_device(&w.synth.device)?,
                 params: w.synth.params(),
+                flow_matmul: w.synth.flow_matmul.map(Into::into),
                 base_seed: w.synth.seed,
                 fallback_wav: w.fallback_wav,
             })

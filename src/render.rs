@@ -26,6 +26,7 @@ use crate::engine::protocol::{
 };
 use crate::engine::{ENGINE_VERSION, Engine};
 use crate::model::config::{ModelConfig, SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN};
+use crate::model::flow::FlowMatmul;
 use crate::session::{self, ModelChoice};
 use crate::store::{Project, StoredSegment, TakeStatus};
 use crate::text::{Manuscript, ParseOptions};
@@ -57,6 +58,8 @@ pub struct RenderOptions {
     pub voice: Option<String>,
     pub device: Device,
     pub params: RenderParams,
+    /// How the flow's matmuls run; `None`: the device's default ([`FlowMatmul::default_for`]).
+    pub flow_matmul: Option<FlowMatmul>,
     /// Segment k is sampled with seed `base_seed + k`.
     pub base_seed: u64,
     pub progress: bool,
@@ -235,7 +238,13 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     }
 
     if !specs.is_empty() {
-        let backend = session::backend(&model, &voice, &opts.device, opts.params.precision)?;
+        let backend = session::backend(
+            &model,
+            &voice,
+            &opts.device,
+            opts.params.precision,
+            opts.flow_matmul,
+        )?;
         let handle = Engine::spawn(backend, voice.manifest.name.clone(), opts.params.clone());
         handle.tx.send(Request::Enqueue(specs.clone())).context("engine stopped")?;
         // With a project the output is assembled from the store, so only keep samples without.

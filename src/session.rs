@@ -9,6 +9,7 @@ use candle::Device;
 
 use crate::engine::CosyVoiceBackend;
 use crate::engine::protocol::Precision;
+use crate::model::flow::FlowMatmul;
 use crate::text::Tokenizer;
 use crate::voice::Voice;
 
@@ -85,7 +86,9 @@ pub fn backend(
     voice: &Voice,
     device: &Device,
     precision: Precision,
+    flow_matmul: Option<FlowMatmul>,
 ) -> anyhow::Result<CosyVoiceBackend> {
-    CosyVoiceBackend::load(&model.dir, voice, device, precision)
+    let flow_matmul = flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(device));
+    CosyVoiceBackend::load(&model.dir, voice, device, precision, flow_matmul)
         .with_context(|| format!("loading the model in {}", model.dir.display()))
 }

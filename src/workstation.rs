@@ -10,6 +10,7 @@ use candle::Device;
 use crate::audio::{Player, PlayerConfig};
 use crate::engine::Engine;
 use crate::engine::protocol::RenderParams;
+use crate::model::flow::FlowMatmul;
 use crate::session::{self, ModelChoice};
 use crate::text::{Manuscript, ParseOptions, TextError, Tokenizer};
 use crate::tui::watch::{ManuscriptSource, Reparse};
@@ -28,6 +29,8 @@ pub struct WorkstationOptions {
     pub voice: Option<String>,
     pub device: Device,
     pub params: RenderParams,
+    /// How the flow's matmuls run; `None`: the device's default ([`FlowMatmul::default_for`]).
+    pub flow_matmul: Option<FlowMatmul>,
     pub base_seed: u64,
     /// Where playback goes when there is no audio device.
     pub fallback_wav: Option<PathBuf>,
@@ -47,11 +50,11 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
         Arc::new(move |path: &Path| segment_texts(path, &tokenizer).map_err(|e| e.to_string()));
 
     let voice_name = voice.manifest.name.clone();
-    let (model_for_engine, device, precision) =
-        (model.clone(), opts.device.clone(), opts.params.precision);
+    let (model_for_engine, device, precision, flow_matmul) =
+        (model.clone(), opts.device.clone(), opts.params.precision, opts.flow_matmul);
     let handle = Engine::spawn_with(
         move || {
-            session::backend(&model_for_engine, &voice, &device, precision)
+            session::backend(&model_for_engine, &voice, &device, precision, flow_matmul)
                 .map_err(|e| crate::engine::EngineError::Backend(format!("{e:#}")))
         },
         voice_name.clone(),

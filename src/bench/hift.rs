@@ -10,7 +10,7 @@ use std::time::Instant;
 use candle::{DType, Device, Tensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{BenchOptions, sync};
 use crate::model::config::{ModelConfig, SAMPLES_PER_FRAME};
@@ -80,9 +80,44 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     if opts.quick {
         println!("(--quick: the 60 s / 3000-frame workload is skipped)");
     }
+    let mel = mel_of(500)?;
+    {
+        // One more 10 s call for a kernel profiler (ncu).
+        let _profiled = super::profiled_range();
+        hift.forward(&mel)?;
+        sync(&opts.device)?;
+    }
+    let kernels = kernel_comparison(&hift, &mel, &opts.device)?;
     let convs = conv_comparison(&opts.device, opts.weights_seed)?;
     Ok(json!({ "stage": "hift", "device": format!("{:?}", opts.device), "build_s": load_s,
-        "runs": rows, "conv_comparison": convs }))
+        "runs": rows, "conv_comparison": convs, "kernel_comparison": kernels }))
+}
+
+/// On CUDA: the 10 s call with and without Lectern's vocoder kernels (time, and the largest
+/// difference in the waveform).
+fn kernel_comparison(hift: &Hift, mel: &Tensor, device: &Device) -> anyhow::Result<Value> {
+    if !device.is_cuda() {
+        return Ok(Value::Null);
+    }
+    let timed = |on: bool| -> anyhow::Result<(f64, Vec<f32>)> {
+        crate::model::hift::kernels::set_enabled(on);
+        hift.forward(mel)?; // warm
+        sync(device)?;
+        let t = Instant::now();
+        let wav = hift.forward(mel)?;
+        sync(device)?;
+        Ok((t.elapsed().as_secs_f64(), wav))
+    };
+    let (candle_s, by_candle) = timed(false)?;
+    let (kernel_s, by_kernels) = timed(true)?;
+    let deviation =
+        by_candle.iter().zip(&by_kernels).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    println!(
+        "\n10 s of audio with Lectern's vocoder kernels: {kernel_s:.4} s; candle's ops: \
+         {candle_s:.4} s ({:.2}×); largest waveform difference {deviation:.2e}",
+        candle_s / kernel_s
+    );
+    Ok(json!({"kernels_s": kernel_s, "candle_s": candle_s, "max_abs_diff": deviation}))
 }
 
 /// One resblock conv of each stage at 10 s of audio, candle conv1d vs tap-major matmuls.

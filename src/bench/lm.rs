@@ -122,7 +122,7 @@ fn decode_run(
     let cfg = SamplingConfig::default();
     let sts = lm.config().speech_token_size;
     sync(lm.device())?;
-    let _profiled = profiled_range();
+    let _profiled = super::profiled_range();
     let start = Instant::now();
     let mut sampling_s = 0.0;
     for _ in 0..steps {
@@ -144,27 +144,6 @@ fn decode_run(
     }
     sync(lm.device())?;
     Ok(DecodeTimes { total_s: start.elapsed().as_secs_f64(), sampling_s })
-}
-
-/// Marks the timed decode loop for a profiler started with `--profile-from-start off`
-/// (Nsight Compute: only the kernels launched while the guard lives are profiled).
-fn profiled_range() -> impl Drop {
-    struct Range;
-    impl Drop for Range {
-        fn drop(&mut self) {
-            #[cfg(feature = "cuda")]
-            // SAFETY: a plain driver call; without a profiler attached it does nothing.
-            unsafe {
-                let _ = candle::cuda_backend::cudarc::driver::sys::cuProfilerStop();
-            }
-        }
-    }
-    #[cfg(feature = "cuda")]
-    // SAFETY: as above.
-    unsafe {
-        let _ = candle::cuda_backend::cudarc::driver::sys::cuProfilerStart();
-    }
-    Range
 }
 
 pub fn run(opts: &BenchOptions) -> Result<serde_json::Value> {

@@ -62,3 +62,24 @@ pub fn run_stage(stage: BenchStage, opts: &BenchOptions) -> anyhow::Result<serde
 pub fn sync(device: &Device) -> candle::Result<()> {
     device.synchronize()
 }
+
+/// Marks a timed region for a profiler started with `--profile-from-start off` (Nsight
+/// Compute: only the kernels launched while the guard lives are profiled).
+pub(crate) fn profiled_range() -> impl Drop {
+    struct Range;
+    impl Drop for Range {
+        fn drop(&mut self) {
+            #[cfg(feature = "cuda")]
+            // SAFETY: a plain driver call; without a profiler attached it does nothing.
+            unsafe {
+                let _ = candle::cuda_backend::cudarc::driver::sys::cuProfilerStop();
+            }
+        }
+    }
+    #[cfg(feature = "cuda")]
+    // SAFETY: as above.
+    unsafe {
+        let _ = candle::cuda_backend::cudarc::driver::sys::cuProfilerStart();
+    }
+    Range
+}

@@ -330,6 +330,8 @@ pub struct WorkloadOptions {
     pub lm_kernels: bool,
     /// The DiT's own CUDA kernels ([`crate::model::flow::kernels`]).
     pub flow_kernels: bool,
+    /// The vocoder's own CUDA kernels ([`crate::model::hift::kernels`]).
+    pub vocoder_kernels: bool,
     /// How the flow's large matmuls run; `None`: the device's default
     /// (plain f32).
     pub flow_matmul: Option<FlowMatmul>,
@@ -357,6 +359,7 @@ impl WorkloadOptions {
             flow_matmul: None,
             lm_kernels: true,
             flow_kernels: true,
+            vocoder_kernels: true,
             config: ModelConfig::full_size(),
             weights_seed: 0,
             print: true,
@@ -406,7 +409,7 @@ fn build_backend(
         &Weights::root(Arc::new(flow_ckpt)),
         &NoiseSource::Rebuilt,
     )?;
-    flow.set_matmul(opts.flow_matmul.unwrap_or_default())?;
+    flow.set_matmul(opts.flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(dev)))?;
     let hift = Hift::new(cfg, &super::hift::random_weights(cfg, opts.weights_seed, dev)?)?;
     // Never used: the forced backend builds its own lane requests from the stand-in ids.
     let tokenizer = Tokenizer::tiny_fallback(std::path::Path::new("bench-stand-in"));
@@ -449,6 +452,7 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
     ensure!(!opts.lanes.is_empty(), "no lanes given");
     crate::model::lm::kernels::set_enabled(opts.lm_kernels);
     crate::model::flow::kernels::set_enabled(opts.flow_kernels);
+    crate::model::hift::kernels::set_enabled(opts.vocoder_kernels);
     let segs = segments(
         &opts.workload.text(),
         opts.tokens_per_word,
@@ -571,6 +575,7 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
         "cuda_graphs": opts.cuda_graphs,
         "lm_kernels": opts.lm_kernels,
         "flow_kernels": opts.flow_kernels,
+        "vocoder_kernels": opts.vocoder_kernels,
         "cuda_kernel_compile_failures": crate::model::lm::kernels::compile_failures(),
         "flow_matmul": info.flow_matmul,
         "segments": segs.len(),

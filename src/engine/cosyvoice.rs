@@ -13,7 +13,7 @@ use super::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
 use super::protocol::{LaneMemory, MinLenRule, Precision};
 use super::{EngineError, Result};
 use crate::model::config::{ModelConfig, ModelFiles, N_MELS};
-use crate::model::flow::{CausalMaskedDiffWithDiT, FlowPrompt, NoiseSource};
+use crate::model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
 use crate::model::hift::Hift;
 use crate::model::lm::{GenerateOptions, LaneRequest, LmPrecision, SpeechLm};
 use crate::model::sampling::{self, SamplingConfig};
@@ -152,6 +152,7 @@ impl CosyVoiceBackend {
         voice: &Voice,
         device: &Device,
         precision: Precision,
+        flow_matmul: FlowMatmul,
     ) -> Result<Self> {
         let cfg = ModelConfig::from_dir(model_dir)?;
         voice
@@ -159,8 +160,9 @@ impl CosyVoiceBackend {
             .map_err(invalid)?;
         let files = ModelFiles::in_dir(model_dir);
         let lm = SpeechLm::from_dir(model_dir, lm_precision(precision), &lm_device(device)?)?;
-        let flow =
+        let mut flow =
             CausalMaskedDiffWithDiT::load(&cfg.flow, &files.flow, device, &NoiseSource::Rebuilt)?;
+        flow.set_matmul(flow_matmul)?;
         let hift = Hift::load(&files.hift, &cfg, device)?;
         let tokenizer = Tokenizer::from_model_dir(model_dir).map_err(invalid)?;
         let is_tiny = model_dir.join("tiny.json").exists();

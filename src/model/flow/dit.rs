@@ -6,9 +6,10 @@
 //! channel-last `(b, t, dim)` so every projection is one flat `(b·t, in) @ Wᵀ` matmul.
 //!
 //! Only the non-streaming path exists here: every frame attends to every frame (the upstream
-//! mask is all ones). On the CPU attention runs as one fused kernel
-//! ([`super::cpu_attention`]); on other devices the scores are materialised in query chunks so
-//! a long flow group never holds more than [`SCORE_BUDGET_FLOATS`] of them.
+//! mask is all ones). On the CPU and on CUDA attention runs as one fused kernel
+//! ([`super::cpu_attention`], [`super::kernels::attention`]); otherwise the scores are
+//! materialised in query chunks so a long flow group never holds more than
+//! [`SCORE_BUDGET_FLOATS`] of them.
 
 use candle::{D, DType, Device, Tensor};
 
@@ -62,6 +63,11 @@ impl Linear {
     }
 
     pub fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
+        self.product(xs)?.broadcast_add(&self.bias)
+    }
+
+    /// `xs · Wᵀ` without the bias, for callers that fold the bias into their next kernel.
+    pub fn product(&self, xs: &Tensor) -> candle::Result<Tensor> {
         let dims = xs.dims();
         let in_dim = dims[dims.len() - 1];
         let rows = xs.elem_count() / in_dim;
@@ -70,10 +76,13 @@ impl Linear {
             None => flat.matmul(&self.weight.t()?)?,
             Some(split) => tf32x3::matmul_t(&tf32x3::lhs(&flat)?, split)?,
         };
-        let ys = ys.broadcast_add(&self.bias)?;
         let mut out_dims = dims.to_vec();
         *out_dims.last_mut().expect("rank ≥ 1") = self.weight.dim(0)?;
         ys.reshape(out_dims)
+    }
+
+    pub fn bias(&self) -> &Tensor {
+        &self.bias
     }
 }
 
@@ -96,10 +105,11 @@ pub(crate) fn modulate(xs: &Tensor, scale: &Tensor, shift: &Tensor) -> candle::R
 }
 
 /// `x + y·gate` with `gate` `(b, dim)` over `(b, t, dim)`: the residual of a block's branch.
-fn gated_residual(x: &Tensor, y: &Tensor, gate: &Tensor) -> candle::Result<Tensor> {
-    match kernels::gated_residual(x, y, gate)? {
+/// `x + (y + bias)·gate`: `y` a projection's product without its `bias`.
+fn gated_residual(x: &Tensor, y: &Tensor, bias: &Tensor, gate: &Tensor) -> candle::Result<Tensor> {
+    match kernels::gated_residual(x, y, bias, gate)? {
         Some(out) => Ok(out),
-        None => x + y.broadcast_mul(&gate.unsqueeze(1)?)?,
+        None => x + y.broadcast_add(bias)?.broadcast_mul(&gate.unsqueeze(1)?)?,
     }
 }
 
@@ -143,13 +153,16 @@ impl TimestepEmbedding {
 pub(crate) struct CausalGroupConv {
     weight: Tensor, // (dim, dim / groups, k)
     bias: Tensor,   // (1, dim, 1)
+    /// The same laid out for Lectern's CUDA kernel (CUDA only).
+    kernel: Option<kernels::GroupConvWeights>,
 }
 
 impl CausalGroupConv {
     fn new(dim: usize, w: &Weights) -> Result<Self> {
         let weight = w.get("weight", &[dim, dim / CONV_POS_GROUPS, CONV_POS_KERNEL])?;
-        let bias = w.get("bias", &[dim])?.reshape((1, dim, 1))?;
-        Ok(Self { weight, bias })
+        let bias = w.get("bias", &[dim])?;
+        let kernel = kernels::GroupConvWeights::new(&weight, &bias)?;
+        Ok(Self { weight, bias: bias.reshape((1, dim, 1))?, kernel })
     }
 
     /// (b, dim, t) → (b, dim, t).
@@ -168,9 +181,24 @@ pub struct InputEmbedding {
 }
 
 impl InputEmbedding {
-    /// The causal conv position embedding alone: `u` (b, dim, t) → (b, dim, t).
-    pub(crate) fn conv_pos_embed(&self, u: &Tensor) -> candle::Result<Tensor> {
-        self.conv2.forward(&self.conv1.forward(u)?)
+    /// `u` plus its causal conv position embedding, channel-last: (b, t, dim) → (b, t, dim).
+    /// On CUDA both convs (with their Mish, the second with the residual) are Lectern's
+    /// kernel; elsewhere [`Self::position_embedded_by_candle`].
+    pub(crate) fn position_embedded(&self, u: &Tensor) -> candle::Result<Tensor> {
+        if let (Some(c1), Some(c2)) = (&self.conv1.kernel, &self.conv2.kernel)
+            && let Some(h) = c1.forward(u, None)?
+            && let Some(out) = c2.forward(&h, Some(u))?
+        {
+            return Ok(out);
+        }
+        self.position_embedded_by_candle(u)
+    }
+
+    /// [`Self::position_embedded`] with candle's ops (channel-first convs).
+    pub(crate) fn position_embedded_by_candle(&self, u: &Tensor) -> candle::Result<Tensor> {
+        let u_cf = u.transpose(1, 2)?; // (b, dim, t)
+        let pos = self.conv2.forward(&self.conv1.forward(&u_cf)?)?;
+        pos.transpose(1, 2)? + u
     }
 
     pub fn new(cfg: &DitConfig, w: &Weights) -> Result<Self> {
@@ -194,8 +222,7 @@ impl InputEmbedding {
         let (b, t, _) = x.dims3()?;
         let spks = spks.unsqueeze(1)?.broadcast_as((b, t, spks.dim(1)?))?;
         let u = self.proj.forward(&Tensor::cat(&[x, cond, mu, &spks], 2)?)?; // (b, t, dim)
-        let pos = self.conv_pos_embed(&u.transpose(1, 2)?)?; // (b, dim, t)
-        pos.transpose(1, 2)? + u
+        self.position_embedded(&u)
     }
 }
 
@@ -204,6 +231,8 @@ impl InputEmbedding {
 pub struct Rope {
     pub cos: Tensor,
     pub sin: Tensor,
+    /// `cos` and `sin` stacked `(2, t, dim_head / 2)`, for the CUDA q|k|v kernel.
+    pub cos_sin: Tensor,
 }
 
 impl Rope {
@@ -214,7 +243,8 @@ impl Rope {
             angles.extend(inv_freq.iter().map(|f| p as f32 * f));
         }
         let angles = Tensor::from_vec(angles, (t, inv_freq.len()), device)?;
-        Ok(Self { cos: angles.cos()?, sin: angles.sin()? })
+        let (cos, sin) = (angles.cos()?, angles.sin()?);
+        Ok(Self { cos_sin: Tensor::stack(&[&cos, &sin], 0)?, cos, sin })
     }
 }
 
@@ -261,7 +291,11 @@ impl Attention {
     pub(crate) fn qkv(&self, xs: &Tensor, rope: &Rope) -> candle::Result<(Tensor, Tensor, Tensor)> {
         let (b, t, _) = xs.dims3()?;
         let (h, dh) = (self.heads, self.dim_head);
-        let qkv = self.to_qkv.forward(xs)?; // (b, t, 3·h·dh)
+        let qkv = self.to_qkv.product(xs)?; // (b, t, 3·h·dh), no bias yet
+        if let Some(qkv) = kernels::qkv_bias_rope(&qkv, self.to_qkv.bias(), &rope.cos_sin, h)? {
+            return Ok(qkv);
+        }
+        let qkv = qkv.broadcast_add(self.to_qkv.bias())?;
         let qkv = qkv.reshape((b, t, 3, h, dh))?.permute((2, 0, 3, 1, 4))?.contiguous()?;
         let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?); // (b, h, t, dh) each
         // Upstream rotates channels 0..dh of the un-split projection, i.e. head 0 only:
@@ -275,14 +309,23 @@ impl Attention {
 
     /// `xs` (b, t, dim) → (b, t, dim).
     pub(crate) fn forward(&self, xs: &Tensor, rope: &Rope) -> candle::Result<Tensor> {
+        self.product(xs, rope)?.broadcast_add(self.to_out.bias())
+    }
+
+    /// [`Self::forward`] without the output projection's bias ([`Self::out_bias`]).
+    fn product(&self, xs: &Tensor, rope: &Rope) -> candle::Result<Tensor> {
         let (q, k, v) = self.qkv(xs, rope)?;
-        self.to_out.forward(&attend(&q, &k, &v, self.matmul)?)
+        self.to_out.product(&attend(&q, &k, &v, self.matmul)?)
+    }
+
+    fn out_bias(&self) -> &Tensor {
+        self.to_out.bias()
     }
 }
 
 /// Softmax attention over all frames: q (pre-scaled), k, v (b, h, t, dh) → (b, t, h·dh).
-/// On the CPU in plain f32 this is the fused kernel of [`super::cpu_attention`]; elsewhere
-/// [`attend_materialised`].
+/// A fused kernel on CUDA ([`kernels::attention`]) and, in plain f32, on the CPU
+/// ([`super::cpu_attention`]); elsewhere [`attend_materialised`].
 pub(crate) fn attend(
     q: &Tensor,
     k: &Tensor,
@@ -291,6 +334,11 @@ pub(crate) fn attend(
 ) -> candle::Result<Tensor> {
     if matmul == FlowMatmul::F32 && super::cpu_attention::applies(q) {
         return super::cpu_attention::attend(q, k, v);
+    }
+    // The CUDA kernel computes the scores in f32 whatever `matmul` says (3xTF32 is an f32
+    // product too), so it serves both.
+    if let Some(o) = kernels::attention(q, k, v)? {
+        return Ok(o);
     }
     attend_materialised(q, k, v, matmul)
 }
@@ -343,7 +391,21 @@ impl FeedForward {
     }
 
     pub(crate) fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
-        self.ff_2.forward(&self.ff_0_0.forward(xs)?.gelu()?)
+        self.product(xs)?.broadcast_add(self.ff_2.bias())
+    }
+
+    /// [`Self::forward`] without the last projection's bias ([`Self::out_bias`]).
+    fn product(&self, xs: &Tensor) -> candle::Result<Tensor> {
+        let h = self.ff_0_0.product(xs)?;
+        let h = match kernels::bias_gelu(&h, self.ff_0_0.bias())? {
+            Some(h) => h,
+            None => h.broadcast_add(self.ff_0_0.bias())?.gelu()?,
+        };
+        self.ff_2.product(&h)
+    }
+
+    fn out_bias(&self) -> &Tensor {
+        self.ff_2.bias()
     }
 
     fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
@@ -401,13 +463,16 @@ impl DiTBlock {
         let m = self.modulation(temb_silu)?;
         let (shift_msa, scale_msa, gate_msa) = (&m[0], &m[1], &m[2]);
         let (shift_mlp, scale_mlp, gate_mlp) = (&m[3], &m[4], &m[5]);
+        // The attention's and the feed-forward's last biases are added in the gated residuals.
         let norm = modulate(xs, scale_msa, shift_msa)?;
-        let attn_out = self.attn.forward(&norm, rope)?;
-        let xs = gated_residual(xs, &attn_out, gate_msa)?;
+        let attn_y = self.attn.product(&norm, rope)?;
+        let xs = gated_residual(xs, &attn_y, self.attn.out_bias(), gate_msa)?;
         let ff_norm = modulate(&xs, scale_mlp, shift_mlp)?;
-        let ff_out = self.ff.forward(&ff_norm)?;
-        let out = gated_residual(&xs, &ff_out, gate_mlp)?;
+        let ff_y = self.ff.product(&ff_norm)?;
+        let out = gated_residual(&xs, &ff_y, self.ff.out_bias(), gate_mlp)?;
         if let Some(taps) = taps {
+            let attn_out = attn_y.broadcast_add(self.attn.out_bias())?;
+            let ff_out = ff_y.broadcast_add(self.ff.out_bias())?;
             for (name, t) in [
                 ("attn_norm_x", &norm),
                 ("gate_msa", gate_msa),

@@ -21,21 +21,28 @@
 
 use candle::{D, Tensor};
 
-/// How the flow's large f32 matmuls (the DiT blocks' projections and attention scores) run.
+/// How the flow's large f32 matmuls (the DiT blocks' projections) run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FlowMatmul {
     /// Plain f32 GEMMs.
     #[default]
     F32,
     /// Three TF32 tensor-core products per f32 product (this module), within the f32 fixture
-    /// tolerances (H200: DiT 6.2e-6, flow mel 3.5e-6 from upstream, against 5.7e-6 and 3.2e-6
-    /// in f32). Not the default: on the H200 a DiT block is bound by its attention scores and
-    /// elementwise passes, not its GEMMs, and runs no faster (docs/refutations.md), while the
-    /// split weights take 1.9 GB more.
+    /// tolerances (H200: DiT 6.0e-6, flow mel 3.5e-6 from upstream, against 5.3e-6 and 2.9e-6
+    /// in f32). The CUDA default ([`Self::default_for`]): once the DiT's attention and
+    /// elementwise work ran in Lectern's kernels, the GEMMs were half of a block, and 3xTF32
+    /// makes H200 `short` 1.17× faster end to end (docs/benchmarks.md), for 1.9 GB more
+    /// device memory (the split weights).
     Tf32x3,
 }
 
 impl FlowMatmul {
+    /// What a device runs unless told otherwise: 3xTF32 on CUDA (tensor cores), plain f32
+    /// elsewhere (the CPU only emulates the tensor cores, for the tests).
+    pub fn default_for(device: &candle::Device) -> Self {
+        if device.is_cuda() { Self::Tf32x3 } else { Self::F32 }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::F32 => "f32",
@@ -61,8 +68,12 @@ fn as_tf32(lo: Tensor) -> candle::Result<Tensor> {
     if lo.device().is_cuda() { Ok(lo) } else { Ok(split(&lo)?.0) }
 }
 
-/// The left operand `[hi | hi | lo]` over the last (inner) dimension.
+/// The left operand `[hi | hi | lo]` over the last (inner) dimension (on CUDA one kernel:
+/// [`super::kernels::tf32x3_lhs`]).
 pub fn lhs(a: &Tensor) -> candle::Result<Tensor> {
+    if let Some(split) = super::kernels::tf32x3_lhs(a)? {
+        return Ok(split);
+    }
     let (hi, lo) = split(a)?;
     Tensor::cat(&[&hi, &hi, &as_tf32(lo)?], D::Minus1)
 }

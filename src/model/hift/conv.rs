@@ -3,6 +3,7 @@
 
 use candle::Tensor;
 
+use super::kernels::{self, ConvGeometry};
 use crate::model::weights::{Result, Weights};
 
 /// A `Conv1d` with its causal padding. Weights `(out, in, k)`, bias `(out)`.
@@ -74,6 +75,32 @@ impl CausalConv1d {
 
     /// `x` (1, in, t) → (1, out, t') with this layer's causal padding.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.forward_plus(x, None)
+    }
+
+    /// `residual + self.forward(x)` (`residual` shaped like the output), the add fused into
+    /// the conv's last pass on CUDA.
+    pub fn forward_plus(&self, x: &Tensor, residual: Option<&Tensor>) -> Result<Tensor> {
+        if self.stride == 1 {
+            let geometry = ConvGeometry {
+                k: self.weight_taps.dim(0)?,
+                dilation: self.dilation,
+                pad_left: self.pad_left,
+                pad_right: self.pad_right,
+            };
+            let stacked = self.weight_taps.flatten_to(1)?; // (k·out, in), a view
+            if let Some(y) = kernels::conv1d(x, &stacked, &self.bias, geometry, residual)? {
+                return Ok(y);
+            }
+        }
+        let y = self.forward_padded(x)?;
+        Ok(match residual {
+            Some(r) => (r + y)?,
+            None => y,
+        })
+    }
+
+    fn forward_padded(&self, x: &Tensor) -> Result<Tensor> {
         let x = if self.pad_left + self.pad_right > 0 {
             x.pad_with_zeros(2, self.pad_left, self.pad_right)?
         } else {

@@ -44,15 +44,19 @@ pub fn with_enabled<T>(on: bool, f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// Lectern's CUDA kernel modules (the LM's and the DiT's) that failed to compile in this
+/// Lectern's CUDA kernel modules (the LM's, the DiT's and the vocoder's) that failed to compile in this
 /// process, with NVRTC's message: their callers run candle's ops instead. Empty without CUDA.
 pub fn compile_failures() -> Vec<String> {
     #[cfg(feature = "cuda")]
     {
-        [&imp::KERNELS, &crate::model::flow::kernels::KERNELS]
-            .into_iter()
-            .filter_map(|m| m.failure())
-            .collect()
+        [
+            &imp::KERNELS,
+            &crate::model::flow::kernels::KERNELS,
+            &crate::model::hift::kernels::KERNELS,
+        ]
+        .into_iter()
+        .filter_map(|m| m.failure())
+        .collect()
     }
     #[cfg(not(feature = "cuda"))]
     {
