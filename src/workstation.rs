@@ -74,7 +74,7 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
                 model.dir.display().to_string()
             },
             tiny_model: model.bundled_tiny,
-            backend: crate::engine::cosyvoice::device_name(&opts.device),
+            backend: backend_label(&opts.device, opts.flow_matmul),
             base_seed: opts.base_seed,
             params: opts.params.clone(),
             ..AppConfig::default()
@@ -105,4 +105,27 @@ fn default_fallback(manuscript: &Path) -> PathBuf {
         return std::env::temp_dir().join("lectern-playback.wav");
     }
     manuscript.with_extension("playback.wav")
+}
+
+/// The parameters panel's backend: the device, and the flow's matmuls where they are not plain
+/// f32 (`cuda · tf32x3`), so the narrator sees what renders the takes.
+fn backend_label(device: &Device, flow_matmul: Option<FlowMatmul>) -> String {
+    let device_name = crate::engine::cosyvoice::device_name(device);
+    match flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(device)) {
+        FlowMatmul::F32 => device_name,
+        m => format!("{device_name} · {}", m.name()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backend_label_names_the_flow_matmuls_unless_plain_f32() {
+        let cpu = Device::Cpu;
+        assert_eq!(backend_label(&cpu, None), "cpu");
+        assert_eq!(backend_label(&cpu, Some(FlowMatmul::F32)), "cpu");
+        assert_eq!(backend_label(&cpu, Some(FlowMatmul::Tf32x3)), "cpu · tf32x3");
+    }
 }
