@@ -418,9 +418,9 @@ pub fn run(cli: Cli) -> Result<()> {
             let report = match (stage, workload) {
                 (_, Some(w)) => bench::workload::run(&wl.options(w, device, json))?,
                 (Some(stage), None) => {
-                    crate::model::lm::kernels::set_enabled(!wl.no_lm_kernels);
-                    crate::model::flow::kernels::set_enabled(!wl.no_flow_kernels);
-                    crate::model::hift::kernels::set_enabled(!wl.no_vocoder_kernels);
+                    crate::model::lm::kernels::SWITCH.set(!wl.no_lm_kernels);
+                    crate::model::flow::kernels::SWITCH.set(!wl.no_flow_kernels);
+                    crate::model::hift::kernels::SWITCH.set(!wl.no_vocoder_kernels);
                     bench::run_stage(stage, &wl.stage_options(device, quick))?
                 }
                 (None, None) => anyhow::bail!("give --stage or --workload"),

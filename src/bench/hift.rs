@@ -100,13 +100,14 @@ fn kernel_comparison(hift: &Hift, mel: &Tensor, device: &Device) -> anyhow::Resu
         return Ok(Value::Null);
     }
     let timed = |on: bool| -> anyhow::Result<(f64, Vec<f32>)> {
-        crate::model::hift::kernels::set_enabled(on);
-        hift.forward(mel)?; // warm
-        sync(device)?;
-        let t = Instant::now();
-        let wav = hift.forward(mel)?;
-        sync(device)?;
-        Ok((t.elapsed().as_secs_f64(), wav))
+        crate::model::hift::kernels::SWITCH.with(on, || {
+            hift.forward(mel)?; // warm
+            sync(device)?;
+            let t = Instant::now();
+            let wav = hift.forward(mel)?;
+            sync(device)?;
+            Ok((t.elapsed().as_secs_f64(), wav))
+        })
     };
     let (candle_s, by_candle) = timed(false)?;
     let (kernel_s, by_kernels) = timed(true)?;

@@ -225,9 +225,8 @@ pub fn run(opts: &BenchOptions) -> Result<serde_json::Value> {
         let lm = lm.as_ref().unwrap_or(&lm32);
         for &lanes in lane_counts {
             for &(graphs, own_kernels) in modes {
-                let t = kernels::with_enabled(own_kernels, || {
-                    decode_run(lm, &cache, &first, lanes, steps, graphs)
-                })?;
+                let t = kernels::SWITCH
+                    .with(own_kernels, || decode_run(lm, &cache, &first, lanes, steps, graphs))?;
                 let per_lane = steps as f64 / t.total_s;
                 let total = per_lane * lanes as f64;
                 if prec == LmPrecision::F32 && lanes == 1 && !graphs && !own_kernels {
@@ -301,7 +300,7 @@ fn kernel_deviation(lm: &SpeechLm, prefilled: &KvCache, lanes: usize, steps: usi
     let mut worst = 0f32;
     for step in 0..steps {
         let tokens: Vec<u32> = (0..lanes).map(|l| ((step * 977 + l * 131) % 6561) as u32).collect();
-        let a = kernels::with_enabled(false, || lm.step_batch(&mut plain, &tokens))?;
+        let a = kernels::SWITCH.with(false, || lm.step_batch(&mut plain, &tokens))?;
         let a = a.to_vec2::<f32>()?;
         let b = lm.decode_step(&mut engine, &tokens, &mut slot)?.to_vec2::<f32>()?;
         for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {

@@ -450,9 +450,9 @@ fn cpu_model() -> String {
 /// off; returns the figures as JSON.
 pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
     ensure!(!opts.lanes.is_empty(), "no lanes given");
-    crate::model::lm::kernels::set_enabled(opts.lm_kernels);
-    crate::model::flow::kernels::set_enabled(opts.flow_kernels);
-    crate::model::hift::kernels::set_enabled(opts.vocoder_kernels);
+    crate::model::lm::kernels::SWITCH.set(opts.lm_kernels);
+    crate::model::flow::kernels::SWITCH.set(opts.flow_kernels);
+    crate::model::hift::kernels::SWITCH.set(opts.vocoder_kernels);
     let segs = segments(
         &opts.workload.text(),
         opts.tokens_per_word,

@@ -6,6 +6,7 @@
 pub mod config;
 pub mod flow;
 pub mod hift;
+pub mod kernel_switch;
 pub mod lm;
 pub mod mel;
 pub mod noise;

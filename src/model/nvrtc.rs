@@ -5,8 +5,9 @@
 
 use std::sync::OnceLock;
 
-use candle::cuda_backend::cudarc::driver::{CudaFunction, CudaSlice, CudaView};
-use candle::cuda_backend::{CudaDevice, CudaStorage};
+use candle::cuda_backend::cudarc::driver::sys::CUfunction_attribute;
+use candle::cuda_backend::cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig};
+use candle::cuda_backend::{CudaDevice, CudaStorage, WrapErr};
 use candle::{CpuStorage, Layout, Shape, Tensor};
 
 /// CUDA source compiled to PTX on first use and kept for the process.
@@ -57,12 +58,24 @@ pub trait CudaOp {
     fn launch(&self, inputs: &[(&CudaStorage, &Layout)]) -> candle::Result<(CudaStorage, Shape)>;
 }
 
-/// A [`CudaOp`] as a candle custom op of two or three inputs. The kernels' callers check the
+/// A [`CudaOp`] as a candle custom op of one, two or three inputs. The kernels' callers check the
 /// device first, so the CPU side only reports the mistake.
 pub struct Op<T>(pub T);
 
 fn cpu_only_error<T: CudaOp>() -> candle::Result<(CpuStorage, Shape)> {
     candle::bail!("{} runs on CUDA only", T::NAME)
+}
+
+impl<T: CudaOp> candle::CustomOp1 for Op<T> {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+    fn cpu_fwd(&self, _: &CpuStorage, _: &Layout) -> candle::Result<(CpuStorage, Shape)> {
+        cpu_only_error::<T>()
+    }
+    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout) -> candle::Result<(CudaStorage, Shape)> {
+        self.0.launch(&[(s1, l1)])
+    }
 }
 
 impl<T: CudaOp> candle::CustomOp2 for Op<T> {
@@ -135,4 +148,34 @@ pub fn aligned_contiguous(t: &Tensor) -> bool {
 pub fn output(dev: &CudaDevice, n: usize) -> candle::Result<CudaSlice<f32>> {
     // SAFETY: the kernel that receives it writes every element before anything reads it.
     unsafe { dev.alloc::<f32>(n) }
+}
+
+/// Threads per block of the elementwise kernels (grid-stride loops).
+const ELEMENTWISE_THREADS: u32 = 256;
+
+/// The launch of a grid-stride elementwise kernel over `n` items: 256 threads a block, the
+/// grid capped at 65 535 blocks.
+pub fn elementwise_grid(n: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (n.div_ceil(ELEMENTWISE_THREADS as usize).min(65_535) as u32, 1, 1),
+        block_dim: (ELEMENTWISE_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// A launch of `func` with `shared_bytes` of dynamic shared memory: above 48 KB the kernel
+/// must be allowed that much first (a cheap driver call, made at every launch because candle
+/// hands out a fresh function handle each time).
+pub fn with_dynamic_shared(
+    func: &CudaFunction,
+    grid_dim: (u32, u32, u32),
+    block_dim: (u32, u32, u32),
+    shared_bytes: usize,
+) -> candle::Result<LaunchConfig> {
+    func.set_attribute(
+        CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        shared_bytes as i32,
+    )
+    .w()?;
+    Ok(LaunchConfig { grid_dim, block_dim, shared_mem_bytes: shared_bytes as u32 })
 }

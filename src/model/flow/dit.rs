@@ -226,12 +226,10 @@ impl InputEmbedding {
     }
 }
 
-/// Interleaved-pair rotary tables for `t` positions: `cos`, `sin` each (t, dim_head / 2).
+/// Interleaved-pair rotary tables for `t` positions: cos then sin, `(2, t, dim_head / 2)` in
+/// one tensor (the CUDA q|k|v kernel reads both; [`Self::cos`] and [`Self::sin`] are views).
 #[derive(Debug, Clone)]
 pub struct Rope {
-    pub cos: Tensor,
-    pub sin: Tensor,
-    /// `cos` and `sin` stacked `(2, t, dim_head / 2)`, for the CUDA q|k|v kernel.
     pub cos_sin: Tensor,
 }
 
@@ -243,8 +241,17 @@ impl Rope {
             angles.extend(inv_freq.iter().map(|f| p as f32 * f));
         }
         let angles = Tensor::from_vec(angles, (t, inv_freq.len()), device)?;
-        let (cos, sin) = (angles.cos()?, angles.sin()?);
-        Ok(Self { cos_sin: Tensor::stack(&[&cos, &sin], 0)?, cos, sin })
+        Ok(Self { cos_sin: Tensor::stack(&[angles.cos()?, angles.sin()?], 0)? })
+    }
+
+    /// `(t, dim_head / 2)`.
+    pub fn cos(&self) -> candle::Result<Tensor> {
+        self.cos_sin.get(0)
+    }
+
+    /// `(t, dim_head / 2)`.
+    pub fn sin(&self) -> candle::Result<Tensor> {
+        self.cos_sin.get(1)
     }
 }
 
@@ -302,7 +309,8 @@ impl Attention {
         // rotate that head and write it back in place, leaving the other heads untouched.
         for xs in [&q, &k] {
             let head0 = xs.narrow(1, 0, 1)?.contiguous()?; // (b, 1, t, dh)
-            xs.slice_set(&candle_nn::rotary_emb::rope_i(&head0, &rope.cos, &rope.sin)?, 1, 0)?;
+            let rotated = candle_nn::rotary_emb::rope_i(&head0, &rope.cos()?, &rope.sin()?)?;
+            xs.slice_set(&rotated, 1, 0)?;
         }
         Ok((q, k, v))
     }

@@ -15,24 +15,15 @@
 //! * [`tf32x3_lhs`]: the left operand of a 3xTF32 product in one pass.
 //!
 //! Plain f32, sums in a fixed order. Each function returns `None` where it does not apply (not
-//! CUDA, not f32, other layouts, or switched off with [`set_enabled`]); the caller then runs
+//! CUDA, not f32, other layouts, or switched off with [`SWITCH`]); the caller then runs
 //! candle's ops.
-
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use candle::{D, Tensor};
 
-static ENABLED: AtomicBool = AtomicBool::new(true);
+use crate::model::kernel_switch::{KernelSwitch, is_f32_vector};
 
-/// Switches the kernels on or off for the whole process (benchmarks compare the two).
-pub fn set_enabled(on: bool) {
-    ENABLED.store(on, Ordering::Relaxed);
-}
-
-/// Whether the kernels are used where they apply.
-pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
-}
+/// Turns the DiT's kernels off and on for the whole process (benchmarks compare the two).
+pub static SWITCH: KernelSwitch = KernelSwitch::on();
 
 /// `LN(xs)·(1 + scale) + shift` for `xs` `(b, t, dim)` contiguous, `scale` and `shift`
 /// `(b, dim)` with unit stride along `dim` (views into the modulation vector are fine).
@@ -60,7 +51,7 @@ pub fn gated_residual(
     if !applies(x)
         || x.dims() != y.dims()
         || !y.is_contiguous()
-        || !is_row_vector(bias, x.dim(D::Minus1)?)
+        || !is_f32_vector(bias, x.dim(D::Minus1)?)
         || !per_batch_rows(x, gate)
     {
         return Ok(None);
@@ -70,7 +61,7 @@ pub fn gated_residual(
 
 /// `GELU_tanh(x + bias)` for `x` `(…, dim)` contiguous and `bias` `(dim,)`.
 pub fn bias_gelu(x: &Tensor, bias: &Tensor) -> candle::Result<Option<Tensor>> {
-    if !applies(x) || !is_row_vector(bias, x.dim(D::Minus1)?) {
+    if !applies(x) || !is_f32_vector(bias, x.dim(D::Minus1)?) {
         return Ok(None);
     }
     imp::bias_gelu(x, bias)
@@ -90,7 +81,7 @@ pub fn qkv_bias_rope(
     };
     let dh = width / (3 * heads).max(1);
     let fits = width == 3 * heads * dh && dh % 2 == 0 && two == 2 && rt == t && half == dh / 2;
-    if !applies(qkv) || !fits || !is_row_vector(bias, width) || !cos_sin.is_contiguous() {
+    if !applies(qkv) || !fits || !is_f32_vector(bias, width) || !cos_sin.is_contiguous() {
         return Ok(None);
     }
     let Some(joined) = imp::qkv_bias_rope(qkv, bias, cos_sin, heads)? else { return Ok(None) };
@@ -105,11 +96,6 @@ pub fn tf32x3_lhs(x: &Tensor) -> candle::Result<Option<Tensor>> {
         return Ok(None);
     }
     imp::tf32x3_lhs(x)
-}
-
-/// `v` is a contiguous f32 vector of `n`.
-fn is_row_vector(v: &Tensor, n: usize) -> bool {
-    v.dims() == [n] && v.dtype() == candle::DType::F32 && v.is_contiguous()
 }
 
 /// Head widths [`attention`] is compiled for (`flash_attention_f32_d*` in kernels.cu): the
@@ -184,7 +170,7 @@ impl GroupConvWeights {
 }
 
 fn applies(x: &Tensor) -> bool {
-    enabled() && x.device().is_cuda() && x.dtype() == candle::DType::F32 && x.is_contiguous()
+    SWITCH.applies_to(x) && x.is_contiguous()
 }
 
 /// `v` is `(b, dim)` f32 for `xs` `(b, t, dim)`, unit stride along `dim`.
@@ -252,12 +238,13 @@ pub(crate) use imp::KERNELS;
 #[cfg(feature = "cuda")]
 mod imp {
     use candle::backend::BackendStorage;
-    use candle::cuda_backend::cudarc::driver::sys::CUfunction_attribute;
     use candle::cuda_backend::cudarc::driver::{CudaView, LaunchConfig, PushKernelArg};
     use candle::cuda_backend::{CudaStorage, WrapErr};
     use candle::{Layout, Shape, Tensor};
 
-    use crate::model::nvrtc::{CudaOp, Module, Op, aligned_contiguous, output, view};
+    use crate::model::nvrtc::{
+        CudaOp, Module, Op, aligned_contiguous, elementwise_grid, output, view, with_dynamic_shared,
+    };
 
     pub static KERNELS: Module = Module::new("lectern_flow_kernels", include_str!("kernels.cu"));
     /// Threads per block (`THREADS` in kernels.cu).
@@ -321,15 +308,6 @@ mod imp {
             return Ok(None);
         }
         Ok(Some(xs.apply_op3_no_bwd(scale, shift, &Op(Modulate { eps }))?))
-    }
-
-    /// Grid of the elementwise kernels: one thread per element (or pair), capped.
-    fn elementwise_grid(n: usize) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: (n.div_ceil(THREADS as usize).min(65_535) as u32, 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        }
     }
 
     /// Inputs: x and y `(b, t, dim)`, gate `(b, dim)`; the bias `(dim,)` is held by the op
@@ -420,21 +398,15 @@ mod imp {
     /// Input: x `(…, k)`; output `(…, 3k)`.
     struct Tf32x3Lhs;
 
-    impl candle::CustomOp1 for Tf32x3Lhs {
-        fn name(&self) -> &'static str {
-            "dit-tf32x3-lhs"
-        }
+    impl CudaOp for Tf32x3Lhs {
+        const NAME: &'static str = "dit-tf32x3-lhs";
 
-        fn cpu_fwd(
+        fn launch(
             &self,
-            _: &candle::CpuStorage,
-            _: &Layout,
-        ) -> candle::Result<(candle::CpuStorage, Shape)> {
-            candle::bail!("{} runs on CUDA only", self.name())
-        }
-
-        fn cuda_fwd(&self, xs: &CudaStorage, xl: &Layout) -> candle::Result<(CudaStorage, Shape)> {
-            let x = view(self.name(), xs, xl)?;
+            inputs: &[(&CudaStorage, &Layout)],
+        ) -> candle::Result<(CudaStorage, Shape)> {
+            let &[(xs, xl)] = inputs else { candle::bail!("{}: x", Self::NAME) };
+            let x = view(Self::NAME, xs, xl)?;
             let dims = xl.shape().dims();
             let k = dims[dims.len() - 1];
             let n = xl.shape().elem_count();
@@ -457,7 +429,7 @@ mod imp {
         if !KERNELS.available() || !aligned_contiguous(x) {
             return Ok(None);
         }
-        Ok(Some(x.apply_op1_no_bwd(&Tf32x3Lhs)?))
+        Ok(Some(x.apply_op1_no_bwd(&Op(Tf32x3Lhs))?))
     }
 
     /// Inputs: the q|k|v projection `(b, t, 3·h·dh)`, its bias, the rotary tables `(2, t,
@@ -533,17 +505,9 @@ mod imp {
             let func = KERNELS.function(dev, &format!("flash_attention_f32_d{dh}"))?;
             // q and k tiles transposed, the v tile, the probabilities (rows padded by 4).
             let shared = 4 * (3 * dh * FA_ROWS + FA_ROWS * (FA_ROWS + 4));
-            func.set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                shared as i32,
-            )
-            .w()?;
+            let grid = (t.div_ceil(FA_ROWS) as u32, h as u32, b as u32);
+            let cfg = with_dynamic_shared(&func, grid, (FA_THREADS, 1, 1), shared)?;
             let out = output(dev, b * t * h * dh)?;
-            let cfg = LaunchConfig {
-                grid_dim: (t.div_ceil(FA_ROWS) as u32, h as u32, b as u32),
-                block_dim: (FA_THREADS, 1, 1),
-                shared_mem_bytes: shared as u32,
-            };
             let (t_i, h_i) = (t as i32, h as i32);
             let stream = dev.cuda_stream();
             let mut builder = stream.launch_builder(&func);
@@ -606,17 +570,9 @@ mod imp {
             let func = KERNELS.function(dev, "causal_group_conv_mish_f32")?;
             // The input window (64 channels × 64 + 30 frames) and CV_CI channels' weights.
             let shared = 4 * (tile * (CV_T + k - 1) + CV_CI * k * tile);
-            func.set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                shared as i32,
-            )
-            .w()?;
+            let grid = (t.div_ceil(CV_T) as u32, (dim / tile) as u32, b as u32);
+            let cfg = with_dynamic_shared(&func, grid, (CV_THREADS, 1, 1), shared)?;
             let out = output(dev, b * t * dim)?;
-            let cfg = LaunchConfig {
-                grid_dim: (t.div_ceil(CV_T) as u32, (dim / tile) as u32, b as u32),
-                block_dim: (CV_THREADS, 1, 1),
-                shared_mem_bytes: shared as u32,
-            };
             let (t_i, dim_i, cg_i) = (t as i32, dim as i32, self.cg as i32);
             let has_residual = i32::from(self.has_residual);
             let stream = dev.cuda_stream();

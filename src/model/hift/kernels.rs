@@ -10,29 +10,20 @@
 //! residual, the padding read as zeros instead of copied in; [`snake`] is one pass.
 //!
 //! Each function returns `None` where it does not apply (not CUDA, not f32, other layouts,
-//! or switched off with [`set_enabled`]); the caller then runs candle's ops.
-
-use std::sync::atomic::{AtomicBool, Ordering};
+//! or switched off with [`SWITCH`]); the caller then runs candle's ops.
 
 use candle::Tensor;
 
-static ENABLED: AtomicBool = AtomicBool::new(true);
+use crate::model::kernel_switch::{KernelSwitch, is_f32_vector};
 
-/// Switches the kernels on or off for the whole process (benchmarks compare the two).
-pub fn set_enabled(on: bool) {
-    ENABLED.store(on, Ordering::Relaxed);
-}
-
-/// Whether the kernels are used where they apply.
-pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
-}
+/// Turns the vocoder's kernels off and on for the whole process (benchmarks compare the two).
+pub static SWITCH: KernelSwitch = KernelSwitch::on();
 
 /// Snake `x + inv_alpha · sin(alpha · x)²` for `x` `(1, c, t)` contiguous, `alpha` and
 /// `inv_alpha` `(c,)`.
 pub fn snake(x: &Tensor, alpha: &Tensor, inv_alpha: &Tensor) -> candle::Result<Option<Tensor>> {
     let Ok((1, c, _)) = x.dims3() else { return Ok(None) };
-    if !applies(x) || !is_vector(alpha, c) || !is_vector(inv_alpha, c) {
+    if !applies(x) || !is_f32_vector(alpha, c) || !is_f32_vector(inv_alpha, c) {
         return Ok(None);
     }
     imp::snake(x, alpha, inv_alpha)
@@ -60,7 +51,7 @@ pub fn conv1d(
         || rows != k * out
         || w_in != c_in
         || !stacked.is_contiguous()
-        || !is_vector(bias, out)
+        || !is_f32_vector(bias, out)
         || residual.is_some_and(|r| r.dims() != [1, out, t_out] || !r.is_contiguous())
     {
         return Ok(None);
@@ -79,12 +70,7 @@ pub struct ConvGeometry {
 }
 
 fn applies(x: &Tensor) -> bool {
-    enabled() && x.device().is_cuda() && x.dtype() == candle::DType::F32 && x.is_contiguous()
-}
-
-/// `v` is a contiguous f32 vector of `n`.
-fn is_vector(v: &Tensor, n: usize) -> bool {
-    v.dims() == [n] && v.dtype() == candle::DType::F32 && v.is_contiguous()
+    SWITCH.applies_to(x) && x.is_contiguous()
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -118,24 +104,16 @@ pub(crate) use imp::KERNELS;
 #[cfg(feature = "cuda")]
 mod imp {
     use candle::backend::BackendStorage;
-    use candle::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
+    use candle::cuda_backend::cudarc::driver::PushKernelArg;
     use candle::cuda_backend::{CudaStorage, WrapErr};
     use candle::{Layout, Shape, Tensor};
 
     use super::ConvGeometry;
-    use crate::model::nvrtc::{CudaOp, Module, Op, aligned_contiguous, output, view};
+    use crate::model::nvrtc::{
+        CudaOp, Module, Op, aligned_contiguous, elementwise_grid, output, view,
+    };
 
     pub static KERNELS: Module = Module::new("lectern_hift_kernels", include_str!("kernels.cu"));
-    const THREADS: u32 = 256;
-
-    fn grid(n: usize) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: (n.div_ceil(THREADS as usize).min(65_535) as u32, 1, 1),
-            block_dim: (THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        }
-    }
-
     /// Inputs: x `(1, c, t)`, alpha and inv_alpha `(c,)`.
     struct Snake;
 
@@ -161,7 +139,7 @@ mod imp {
             let mut builder = stream.launch_builder(&func);
             builder.arg(&x).arg(&alpha).arg(&inv).arg(&out).arg(&t_i).arg(&n_i);
             // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
-            unsafe { builder.launch(grid(n)) }.w()?;
+            unsafe { builder.launch(elementwise_grid(n)) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), xl.shape().clone()))
         }
     }
@@ -213,7 +191,7 @@ mod imp {
             }
             builder.arg(&has_residual);
             // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
-            unsafe { builder.launch(grid(n)) }.w()?;
+            unsafe { builder.launch(elementwise_grid(n)) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(y, dev.clone()), Shape::from((1, out, self.t_out))))
         }
     }

@@ -11,38 +11,19 @@
 //! sums in a fixed order.
 //!
 //! Each function returns `None` where it does not apply (not CUDA, not f32, more than
-//! [`MAX_ROWS`] rows, unaligned or strided inputs, or switched off with [`set_enabled`]); the
+//! [`MAX_ROWS`] rows, unaligned or strided inputs, or switched off with [`SWITCH`]); the
 //! caller then runs candle's op.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use candle::Tensor;
+
+use crate::model::kernel_switch::KernelSwitch;
 
 /// Most rows [`rows_matmul`] takes (lanes of a decode step): kernels.cu instantiates
 /// `rows_matmul_f32_1` … `rows_matmul_f32_8`.
 pub const MAX_ROWS: usize = 8;
 
-static ENABLED: AtomicBool = AtomicBool::new(true);
-
-/// Switches the kernels on or off for the whole process (benchmarks compare the two).
-pub fn set_enabled(on: bool) {
-    ENABLED.store(on, Ordering::Relaxed);
-}
-
-/// Whether the kernels are used where they apply.
-pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
-}
-
-/// Runs `f` with the kernels switched off (`on` false) or left as they are, then restores the
-/// switch: for benchmarks comparing the two in one process.
-pub fn with_enabled<T>(on: bool, f: impl FnOnce() -> T) -> T {
-    let was = enabled();
-    set_enabled(on && was);
-    let out = f();
-    set_enabled(was);
-    out
-}
+/// Turns the LM's kernels off and on for the whole process (benchmarks compare the two).
+pub static SWITCH: KernelSwitch = KernelSwitch::on();
 
 /// Lectern's CUDA kernel modules (the LM's, the DiT's and the vocoder's) that failed to compile in this
 /// process, with NVRTC's message: their callers run candle's ops instead. Empty without CUDA.
@@ -105,7 +86,7 @@ pub fn softmax_values(scores: &Tensor, cache: &Tensor) -> candle::Result<Option<
 pub const HEAD_DIM: usize = 64;
 
 fn applies(x: &Tensor) -> bool {
-    enabled() && x.device().is_cuda() && x.dtype() == candle::DType::F32
+    SWITCH.applies_to(x)
 }
 
 #[cfg(not(feature = "cuda"))]
