@@ -35,9 +35,35 @@ pub struct WorkstationArgs {
     pub manuscript: Option<PathBuf>,
     #[command(flatten)]
     pub synth: SynthArgs,
-    /// Where playback is written when there is no audio device.
+    #[command(flatten)]
+    pub project: ProjectArgs,
+    /// Where playback is written when there is no audio device (default: a new numbered file
+    /// in the project's `playback/` folder, never one that exists).
     #[arg(long)]
     pub fallback_wav: Option<PathBuf>,
+}
+
+/// Where the takes are kept, for the workstation and `render` alike.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProjectArgs {
+    /// Project directory keeping the takes (default: next to the manuscript, `book.lectern`).
+    #[arg(long, conflicts_with = "no_project")]
+    pub project: Option<PathBuf>,
+    /// A scratch session: takes live in a temporary project removed at the end; nothing is
+    /// reused or kept.
+    #[arg(long)]
+    pub no_project: bool,
+}
+
+impl ProjectArgs {
+    pub fn choice(&self) -> crate::session::ProjectChoice {
+        use crate::session::ProjectChoice;
+        match (&self.project, self.no_project) {
+            (_, true) => ProjectChoice::Off,
+            (Some(dir), false) => ProjectChoice::Dir(dir.clone()),
+            (None, false) => ProjectChoice::NextToManuscript,
+        }
+    }
 }
 
 /// Model, voice, device and engine parameters shared by the workstation and `render`.
@@ -67,7 +93,8 @@ pub struct SynthArgs {
     /// Block every stop id below the minimum length (upstream blocks only id 6561).
     #[arg(long)]
     pub enforce_min_len: bool,
-    /// Segment k is sampled with seed SEED + k.
+    /// Base seed: each segment's first take is sampled with a seed derived from it and the
+    /// segment's text (so editing one sentence changes no other segment's seed).
     #[arg(long, default_value_t = 1000)]
     pub seed: u64,
     /// Decode the LM and run the flow one after the other instead of at the same time.
@@ -245,15 +272,15 @@ pub enum Command {
         /// No progress bar.
         #[arg(long)]
         quiet: bool,
-        /// Project directory keeping the takes (default: next to the manuscript, `book.lectern`).
-        #[arg(long, conflicts_with = "no_project")]
-        project: Option<PathBuf>,
-        /// Keep takes in memory only: no project directory, nothing reused.
-        #[arg(long)]
-        no_project: bool,
+        #[command(flatten)]
+        project: ProjectArgs,
         /// Check the inputs and segment the manuscript; load no model, write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Render again the chosen takes made with other settings than this run's (NFE,
+        /// precision, device, flow matmul); approved takes are kept.
+        #[arg(long)]
+        rerender_settings: bool,
     },
     /// Run one model stage on a reference fixture case and write Lectern's outputs.
     Parity {
@@ -442,8 +469,8 @@ pub fn run(cli: Cli) -> Result<()> {
             report,
             quiet,
             project,
-            no_project,
             dry_run,
+            rerender_settings,
         }) => {
             let opts = render::RenderOptions {
                 manuscript,
@@ -456,12 +483,9 @@ pub fn run(cli: Cli) -> Result<()> {
                 flow_matmul: synth.flow_matmul.map(Into::into),
                 base_seed: synth.seed,
                 progress: !quiet,
-                project: match (project, no_project) {
-                    (_, true) => render::ProjectChoice::Off,
-                    (Some(dir), false) => render::ProjectChoice::Dir(dir),
-                    (None, false) => render::ProjectChoice::NextToManuscript,
-                },
+                project: project.choice(),
                 dry_run,
+                rerender_settings,
             };
             let rep = render::render(&opts)?;
             for (path, n) in &rep.files {
@@ -469,9 +493,11 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             if !rep.dry_run {
                 eprintln!(
-                    "{} segments ({} reused), {:.1} s of audio in {:.1} s (RTF {:.2}) · {}",
+                    "{} segments ({} reused, {} with other settings), {:.1} s of audio in {:.1} s \
+                     (RTF {:.2}) · {}",
                     rep.segments.len(),
                     rep.reused,
+                    rep.other_settings,
                     rep.audio_s,
                     rep.wall_s,
                     rep.wall_s / rep.audio_s.max(1e-9),
@@ -494,6 +520,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 flow_matmul: w.synth.flow_matmul.map(Into::into),
                 base_seed: w.synth.seed,
                 fallback_wav: w.fallback_wav,
+                project: w.project.choice(),
             })
         }
     }

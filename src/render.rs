@@ -1,18 +1,17 @@
 //! `lectern render`: a whole manuscript to WAV without a terminal UI.
 //!
-//! Segments → engine (LM lanes, flow groups, vocoder) → takes in manuscript order, joined with
-//! the manuscript's pauses. Each take is exactly `tokens × 960` samples; a short fade at each
-//! join prevents clicks without changing any length, so the output is exactly
-//! `lead-in + Σ (tokens × 960 + pause)` samples. Files are written to a temporary name and
-//! renamed, so an interrupted render never leaves a file that looks complete.
-//!
-//! With a project (the default: `book.txt` → `book.lectern/`), the manuscript's segments are
-//! synced into the store and every take is saved atomically the moment it arrives, so a killed
-//! render loses no finished take; the next run renders only the segments without a usable
-//! chosen take (missing, or made with another voice, model, step count or precision) and
-//! assembles the output from the store's chosen takes.
+//! It drives the same session pipeline as the workstation ([`crate::session::Session`]): the
+//! manuscript is synced into the project (`book.txt` → `book.lectern/`, or a scratch project
+//! with `--no-project`), the engine renders the segments without a usable current chosen take
+//! (missing, damaged — regenerated from its record when it can be —, or stale: made for other
+//! text, voice or model), each flow group's takes are saved in one transaction the moment the
+//! group is done, and the output is the master of the store's chosen takes
+//! ([`crate::audio::master`]): exactly `lead-in + Σ (tokens × 960 + pause)` samples, each take
+//! faded at its edges. Files are written to a temporary name and renamed, so an interrupted
+//! render never leaves a file that looks complete, and a resumed render writes the same bytes
+//! as an uninterrupted one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -20,32 +19,19 @@ use anyhow::{Context, bail};
 use candle::Device;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::audio::master;
 use crate::audio::wav::{self, WavFormat};
 use crate::engine::protocol::{
-    EngineEvent, RenderParams, Request, SegmentSpec, SegmentState, Take, TakeRecord,
+    EngineEvent, RenderParams, Request, SegmentState, Take, TakeSettings,
 };
 use crate::engine::{ENGINE_VERSION, Engine};
-use crate::model::config::{ModelConfig, SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN};
+use crate::model::config::{SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN};
 use crate::model::flow::FlowMatmul;
-use crate::session::{self, ModelChoice};
-use crate::store::{Project, StoredSegment, TakeStatus};
+pub use crate::session::ProjectChoice;
+use crate::session::{self, ModelChoice, PlannedSegment, Session};
+use crate::store::SegmentKey;
 use crate::text::{Manuscript, ParseOptions};
 use crate::voice::ModelSignature;
-
-/// Samples of the fade-in/out applied at each join (2 ms at 24 kHz).
-const JOIN_FADE_SAMPLES: usize = 48;
-
-/// Where a render keeps its takes.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum ProjectChoice {
-    /// The project next to the manuscript (`book.txt` → `book.lectern/`).
-    #[default]
-    NextToManuscript,
-    /// `--project DIR`.
-    Dir(PathBuf),
-    /// `--no-project`: takes live in memory only.
-    Off,
-}
 
 /// Options of one render.
 #[derive(Debug, Clone)]
@@ -60,12 +46,16 @@ pub struct RenderOptions {
     pub params: RenderParams,
     /// How the flow's matmuls run; `None`: the device's default ([`FlowMatmul::default_for`]).
     pub flow_matmul: Option<FlowMatmul>,
-    /// Segment k is sampled with seed `base_seed + k`.
+    /// Each segment's default seed derives from this and the segment's content
+    /// ([`crate::session::seed::segment_seed`]).
     pub base_seed: u64,
     pub progress: bool,
     pub project: ProjectChoice,
     /// Check the inputs and segment the manuscript; load no model, write nothing.
     pub dry_run: bool,
+    /// Render again the chosen takes made with other settings (NFE, precision, backend, flow
+    /// matmul, min-length rule) than this run's; approved takes are kept.
+    pub rerender_settings: bool,
 }
 
 /// One segment of the output.
@@ -79,6 +69,8 @@ pub struct RenderedSegment {
     pub pause_samples: usize,
     /// The take came from the project store rather than this run's engine.
     pub reused: bool,
+    /// The seed of the take.
+    pub seed: u64,
 }
 
 /// What a render produced.
@@ -95,8 +87,11 @@ pub struct RenderReport {
     pub segments: Vec<RenderedSegment>,
     /// Segments whose take was reused from the project.
     pub reused: usize,
-    /// Segments rendered by this run.
+    /// Segments rendered (or regenerated) by this run.
     pub rendered: usize,
+    /// Chosen takes made with other settings than this run's (kept unless
+    /// `--rerender-settings`).
+    pub other_settings: usize,
     pub dry_run: bool,
     /// Files written, with their lengths in samples.
     pub files: Vec<(PathBuf, usize)>,
@@ -104,63 +99,24 @@ pub struct RenderReport {
     pub wall_s: f64,
 }
 
-/// A take's audio and token count, ready to join.
+/// A chosen take's audio and what the report says of it.
 struct TakeAudio {
     tokens: usize,
+    seed: u64,
     samples: Vec<f32>,
     reused: bool,
 }
 
-fn ms_to_samples(ms: u32) -> usize {
-    ms as usize * SAMPLE_RATE_HZ as usize / 1000
-}
-
-/// What makes a stored take usable for this run: the audio-defining parts of its record.
-struct TakeIdentity {
-    voice_id: String,
-    model_id: String,
-    params: RenderParams,
-}
-
-impl TakeIdentity {
-    /// Mirrors the model id `CosyVoiceBackend::load` records (`name (dir)`); a drift there only
-    /// costs a re-render, never a wrong reuse.
-    fn new(model: &ModelChoice, voice: &str, params: &RenderParams) -> anyhow::Result<Self> {
-        let cfg = ModelConfig::from_dir(&model.dir)
-            .with_context(|| format!("reading the model config in {}", model.dir.display()))?;
-        Ok(Self {
-            voice_id: voice.to_string(),
-            model_id: format!("{} ({})", cfg.name, model.dir.display()),
-            params: params.clone(),
-        })
+/// The settings this run's takes will record.
+fn current_settings(opts: &RenderOptions) -> TakeSettings {
+    let flow_matmul = opts.flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(&opts.device));
+    TakeSettings {
+        nfe: opts.params.nfe,
+        precision: opts.params.precision,
+        min_len_rule: opts.params.min_len_rule,
+        backend: crate::engine::cosyvoice::device_name(&opts.device),
+        flow_matmul: flow_matmul.name().to_string(),
     }
-
-    fn matches(&self, r: &TakeRecord) -> bool {
-        r.voice_id == self.voice_id
-            && r.model_id == self.model_id
-            && r.nfe == self.params.nfe
-            && r.precision == self.params.precision
-            && r.min_len_rule == self.params.min_len_rule
-    }
-}
-
-/// The store's view of the manuscript's segments.
-fn stored_segments(book: &Manuscript) -> Vec<StoredSegment> {
-    let mut out = Vec::new();
-    for (chapter, ch) in book.chapters.iter().enumerate() {
-        for s in &ch.segments {
-            out.push(StoredSegment {
-                id: s.id as u64,
-                chapter: chapter as u32,
-                ordinal: s.id as u32,
-                text: s.text.clone(),
-                span: (s.span.start.line as u32, s.span.start.column as u32),
-                hash: s.hash,
-                pause_after_ms: s.pause_after_ms,
-            });
-        }
-    }
-    out
 }
 
 /// Renders the manuscript; returns what was written.
@@ -175,6 +131,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     let book =
         Manuscript::load(&opts.manuscript, &ParseOptions::default().with_tokenizer(&tokenizer))
             .with_context(|| format!("reading {}", opts.manuscript.display()))?;
+    check_output_dir(&opts.out)?;
     let n_segments = book.segments().count();
     eprintln!(
         "lectern render: {} · voice {} · {n_segments} segments in {} chapters",
@@ -182,7 +139,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         voice.manifest.name,
         book.chapters.len()
     );
-    let lead_in_samples = ms_to_samples(book.lead_in_ms);
+    let lead_in_samples = master::ms_to_samples(book.lead_in_ms);
     let mut report = RenderReport {
         model: model.describe(),
         bundled_tiny: model.bundled_tiny,
@@ -193,6 +150,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         segments: Vec::new(),
         reused: 0,
         rendered: 0,
+        other_settings: 0,
         dry_run: opts.dry_run,
         files: Vec::new(),
         audio_s: 0.0,
@@ -205,39 +163,42 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         return Ok(report);
     }
 
-    let identity = TakeIdentity::new(&model, &voice.manifest.name, &opts.params)?;
-    let mut project = open_project(opts)?;
-    if let Some(p) = project.as_mut() {
-        p.sync_manuscript(&stored_segments(&book))
-            .with_context(|| format!("recording the manuscript in {}", p.dir().display()))?;
-        p.set_settings(&opts.params)?;
-        report.project = Some(p.dir().to_path_buf());
-    }
-    let mut takes = match &project {
-        Some(p) => reusable_takes(p, &identity)?,
-        None => HashMap::new(),
+    let mut session =
+        Session::open(&opts.project, &opts.manuscript, &voice, &model.dir, opts.base_seed)?;
+    report_open_check(&session);
+    session.sync(&book, &tokenizer)?;
+    report.project = session.project_dir().map(Path::to_path_buf);
+    let other = session.other_settings(&current_settings(opts))?;
+    report.other_settings = other.len();
+    let rerender: HashSet<SegmentKey> = if opts.rerender_settings {
+        other.iter().filter(|(_, approved)| !approved).map(|(k, _)| *k).collect()
+    } else {
+        HashSet::new()
     };
-    let specs: Vec<SegmentSpec> = book
-        .segments()
-        .filter(|s| !takes.contains_key(&(s.id as u64)))
-        .map(|s| SegmentSpec {
-            id: s.id as u64,
-            text: s.text.clone(),
-            seed: opts.base_seed + s.id as u64,
-        })
-        .collect();
-    report.reused = takes.len();
-    report.rendered = specs.len();
-    if let Some(p) = &project {
+    let mut work = session.work()?;
+    for key in &rerender {
+        work.render.push(session.rerender_spec(*key)?);
+    }
+    report.rendered = work.len();
+    report.reused = n_segments - work.len() + rerender.len();
+    if let Some(dir) = session.project_dir() {
         eprintln!(
             "project {}: {} of {n_segments} segments reused, {} to render",
-            p.dir().display(),
+            dir.display(),
             report.reused,
             report.rendered
         );
+        if !other.is_empty() && !opts.rerender_settings {
+            eprintln!(
+                "{} chosen take(s) were made with other settings (NFE, precision, backend, \
+                 flow matmul); they stay chosen — `--rerender-settings` renders them again",
+                other.len()
+            );
+        }
     }
 
-    if !specs.is_empty() {
+    let mut rendered_keys = HashSet::new();
+    if !work.is_empty() {
         let backend = session::backend(
             &model,
             &voice,
@@ -246,35 +207,65 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
             opts.flow_matmul,
         )?;
         let handle = Engine::spawn(backend, voice.manifest.name.clone(), opts.params.clone());
-        handle.tx.send(Request::Enqueue(specs.clone())).context("engine stopped")?;
-        // With a project the output is assembled from the store, so only keep samples without.
-        let keep_samples = project.is_none();
-        let result = collect_takes(&handle.rx, specs.len(), opts.progress, |take| {
-            let audio = TakeAudio {
-                tokens: take.record.tokens.len(),
-                samples: if keep_samples { take.samples.to_vec() } else { Vec::new() },
-                reused: false,
-            };
-            if let Some(p) = project.as_mut() {
-                save_and_choose(p, take)?;
+        for record in &work.regenerate {
+            handle
+                .tx
+                .send(Request::Regenerate(Box::new(record.clone())))
+                .context("engine stopped")?;
+        }
+        handle.tx.send(Request::Enqueue(work.render.clone())).context("engine stopped")?;
+        let result = collect_takes(&handle.rx, work.len(), opts.progress, |take| {
+            for saved in session.accept(take.clone())? {
+                rendered_keys.insert(saved.key);
+                if rerender.contains(&saved.key) {
+                    session.choose(saved.key, saved.id)?;
+                }
             }
-            takes.insert(take.record.segment_id, audio);
             Ok(())
         });
         handle.shutdown();
         result?;
     }
-    if let Some(p) = &project {
-        // The output comes from the store's chosen takes, exactly what export would use.
-        takes = chosen_audio(p, &takes)?;
-    }
 
-    report.segments = joined_segments(&book, &takes)?;
-    report.files = write_outputs(opts, &book, &report.segments, &takes, lead_in_samples)?;
+    // The output comes from the store's chosen takes, exactly what export would use.
+    let takes = chosen_audio(&mut session, &rendered_keys)?;
+    report.segments = joined_segments(session.segments(), &takes)?;
+    report.files =
+        write_outputs(opts, &book, &report.segments, session.segments(), &takes, lead_in_samples)?;
     let total: usize = report.files.iter().map(|f| f.1).sum();
     report.audio_s = total as f64 / f64::from(SAMPLE_RATE_HZ);
     report.wall_s = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Refuses an output directory that does not exist or cannot be written, before any work.
+fn check_output_dir(out: &Path) -> anyhow::Result<()> {
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        bail!("the output directory {} does not exist", dir.display());
+    }
+    let probe = dir.join(format!(".lectern-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("the output directory {} is not writable", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Says what the project's opening check found, if anything.
+fn report_open_check(session: &Session) {
+    let check = session.open_report();
+    if !check.is_clean() {
+        eprintln!(
+            "project: {} take files missing (regenerated or re-rendered), {} interrupted writes \
+             removed, {} orphan files quarantined",
+            check.missing_files.len(),
+            check.temp_files_removed.len(),
+            check.orphans_quarantined.len()
+        );
+    }
 }
 
 /// The segments as a dry run reports them: no takes yet.
@@ -287,114 +278,70 @@ fn planned_segments(book: &Manuscript) -> Vec<RenderedSegment> {
                 chapter,
                 tokens: 0,
                 samples: 0,
-                pause_samples: ms_to_samples(s.pause_after_ms),
+                pause_samples: master::ms_to_samples(s.pause_after_ms),
                 reused: false,
+                seed: 0,
             });
         }
     }
     out
 }
 
-/// Opens the project the options name (none with `--no-project`).
-fn open_project(opts: &RenderOptions) -> anyhow::Result<Option<Project>> {
-    let dir = match &opts.project {
-        ProjectChoice::Off => return Ok(None),
-        ProjectChoice::Dir(d) => d.clone(),
-        ProjectChoice::NextToManuscript => Project::dir_for_manuscript(&opts.manuscript),
-    };
-    let project =
-        Project::open(&dir).with_context(|| format!("opening the project {}", dir.display()))?;
-    let check = project.open_report();
-    if !check.is_clean() {
-        eprintln!(
-            "project {}: {} take files missing (re-rendered), {} interrupted writes removed, \
-             {} orphan files quarantined",
-            dir.display(),
-            check.missing_files.len(),
-            check.temp_files_removed.len(),
-            check.orphans_quarantined.len()
-        );
-    }
-    Ok(Some(project))
-}
-
-/// Chosen takes that are usable for this run, by segment id (samples not loaded yet).
-fn reusable_takes(p: &Project, identity: &TakeIdentity) -> anyhow::Result<HashMap<u64, TakeAudio>> {
-    let needing: std::collections::HashSet<u64> =
-        p.segments_needing_takes()?.iter().map(|s| s.id).collect();
-    let mut out = HashMap::new();
-    for s in p.segments()? {
-        if needing.contains(&s.id) {
-            continue;
-        }
-        let Some(info) = p.chosen_take(s.id)? else { continue };
-        if info.status == TakeStatus::Ok && identity.matches(&info.record) {
-            out.insert(
-                s.id,
-                TakeAudio { tokens: info.record.tokens.len(), samples: Vec::new(), reused: true },
-            );
-        }
-    }
-    Ok(out)
-}
-
-/// Saves a fresh take and makes it the segment's chosen take (render uses what it rendered).
-fn save_and_choose(p: &mut Project, take: &Take) -> anyhow::Result<()> {
-    let segment = take.record.segment_id;
-    let id = p.save_take(take).with_context(|| {
-        format!("saving the take of segment {segment} in {}", p.dir().display())
-    })?;
-    p.choose_take(segment, id)?;
-    Ok(())
-}
-
 /// Loads every segment's chosen take from the store (checked against its audio hash).
 fn chosen_audio(
-    p: &Project,
-    rendered: &HashMap<u64, TakeAudio>,
-) -> anyhow::Result<HashMap<u64, TakeAudio>> {
+    session: &mut Session,
+    rendered: &HashSet<SegmentKey>,
+) -> anyhow::Result<HashMap<SegmentKey, TakeAudio>> {
     let mut out = HashMap::new();
-    for s in p.segments()? {
-        let info =
-            p.chosen_take(s.id)?.with_context(|| format!("segment {} has no chosen take", s.id))?;
-        let samples = p.load_samples(info.id)?;
-        let reused = rendered.get(&s.id).is_none_or(|t| t.reused);
-        out.insert(s.id, TakeAudio { tokens: info.record.tokens.len(), samples, reused });
+    let keys: Vec<SegmentKey> = session.segments().iter().map(|s| s.key).collect();
+    for key in keys {
+        let info = session
+            .project()
+            .chosen_of_key(key)?
+            .with_context(|| format!("segment {key} has no chosen take"))?;
+        let samples = session.load_samples(info.id)?;
+        out.insert(
+            key,
+            TakeAudio {
+                tokens: info.record.tokens.len(),
+                seed: info.record.seed,
+                samples,
+                reused: !rendered.contains(&key),
+            },
+        );
     }
     Ok(out)
 }
 
 /// The output's segments in manuscript order; checks each take is exactly tokens × 960.
 fn joined_segments(
-    book: &Manuscript,
-    takes: &HashMap<u64, TakeAudio>,
+    segments: &[PlannedSegment],
+    takes: &HashMap<SegmentKey, TakeAudio>,
 ) -> anyhow::Result<Vec<RenderedSegment>> {
-    let mut segments = Vec::new();
-    for (chapter, ch) in book.chapters.iter().enumerate() {
-        for s in &ch.segments {
-            let take = takes
-                .get(&(s.id as u64))
-                .with_context(|| format!("no take for segment {}", s.id))?;
-            if take.samples.len() != take.tokens * SAMPLES_PER_TOKEN {
-                bail!(
-                    "the take of segment {} has {} samples for {} tokens (expected {})",
-                    s.id,
-                    take.samples.len(),
-                    take.tokens,
-                    take.tokens * SAMPLES_PER_TOKEN
-                );
-            }
-            segments.push(RenderedSegment {
-                id: s.id,
-                chapter,
-                tokens: take.tokens,
-                samples: take.samples.len(),
-                pause_samples: ms_to_samples(s.pause_after_ms),
-                reused: take.reused,
-            });
+    let mut out = Vec::new();
+    for s in segments {
+        let take =
+            takes.get(&s.key).with_context(|| format!("no take for segment {}", s.position))?;
+        if take.samples.len() != take.tokens * SAMPLES_PER_TOKEN {
+            bail!(
+                "the take of segment {} has {} samples for {} tokens (expected {})",
+                s.position,
+                take.samples.len(),
+                take.tokens,
+                take.tokens * SAMPLES_PER_TOKEN
+            );
         }
+        out.push(RenderedSegment {
+            id: s.position,
+            chapter: s.chapter,
+            tokens: take.tokens,
+            samples: take.samples.len(),
+            pause_samples: master::ms_to_samples(s.pause_after_ms),
+            reused: take.reused,
+            seed: take.seed,
+        });
     }
-    Ok(segments)
+    Ok(out)
 }
 
 /// Waits for one take per segment, handing each to `on_take` as it arrives; fails on the first
@@ -446,21 +393,27 @@ fn collect_takes(
 fn write_outputs(
     opts: &RenderOptions,
     book: &Manuscript,
-    segments: &[RenderedSegment],
-    takes: &HashMap<u64, TakeAudio>,
+    rendered: &[RenderedSegment],
+    planned: &[PlannedSegment],
+    takes: &HashMap<SegmentKey, TakeAudio>,
     lead_in_samples: usize,
 ) -> anyhow::Result<Vec<(PathBuf, usize)>> {
     let mut outputs: Vec<(PathBuf, Vec<f32>)> = Vec::new();
+    let members = |chapter: Option<usize>| -> Vec<(&RenderedSegment, &PlannedSegment)> {
+        rendered
+            .iter()
+            .zip(planned)
+            .filter(|(r, _)| chapter.is_none_or(|c| r.chapter == c))
+            .collect()
+    };
     if opts.split_chapters {
         for chapter in 0..book.chapters.len() {
-            let members: Vec<&RenderedSegment> =
-                segments.iter().filter(|s| s.chapter == chapter).collect();
             let lead = if chapter == 0 { lead_in_samples } else { 0 };
-            outputs.push((chapter_path(&opts.out, chapter + 1), join(&members, takes, lead)));
+            let joined = join(&members(Some(chapter)), takes, lead);
+            outputs.push((chapter_path(&opts.out, chapter + 1), joined));
         }
     } else {
-        let all: Vec<&RenderedSegment> = segments.iter().collect();
-        outputs.push((opts.out.clone(), join(&all, takes, lead_in_samples)));
+        outputs.push((opts.out.clone(), join(&members(None), takes, lead_in_samples)));
     }
     let mut written = Vec::new();
     for (path, samples) in outputs {
@@ -477,29 +430,22 @@ pub fn chapter_path(out: &Path, chapter: usize) -> PathBuf {
     out.with_file_name(format!("{stem}-{chapter:02}.{ext}"))
 }
 
-/// Lead-in silence, then each take (faded at its edges) followed by its pause.
-fn join(members: &[&RenderedSegment], takes: &HashMap<u64, TakeAudio>, lead_in: usize) -> Vec<f32> {
-    let total = lead_in + members.iter().map(|s| s.samples + s.pause_samples).sum::<usize>();
-    let mut out = Vec::with_capacity(total);
-    out.resize(lead_in, 0.0);
-    for s in members {
-        let start = out.len();
-        out.extend_from_slice(&takes[&(s.id as u64)].samples);
-        fade_edges(&mut out[start..]);
-        out.resize(out.len() + s.pause_samples, 0.0);
+/// The master of these segments: the lead-in, then each take with its pause
+/// ([`master::segment_master`]).
+fn join(
+    members: &[(&RenderedSegment, &PlannedSegment)],
+    takes: &HashMap<SegmentKey, TakeAudio>,
+    lead_in: usize,
+) -> Vec<f32> {
+    let mut out = Vec::new();
+    for (i, (r, p)) in members.iter().enumerate() {
+        let lead = if i == 0 { lead_in } else { 0 };
+        out.extend(master::segment_master(&takes[&p.key].samples, lead, r.pause_samples));
+    }
+    if members.is_empty() {
+        out.resize(lead_in, 0.0);
     }
     out
-}
-
-/// Linear fade-in and fade-out over [`JOIN_FADE_SAMPLES`] at the take's edges.
-fn fade_edges(take: &mut [f32]) {
-    let n = JOIN_FADE_SAMPLES.min(take.len() / 2);
-    let len = take.len();
-    for i in 0..n {
-        let gain = i as f32 / n as f32;
-        take[i] *= gain;
-        take[len - 1 - i] *= gain;
-    }
 }
 
 /// Writes `samples` to `path.partial`, then renames it over `path`.

@@ -1,8 +1,10 @@
-//! `lectern [MANUSCRIPT]`: the workstation. Wires the text frontend, the engine thread (which
-//! loads the model on its own thread), audio playback and the terminal UI.
+//! `lectern [MANUSCRIPT]`: the workstation. Opens (or creates) the manuscript's project through
+//! the session pipeline, starts the engine thread (which loads the model on its own thread),
+//! audio playback and the terminal UI.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use anyhow::Context;
 use candle::Device;
@@ -11,10 +13,11 @@ use crate::audio::{Player, PlayerConfig};
 use crate::engine::Engine;
 use crate::engine::protocol::RenderParams;
 use crate::model::flow::FlowMatmul;
-use crate::session::{self, ModelChoice};
-use crate::text::{Manuscript, ParseOptions, TextError, Tokenizer};
-use crate::tui::watch::{ManuscriptSource, Reparse};
+use crate::session::{self, ModelChoice, ProjectChoice, Session};
+use crate::tui::desk::Desk;
+use crate::tui::watch::ManuscriptSource;
 use crate::tui::{self, AppConfig, RunConfig};
+use crate::voice::ModelSignature;
 
 /// The sample manuscript opened when none is given.
 pub const SAMPLE_MANUSCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/welcome.md");
@@ -32,8 +35,9 @@ pub struct WorkstationOptions {
     /// How the flow's matmuls run; `None`: the device's default ([`FlowMatmul::default_for`]).
     pub flow_matmul: Option<FlowMatmul>,
     pub base_seed: u64,
-    /// Where playback goes when there is no audio device.
+    /// Where playback is written when there is no audio device (never over an existing file).
     pub fallback_wav: Option<PathBuf>,
+    pub project: ProjectChoice,
 }
 
 /// Opens the workstation and runs it until the narrator quits.
@@ -42,12 +46,13 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
         opts.manuscript.clone().unwrap_or_else(|| PathBuf::from(SAMPLE_MANUSCRIPT));
     let model = ModelChoice::resolve(opts.model.as_deref())?;
     let voice = session::resolve_voice(opts.voice.as_deref(), &model)?;
-    let tokenizer = session::tokenizer(&model)?;
-    let segments = segment_texts(&manuscript_path, &tokenizer)
-        .with_context(|| format!("reading {}", manuscript_path.display()))?;
-    let tokenizer = Arc::new(tokenizer);
-    let reparse: Reparse =
-        Arc::new(move |path: &Path| segment_texts(path, &tokenizer).map_err(|e| e.to_string()));
+    let signature = ModelSignature::from_model_dir(&model.dir)
+        .with_context(|| format!("reading the model in {}", model.dir.display()))?;
+    voice.check_model(&signature).with_context(|| format!("voice `{}`", voice.manifest.name))?;
+    let tokenizer = Arc::new(session::tokenizer(&model)?);
+    let project = project_choice(&opts.project, &manuscript_path);
+    let session = Session::open(&project, &manuscript_path, &voice, &model.dir, opts.base_seed)?;
+    let mut desk = Desk::open(session, &manuscript_path, Arc::clone(&tokenizer))?;
 
     let voice_name = voice.manifest.name.clone();
     let (model_for_engine, device, precision, flow_matmul) =
@@ -60,10 +65,21 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
         voice_name.clone(),
         opts.params.clone(),
     );
-    let fallback = opts.fallback_wav.clone().unwrap_or_else(|| default_fallback(&manuscript_path));
+    let fallback = match &opts.fallback_wav {
+        Some(p) => unused_path(p),
+        None => default_fallback(&manuscript_path, desk.session().project_dir()),
+    };
+    if let Some(dir) = fallback.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     let player = Player::open(PlayerConfig { fallback_wav: fallback, ..PlayerConfig::default() })
         .context("opening audio output")?;
 
+    let quit = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(signal, Arc::clone(&quit))
+            .context("installing the signal handlers")?;
+    }
     let cfg = RunConfig {
         app: AppConfig {
             manuscript: display_name(&manuscript_path),
@@ -75,36 +91,62 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
             },
             tiny_model: model.bundled_tiny,
             backend: backend_label(&opts.device, opts.flow_matmul),
-            base_seed: opts.base_seed,
+            project: desk.session().project_dir().map(|d| d.display().to_string()),
             params: opts.params.clone(),
             ..AppConfig::default()
         },
-        segments,
-        manuscript: Some(ManuscriptSource { path: manuscript_path.clone(), reparse }),
+        manuscript: Some(ManuscriptSource { path: manuscript_path.clone() }),
         themes_dir: Some(PathBuf::from(BUNDLED_THEMES)),
+        quit_signal: Some(quit),
         ..RunConfig::default()
     };
-    let result = tui::run(cfg, &handle.tx, &handle.rx, &player);
+    let result = tui::run(cfg, &handle.tx, &handle.rx, &player, &mut desk);
+    eprintln!("lectern: stopping the engine (it finishes the step it is in)…");
     handle.shutdown();
+    // Dropping the player finalises the playback file.
+    drop(player);
     result.context("workstation")
 }
 
-/// The manuscript's segment texts, in reading order (also on every save).
-fn segment_texts(path: &Path, tokenizer: &Tokenizer) -> Result<Vec<String>, TextError> {
-    let book = Manuscript::load(path, &ParseOptions::default().with_tokenizer(tokenizer))?;
-    Ok(book.segments().map(|s| s.text.clone()).collect())
+/// The bundled sample's project lives in the temp dir (the source tree stays clean); any
+/// other manuscript's beside it.
+fn project_choice(choice: &ProjectChoice, manuscript: &Path) -> ProjectChoice {
+    match choice {
+        ProjectChoice::NextToManuscript if manuscript == Path::new(SAMPLE_MANUSCRIPT) => {
+            ProjectChoice::Dir(std::env::temp_dir().join("lectern-sample.lectern"))
+        }
+        other => other.clone(),
+    }
 }
 
 fn display_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into())
 }
 
-/// `book.md` → `book.playback.wav` beside it (or in the temp dir for the bundled sample).
-fn default_fallback(manuscript: &Path) -> PathBuf {
-    if manuscript.starts_with(env!("CARGO_MANIFEST_DIR")) {
-        return std::env::temp_dir().join("lectern-playback.wav");
+/// Each session's playback file is new: `playback/session-N.wav` in the project, or
+/// `book.playback-N.wav` beside the manuscript without one.
+fn default_fallback(manuscript: &Path, project: Option<&Path>) -> PathBuf {
+    match project {
+        Some(dir) => unused_path(&dir.join("playback").join("session.wav")),
+        None if manuscript == Path::new(SAMPLE_MANUSCRIPT) => {
+            unused_path(&std::env::temp_dir().join("lectern-playback.wav"))
+        }
+        None => unused_path(&manuscript.with_extension("playback.wav")),
     }
-    manuscript.with_extension("playback.wav")
+}
+
+/// `path` if nothing is there, else the first free `stem-2.ext`, `stem-3.ext`, …: a playback
+/// file is never written over an existing one.
+pub fn unused_path(path: &Path) -> PathBuf {
+    if !path.exists() {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+    let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    (2u32..)
+        .map(|n| path.with_file_name(format!("{stem}-{n}{ext}")))
+        .find(|p| !p.exists())
+        .expect("some number is free")
 }
 
 /// The parameters panel's backend: the device, and the flow's matmuls where they are not plain
@@ -127,5 +169,17 @@ mod tests {
         assert_eq!(backend_label(&cpu, None), "cpu");
         assert_eq!(backend_label(&cpu, Some(FlowMatmul::F32)), "cpu");
         assert_eq!(backend_label(&cpu, Some(FlowMatmul::Tf32x3)), "cpu · tf32x3");
+    }
+
+    #[test]
+    fn a_playback_file_is_never_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("session.wav");
+        assert_eq!(unused_path(&base), base);
+        std::fs::write(&base, b"x").unwrap();
+        let second = unused_path(&base);
+        assert_eq!(second, dir.path().join("session-2.wav"));
+        std::fs::write(&second, b"x").unwrap();
+        assert_eq!(unused_path(&base), dir.path().join("session-3.wav"));
     }
 }

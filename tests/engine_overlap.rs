@@ -26,6 +26,7 @@ fn manuscript(n: u64) -> Vec<SegmentSpec> {
                 "and then the words ".repeat(1 + (i as usize * 3) % 4)
             ),
             seed: 1000 + i,
+            ..SegmentSpec::default()
         })
         .collect()
 }
@@ -166,9 +167,8 @@ fn gated(lanes: usize, hold_lm: bool) -> GatedRun {
 fn a_finished_lane_goes_to_the_flow_while_its_batch_decodes() {
     let run = gated(3, true);
     // Equal lengths: no fast-start split, the three decode as one batch.
-    let specs: Vec<SegmentSpec> = (0..3)
-        .map(|i| SegmentSpec { id: i, text: format!("Segment number {i} of three."), seed: i })
-        .collect();
+    let specs: Vec<SegmentSpec> =
+        (0..3).map(|i| SegmentSpec::new(i, format!("Segment number {i} of three."), i)).collect();
     run.h.tx.send(Request::Enqueue(specs)).unwrap();
     assert_eq!(run.lm_done.recv_timeout(WAIT).unwrap(), 0);
     // Lanes 1 and 2 are held in the LM: segment 0 must reach the flow anyway.
@@ -220,7 +220,7 @@ fn a_segment_changed_while_the_lm_decodes_it_gets_fresh_tokens() {
     run.at_flow.recv_timeout(WAIT).expect("segment 1 enters the flow");
     // Segment 2 went to the LM before segment 1's flow began; re-seed it and cancel 3 while
     // the flow of 1 is held.
-    run.h.tx.send(Request::Reseed { id: 2, seed: 4242 }).unwrap();
+    run.h.tx.send(Request::Reseed(SegmentSpec { seed: 4242, ..specs[2].clone() })).unwrap();
     run.h.tx.send(Request::Cancel(vec![3])).unwrap();
     for _ in 0..3 {
         let _ = run.go.send(());

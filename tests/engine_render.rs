@@ -24,6 +24,7 @@ fn manuscript(n: u64) -> Vec<SegmentSpec> {
                 "and then the words ".repeat(1 + (i as usize * 7) % 5)
             ),
             seed: 1000 + i,
+            ..SegmentSpec::default()
         })
         .collect()
 }
@@ -154,11 +155,12 @@ fn cancel_prioritise_nfe_and_group_changes_apply_at_the_next_group() {
 #[test]
 fn reseed_makes_a_new_take_and_keeps_the_old() {
     let h = Engine::spawn(FakeBackend::new(), "narrator", params(8, 2000));
-    h.tx.send(Request::Enqueue(manuscript(3))).unwrap();
+    let specs = manuscript(3);
+    h.tx.send(Request::Enqueue(specs.clone())).unwrap();
     let first = takes(&until_idle(&h));
     let old = first[1].clone();
     let old_samples = old.samples.to_vec();
-    h.tx.send(Request::Reseed { id: 1, seed: 77 }).unwrap();
+    h.tx.send(Request::Reseed(SegmentSpec { seed: 77, ..specs[1].clone() })).unwrap();
     let second = takes(&until_idle(&h));
     h.shutdown();
     assert_eq!(ids(&second), vec![1]);

@@ -21,6 +21,7 @@ fn manuscript(n: u64) -> Vec<SegmentSpec> {
             id: i,
             text: format!("Line {i}: {}", "so it goes ".repeat(1 + i as usize % 3)),
             seed: 7 + i,
+            ..SegmentSpec::default()
         })
         .collect()
 }
@@ -130,7 +131,7 @@ fn a_short_opener_is_heard_before_the_long_lanes_finish() {
     let specs: Vec<SegmentSpec> = texts
         .iter()
         .enumerate()
-        .map(|(i, t)| SegmentSpec { id: i as u64, text: t.clone(), seed: i as u64 })
+        .map(|(i, t)| SegmentSpec::new(i as u64, t.clone(), i as u64))
         .collect();
     let Rendered { takes, samples, .. } = render(delays, params, specs);
     let order: Vec<u64> = takes.iter().map(|t| t.record.segment_id).collect();

@@ -1,16 +1,18 @@
-//! App unit tests: keys produce the right requests and player commands; engine events update
-//! state; the manuscript diff re-renders only changed segments. Plain data, no terminal.
+//! App unit tests: keys produce the right commands and player commands; engine events and
+//! saved takes update state; what plays is each segment's master (take, fade, pause); choices,
+//! approval, pickups and notes become session commands. Plain data, no terminal.
 
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use lectern::audio::master;
 use lectern::audio::player::{AudioCommand, NowPlaying, PlayState, PlayerStatus};
 use lectern::engine::protocol::{
-    EngineEvent, RenderParams, Request, SegmentState, Take, TelemetrySample,
+    EngineEvent, GroupInfo, RenderParams, Request, SegmentState, TakeRecord, TelemetrySample,
 };
+use lectern::store::Review;
 use lectern::tui::action::Action;
-use lectern::tui::app::{App, AppConfig, Mode, Msg, NFE_MAX, segment_hash};
-use lectern::tui::demo;
+use lectern::tui::app::{App, AppConfig, Command, Mode, Msg, NFE_MAX, RowInit, TakeEntry};
 use lectern::tui::keymap::KeyMap;
 
 fn key(c: char) -> Msg {
@@ -21,91 +23,137 @@ fn code(c: KeyCode) -> Msg {
     Msg::Key(KeyEvent::new(c, KeyModifiers::NONE))
 }
 
-fn texts(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| (*s).to_string()).collect()
-}
-
-fn app_with(segs: &[&str]) -> App {
-    let cfg = AppConfig { autoplay: false, ..AppConfig::default() };
-    let mut app = App::new(cfg, KeyMap::default());
-    app.set_segments(&texts(segs));
-    app
-}
-
-/// A finished take for row `i` of `app`, as the engine would send it.
-fn take_for(app: &App, i: usize, take_id: u64) -> Take {
-    let row = &app.rows[i];
-    let samples = demo::sine_take(3, row.seed);
-    let mut record = lectern::engine::protocol::TakeRecord {
-        segment_id: row.id,
-        text: row.text.clone(),
+fn record(segment: u64, seed: u64, tokens: usize) -> TakeRecord {
+    TakeRecord {
+        segment_id: segment,
+        text: format!("segment {segment}"),
         voice_id: "v".into(),
         model_id: "m".into(),
-        seed: row.seed,
+        seed,
         nfe: 10,
         cfg_rate: 0.7,
         precision: Default::default(),
         min_len_rule: Default::default(),
         backend: "cpu".into(),
         flow_matmul: "f32".into(),
-        group: lectern::engine::protocol::GroupInfo {
-            segment_ids: vec![row.id],
-            token_counts: vec![3],
-            tokens: Vec::new(),
+        group: GroupInfo {
+            segment_ids: vec![segment],
+            token_counts: vec![tokens],
+            tokens: vec![vec![1; tokens]],
             index: 0,
         },
         noise_source: "x".into(),
         engine_version: "0".into(),
-        tokens: vec![1, 2, 3],
+        tokens: vec![1; tokens],
         timings: Default::default(),
-    };
-    record.seed = row.seed;
-    Take { id: take_id, record, samples: Arc::new(samples) }
-}
-
-#[test]
-fn load_enqueues_every_segment_with_distinct_ids_and_seeds() {
-    let mut app = App::new(AppConfig::default(), KeyMap::default());
-    let reqs = app.set_segments(&texts(&["One.", "Two.", "Three."]));
-    assert_eq!(reqs.len(), 1);
-    let Request::Enqueue(specs) = &reqs[0] else { panic!("want Enqueue, got {reqs:?}") };
-    assert_eq!(
-        specs.iter().map(|s| s.text.as_str()).collect::<Vec<_>>(),
-        ["One.", "Two.", "Three."]
-    );
-    let mut ids: Vec<_> = specs.iter().map(|s| s.id).collect();
-    ids.dedup();
-    assert_eq!(ids.len(), 3);
-    assert!(app.rows.iter().all(|r| r.state == SegmentState::Queued));
-}
-
-#[test]
-fn reseed_sends_a_new_seed_for_the_selected_segment() {
-    let mut app = app_with(&["a", "b"]);
-    app.update(key('j'));
-    let (id, old) = (app.rows[1].id, app.rows[1].seed);
-    let reqs = app.update(key('s'));
-    match reqs.as_slice() {
-        [Request::Reseed { id: got, seed }] => {
-            assert_eq!(*got, id);
-            assert_ne!(*seed, old);
-            assert_eq!(app.rows[1].seed, *seed);
-        }
-        other => panic!("want one Reseed, got {other:?}"),
+        content: Default::default(),
     }
+}
+
+/// A take of `tokens` tokens whose samples are a ramp (so joins and fades are visible).
+fn entry(take: u64, segment: u64, seed: u64, tokens: usize, loaded: bool) -> TakeEntry {
+    let samples: Vec<f32> = (0..tokens * 960).map(|i| 0.25 + (i % 7) as f32 * 0.01).collect();
+    TakeEntry {
+        id: take,
+        samples: loaded.then(|| Arc::new(samples)),
+        record: record(segment, seed, tokens),
+        stale: false,
+    }
+}
+
+fn init(id: u64, text: &str) -> RowInit {
+    RowInit {
+        id,
+        text: text.to_string(),
+        pause_after_ms: 100,
+        default_seed: 100 + id,
+        takes: Vec::new(),
+        chosen: None,
+        review: Review::Unheard,
+        note: String::new(),
+    }
+}
+
+/// Rows with ids 1, 2, … (the store's keys), none rendered.
+fn app_with(texts: &[&str]) -> App {
+    let cfg = AppConfig { autoplay: false, ..AppConfig::default() };
+    let mut app = App::new(cfg, KeyMap::default());
+    app.set_rows(texts.iter().enumerate().map(|(i, t)| init(i as u64 + 1, t)).collect());
+    app
+}
+
+/// The session saved a take of row `i`.
+fn saved(app: &App, i: usize, take: u64, seed: u64) -> Msg {
+    Msg::Saved {
+        segment: app.rows[i].id,
+        take: entry(take, app.rows[i].id, seed, 3, true),
+        restored: false,
+    }
+}
+
+fn engine(cmds: &[Command]) -> Vec<&Request> {
+    cmds.iter()
+        .map(|c| match c {
+            Command::Engine(r) => r,
+            other => panic!("want engine requests only, got {other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn rows_come_from_the_session_with_their_takes_and_choice() {
+    let mut app = app_with(&[]);
+    let mut row = init(7, "Stored.");
+    row.takes = vec![entry(11, 7, 5, 3, false), entry(12, 7, 6, 3, false)];
+    row.chosen = Some(0);
+    row.review = Review::Approved;
+    app.set_rows(vec![row, init(8, "New.")]);
+    let r = &app.rows[0];
+    assert_eq!((r.current_take, r.chosen, r.review), (0, Some(0), Review::Approved));
+    assert_eq!(r.state, SegmentState::Ready);
+    assert_eq!(r.shown_seed(), 5, "the seed shown is the auditioned take's");
+    assert_eq!(app.rows[1].shown_seed(), 108, "no take: the default seed");
+    assert!(!r.needs_work());
+    assert!(!app.rows[1].needs_work(), "rendering: not yet the narrator's work");
+    app.update(Msg::Engine(EngineEvent::SegmentState {
+        id: 8,
+        state: SegmentState::Failed("x".into()),
+    }));
+    assert!(app.rows[1].needs_work());
+}
+
+#[test]
+fn reseed_asks_the_session_and_plays_the_new_take_when_saved() {
+    let mut app = app_with(&["a", "b"]);
+    app.update(saved(&app, 1, 1, 101));
+    app.update(key('j'));
+    let cmds = app.update(key('s'));
+    assert!(matches!(cmds.as_slice(), [Command::Reseed(2)]), "{cmds:?}");
     assert_eq!(app.rows[1].state, SegmentState::Queued);
-    // Again: yet another seed.
-    let prev = app.rows[1].seed;
-    let Request::Reseed { seed: s2, .. } = app.update(key('s'))[0].clone() else { panic!() };
-    assert_ne!(s2, prev);
+    app.update(Msg::Seeded { segment: 2, seed: 4242 });
+    assert_eq!(app.rows[1].shown_seed(), 4242, "the pending take's seed while it renders");
+    app.drain_audio();
+    app.update(saved(&app, 1, 2, 4242));
+    let r = &app.rows[1];
+    assert_eq!(
+        (r.takes.len(), r.current_take, r.chosen),
+        (2, 1, Some(0)),
+        "auditioned, not chosen"
+    );
+    match app.drain_audio().as_slice() {
+        [AudioCommand::Play(cue)] => assert_eq!(cue.take_id, 2),
+        other => panic!("want the new take played, got {other:?}"),
+    }
+    // `R` renders again with the chosen take's seed (the session knows it).
+    assert!(matches!(app.update(key('R')).as_slice(), [Command::Rerender(2)]));
 }
 
 #[test]
 fn nfe_keys_step_and_clamp() {
     let mut app = app_with(&["a"]);
     assert_eq!(app.params.nfe, 10);
-    assert!(matches!(app.update(key('[')).as_slice(), [Request::SetNfe(9)]));
-    assert!(matches!(app.update(key(']')).as_slice(), [Request::SetNfe(10)]));
+    assert!(matches!(engine(&app.update(key('['))).as_slice(), [Request::SetNfe(9)]));
+    assert!(matches!(engine(&app.update(key(']'))).as_slice(), [Request::SetNfe(10)]));
     app.params.nfe = 1;
     assert!(app.update(key('[')).is_empty(), "NFE never goes below 1");
     assert_eq!(app.params.nfe, 1);
@@ -116,14 +164,14 @@ fn nfe_keys_step_and_clamp() {
 #[test]
 fn group_and_lane_keys() {
     let mut app = app_with(&["a"]);
-    assert!(matches!(app.update(key('{')).as_slice(), [Request::SetGroupTarget(1750)]));
-    assert!(matches!(app.update(key('}')).as_slice(), [Request::SetGroupTarget(2000)]));
-    assert!(matches!(app.update(key('l')).as_slice(), [Request::SetLanes(7)]));
-    assert!(matches!(app.update(key('L')).as_slice(), [Request::SetLanes(8)]));
+    assert!(matches!(engine(&app.update(key('{'))).as_slice(), [Request::SetGroupTarget(1750)]));
+    assert!(matches!(engine(&app.update(key('}'))).as_slice(), [Request::SetGroupTarget(2000)]));
+    assert!(matches!(engine(&app.update(key('l'))).as_slice(), [Request::SetLanes(7)]));
+    assert!(matches!(engine(&app.update(key('L'))).as_slice(), [Request::SetLanes(8)]));
     app.params.lanes = 1;
     assert!(app.update(key('l')).is_empty(), "lanes never below 1");
     app.params.group_target_frames = 100;
-    assert!(matches!(app.update(key('{')).as_slice(), [Request::SetGroupTarget(0)]));
+    assert!(matches!(engine(&app.update(key('{'))).as_slice(), [Request::SetGroupTarget(0)]));
 }
 
 #[test]
@@ -154,25 +202,28 @@ fn movement_keys_and_bounds() {
 #[test]
 fn quit_sends_shutdown_and_ctrl_c_quits_in_any_mode() {
     let mut app = app_with(&["a"]);
-    assert!(matches!(app.update(key('q')).as_slice(), [Request::Shutdown]));
+    assert!(matches!(engine(&app.update(key('q'))).as_slice(), [Request::Shutdown]));
     assert!(app.quit);
     let mut app = app_with(&["a"]);
     app.update(key('/'));
     assert_eq!(app.mode, Mode::Search);
-    let reqs = app.update(Msg::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)));
-    assert!(matches!(reqs.as_slice(), [Request::Shutdown]));
+    let cmds = app.update(Msg::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)));
+    assert!(matches!(engine(&cmds).as_slice(), [Request::Shutdown]));
 }
 
 #[test]
-fn engine_events_update_rows_and_takes() {
+fn engine_events_and_saved_takes_update_rows() {
     let mut app = app_with(&["a", "b"]);
     let id = app.rows[0].id;
     app.update(Msg::Engine(EngineEvent::SegmentState { id, state: SegmentState::Flow }));
     assert_eq!(app.rows[0].state, SegmentState::Flow);
-    let t = take_for(&app, 0, 7);
-    app.update(Msg::Engine(EngineEvent::TakeReady(t)));
+    app.update(saved(&app, 0, 7, 3));
     assert_eq!(app.rows[0].state, SegmentState::Ready);
-    assert_eq!(app.rows[0].takes.len(), 1);
+    assert_eq!(
+        (app.rows[0].takes.len(), app.rows[0].chosen),
+        (1, Some(0)),
+        "the first take is chosen"
+    );
     assert_eq!(app.backend, "cpu");
     app.update(Msg::Engine(EngineEvent::SegmentState {
         id: app.rows[1].id,
@@ -187,27 +238,103 @@ fn engine_events_update_rows_and_takes() {
 }
 
 #[test]
-fn cycle_takes_and_replay() {
+fn audition_choose_approve_and_lock() {
     let mut app = app_with(&["a"]);
-    app.update(Msg::Engine(EngineEvent::TakeReady(take_for(&app, 0, 1))));
-    app.update(key('s'));
-    app.update(Msg::Engine(EngineEvent::TakeReady(take_for(&app, 0, 2))));
-    assert_eq!(app.rows[0].takes.len(), 2);
-    assert_eq!(app.rows[0].current_take, 1, "a new take becomes current");
+    app.update(saved(&app, 0, 1, 10));
+    app.update(saved(&app, 0, 2, 20));
+    assert_eq!((app.rows[0].current_take, app.rows[0].chosen), (1, Some(0)));
+    assert_eq!(app.rows[0].shown_seed(), 20);
+    app.drain_audio();
     app.update(key('t'));
     assert_eq!(app.rows[0].current_take, 0);
+    assert_eq!(app.rows[0].shown_seed(), 10, "the row's seed follows `t`");
+    assert!(matches!(app.drain_audio().as_slice(), [AudioCommand::Play(c)] if c.take_id == 1));
+    app.update(key('t'));
+    let cmds = app.update(key('c'));
+    assert!(matches!(cmds.as_slice(), [Command::Choose { segment: 1, take: 2 }]), "{cmds:?}");
+    assert_eq!(app.rows[0].chosen, Some(1));
+    let cmds = app.update(key('a'));
+    assert!(
+        matches!(cmds.as_slice(), [Command::SetReview { segment: 1, review: Review::Approved }]),
+        "{cmds:?}"
+    );
+    // Approved: the choice is locked, and so is re-seeding.
+    assert!(app.update(key('s')).is_empty());
+    app.update(key('t'));
+    assert!(app.update(key('c')).is_empty());
+    assert_eq!(app.rows[0].chosen, Some(1));
+    let cmds = app.update(key('a'));
+    assert!(matches!(cmds.as_slice(), [Command::SetReview { review: Review::Heard, .. }]));
+}
+
+#[test]
+fn approving_an_auditioned_take_chooses_it_first() {
+    let mut app = app_with(&["a"]);
+    app.update(saved(&app, 0, 1, 10));
+    app.update(saved(&app, 0, 2, 20));
+    let cmds = app.update(key('a'));
+    assert!(
+        matches!(
+            cmds.as_slice(),
+            [Command::Choose { take: 2, .. }, Command::SetReview { review: Review::Approved, .. }]
+        ),
+        "{cmds:?}"
+    );
+}
+
+#[test]
+fn what_plays_is_the_master_take_fade_pause_and_lead_in() {
+    let cfg = AppConfig { autoplay: false, lead_in_samples: 480, ..AppConfig::default() };
+    let mut app = App::new(cfg, KeyMap::default());
+    app.set_rows(vec![init(1, "a"), init(2, "b")]);
+    app.update(saved(&app, 0, 1, 10));
+    app.update(saved(&app, 1, 2, 20));
     app.drain_audio();
-    app.update(key('r'));
-    match app.drain_audio().as_slice() {
-        [AudioCommand::Play(cue)] => assert_eq!(cue.take_id, 1),
-        other => panic!("want Play of take 1, got {other:?}"),
-    }
+    app.update(code(KeyCode::Enter));
+    let cues: Vec<Arc<Vec<f32>>> = app
+        .drain_audio()
+        .into_iter()
+        .filter_map(|c| match c {
+            AudioCommand::Enqueue(c) => Some(c.samples),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(cues.len(), 2);
+    let take: Vec<f32> = (0..3 * 960).map(|i| 0.25 + (i % 7) as f32 * 0.01).collect();
+    let pause = master::ms_to_samples(100);
+    assert_eq!(
+        *cues[0],
+        master::segment_master(&take, 480, pause),
+        "first: lead-in + take + pause"
+    );
+    assert_eq!(*cues[1], master::segment_master(&take, 0, pause));
+}
+
+#[test]
+fn stored_takes_load_before_they_play() {
+    let mut app = app_with(&[]);
+    let mut row = init(5, "a");
+    row.takes = vec![entry(9, 5, 1, 2, false)];
+    row.chosen = Some(0);
+    app.set_rows(vec![row, init(6, "b")]);
+    app.update(code(KeyCode::Enter));
+    let cmds = app.update(Msg::Log(String::new()));
+    let loads = app.start_playback();
+    let all: Vec<&Command> = cmds.iter().chain(loads.iter()).collect();
+    assert!(all.iter().any(|c| matches!(c, Command::Load { segment: 5, take: 9 })), "{all:?}");
+    assert!(!app.drain_audio().iter().any(|c| matches!(c, AudioCommand::Enqueue(_))));
+    let samples = Arc::new(vec![0.5f32; 2 * 960]);
+    app.update(Msg::Loaded { segment: 5, take: 9, samples });
+    assert!(
+        app.drain_audio().iter().any(|c| matches!(c, AudioCommand::Enqueue(c) if c.take_id == 9))
+    );
 }
 
 #[test]
 fn play_from_queues_ready_segments_in_order_and_waits_for_the_rest() {
     let mut app = app_with(&["a", "b", "c"]);
-    app.update(Msg::Engine(EngineEvent::TakeReady(take_for(&app, 0, 1))));
+    app.update(saved(&app, 0, 1, 1));
+    app.drain_audio();
     app.update(code(KeyCode::Enter));
     let cmds = app.drain_audio();
     assert!(matches!(cmds[0], AudioCommand::Stop));
@@ -215,9 +342,9 @@ fn play_from_queues_ready_segments_in_order_and_waits_for_the_rest() {
     assert!(matches!(&cmds[2], AudioCommand::Enqueue(c) if c.take_id == 1));
     assert_eq!(cmds.len(), 3, "segment 2 is not ready yet");
     // Segment 3 finishes first: it waits for segment 2.
-    app.update(Msg::Engine(EngineEvent::TakeReady(take_for(&app, 2, 3))));
+    app.update(saved(&app, 2, 3, 3));
     assert!(app.drain_audio().is_empty());
-    app.update(Msg::Engine(EngineEvent::TakeReady(take_for(&app, 1, 2))));
+    app.update(saved(&app, 1, 2, 2));
     let ids: Vec<u64> = app
         .drain_audio()
         .iter()
@@ -227,6 +354,72 @@ fn play_from_queues_ready_segments_in_order_and_waits_for_the_rest() {
         })
         .collect();
     assert_eq!(ids, [2, 3]);
+}
+
+#[test]
+fn a_segment_played_past_its_middle_is_heard() {
+    let mut app = app_with(&["a"]);
+    app.update(saved(&app, 0, 1, 1));
+    let status = |pos| PlayerStatus {
+        state: PlayState::Playing,
+        now_playing: Some(NowPlaying {
+            take_id: 1,
+            segment_id: 1,
+            pos_samples: pos,
+            len_samples: 100,
+        }),
+        ..PlayerStatus::default()
+    };
+    assert!(app.update(Msg::Player(status(10))).is_empty());
+    let cmds = app.update(Msg::Player(status(60)));
+    assert!(matches!(cmds.as_slice(), [Command::SetReview { review: Review::Heard, .. }]));
+    assert!(app.update(Msg::Player(status(90))).is_empty(), "once");
+}
+
+#[test]
+fn pickups_view_notes_and_progress() {
+    let mut app = app_with(&["a", "b", "c"]);
+    for i in 0..3 {
+        app.update(saved(&app, i, i as u64 + 1, 1));
+    }
+    app.update(key('j'));
+    assert!(matches!(
+        app.update(key('p')).as_slice(),
+        [Command::SetReview { segment: 2, review: Review::Pickup }]
+    ));
+    app.update(key('N'));
+    assert_eq!(app.mode, Mode::Note);
+    for c in "breath at end".chars() {
+        app.update(key(c));
+    }
+    let cmds = app.update(code(KeyCode::Enter));
+    assert!(
+        matches!(cmds.as_slice(), [Command::SetNote { segment: 2, note }] if note == "breath at end")
+    );
+    assert_eq!(app.rows[1].note, "breath at end");
+    app.update(key('g'));
+    app.update(key('P'));
+    assert!(app.pickups_only);
+    assert_eq!(app.visible_rows(), vec![1]);
+    assert_eq!(app.selected, 1, "the selection moves to a listed segment");
+    assert!(app.progress_line().contains("0/3 approved"), "{}", app.progress_line());
+    assert!(app.progress_line().contains("1 pickup"), "{}", app.progress_line());
+    app.update(key('P'));
+    assert_eq!(app.visible_rows(), vec![0, 1, 2]);
+}
+
+#[test]
+fn set_rows_keeps_loaded_samples_and_selection() {
+    let mut app = app_with(&["a", "b"]);
+    app.update(saved(&app, 1, 9, 1));
+    app.update(key('j'));
+    let mut b = init(2, "b");
+    b.takes = vec![entry(9, 2, 1, 3, false)];
+    b.chosen = Some(0);
+    app.set_rows(vec![init(3, "zero"), init(1, "a"), b]);
+    assert_eq!(app.rows[2].id, 2);
+    assert!(app.rows[2].takes[0].samples.is_some(), "loaded samples are kept");
+    assert_eq!(app.selected, 2, "selection follows the row");
 }
 
 #[test]
@@ -324,70 +517,4 @@ fn keymap_patch_rebinds_and_unbinds() {
     assert_eq!(km.lookup(&ev('L', KeyModifiers::SHIFT)), Some(Action::LanesUp));
     assert!(km.patch("[bindings]\n\"x\" = \"fly\"\n").is_err());
     assert!(km.patch("[bindings]\n\"superkey\" = \"quit\"\n").is_err());
-}
-
-// ---- manuscript diff ----
-
-#[test]
-fn diff_unchanged_manuscript_sends_nothing() {
-    let mut app = app_with(&["a", "b", "c"]);
-    assert!(app.set_segments(&texts(&["a", "b", "c"])).is_empty());
-}
-
-#[test]
-fn diff_edit_cancels_old_and_enqueues_new_only() {
-    let mut app = app_with(&["a", "b", "c"]);
-    let ids: Vec<u64> = app.rows.iter().map(|r| r.id).collect();
-    let reqs = app.set_segments(&texts(&["a", "B!", "c"]));
-    assert_eq!(reqs.len(), 2, "{reqs:?}");
-    assert!(matches!(&reqs[0], Request::Cancel(c) if *c == vec![ids[1]]));
-    let Request::Enqueue(specs) = &reqs[1] else { panic!() };
-    assert_eq!(specs.len(), 1);
-    assert_eq!(specs[0].text, "B!");
-    assert!(!ids.contains(&specs[0].id), "new text, new id");
-    assert_eq!(app.rows[0].id, ids[0]);
-    assert_eq!(app.rows[2].id, ids[2]);
-}
-
-#[test]
-fn diff_insert_delete_and_reorder_keep_rendered_rows() {
-    let mut app = app_with(&["a", "b", "c"]);
-    let ids: Vec<u64> = app.rows.iter().map(|r| r.id).collect();
-    // b finished: deleting it needs no cancel.
-    app.update(Msg::Engine(EngineEvent::TakeReady(take_for(&app, 1, 1))));
-    let reqs = app.set_segments(&texts(&["c", "new", "a"]));
-    assert_eq!(reqs.len(), 1, "{reqs:?}");
-    let Request::Enqueue(specs) = &reqs[0] else { panic!() };
-    assert_eq!(specs.iter().map(|s| s.text.as_str()).collect::<Vec<_>>(), ["new"]);
-    assert_eq!(app.rows[0].id, ids[2]);
-    assert_eq!(app.rows[2].id, ids[0]);
-}
-
-#[test]
-fn diff_duplicate_texts_match_one_to_one() {
-    let mut app = app_with(&["x", "x"]);
-    let reqs = app.set_segments(&texts(&["x", "x", "x"]));
-    let Request::Enqueue(specs) = &reqs[0] else { panic!("{reqs:?}") };
-    assert_eq!(specs.len(), 1);
-    let reqs = app.set_segments(&texts(&["x"]));
-    assert!(matches!(&reqs[..], [Request::Cancel(c)] if c.len() == 2));
-}
-
-#[test]
-fn diff_keeps_takes_and_selection_of_matched_rows() {
-    let mut app = app_with(&["a", "b"]);
-    app.update(Msg::Engine(EngineEvent::TakeReady(take_for(&app, 1, 9))));
-    app.update(key('j'));
-    let b_id = app.rows[1].id;
-    app.set_segments(&texts(&["zero", "a", "b"]));
-    assert_eq!(app.rows[2].id, b_id);
-    assert_eq!(app.rows[2].takes.len(), 1);
-    assert_eq!(app.selected, 2, "selection follows the row");
-}
-
-#[test]
-fn segment_hash_is_stable_fnv1a() {
-    assert_eq!(segment_hash(""), 0xcbf2_9ce4_8422_2325);
-    assert_eq!(segment_hash("a"), 0xaf63_dc4c_8601_ec8c);
-    assert_ne!(segment_hash("ab"), segment_hash("ba"));
 }

@@ -1,20 +1,28 @@
-//! The whole front end against the scripted fake engine: the real event loop on a
-//! `TestBackend`, scripted input, a recording player. Checks the protocol round trip (enqueue →
-//! states → takes → playback commands; keys → requests → ParamsChanged), not timing.
+//! The whole front end against the engine's fake backend and a real session: the real event
+//! loop on a `TestBackend`, scripted input, a recording player, a project in a temp dir.
+//! Checks the round trip (plan → engine → saved takes → playback commands; keys → session
+//! commands), that a reopened project renders nothing, and that a saved manuscript renders
+//! only what changed — not timing.
+
+mod session_common;
 
 use std::io;
-use std::sync::Mutex;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use lectern::audio::player::{AudioCommand, Playback, PlayerStatus};
-use lectern::engine::protocol::SegmentState;
-use lectern::tui::demo::{FakeEngineConfig, SAMPLES_PER_TOKEN, spawn_fake_engine, tokens_for};
+use lectern::engine::protocol::{Request, SegmentState};
+use lectern::tui::App;
+use lectern::tui::desk::Desk;
 use lectern::tui::keymap::KeyMap;
-use lectern::tui::run::{RunConfig, event_loop};
+use lectern::tui::run::{Io, RunConfig, event_loop};
 use lectern::tui::theme::Theme;
+use lectern::tui::watch::ManuscriptSource;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+use session_common::{fake_engine, open_desk};
 
 #[derive(Default)]
 struct Recorder {
@@ -30,58 +38,116 @@ impl Playback for Recorder {
     }
 }
 
+impl Recorder {
+    fn enqueued(&self) -> Vec<u64> {
+        let cmds = self.cmds.lock().unwrap();
+        cmds.iter()
+            .filter_map(
+                |c| if let AudioCommand::Enqueue(c) = c { Some(c.segment_id) } else { None },
+            )
+            .collect()
+    }
+}
+
 fn key(c: char) -> Event {
     Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
 }
 
-#[test]
-fn event_loop_against_the_fake_engine() {
-    let (tx, rx, engine) = spawn_fake_engine(FakeEngineConfig::default());
-    let texts: Vec<String> =
-        ["First sentence here.", "Second one, a bit longer.", "Third."].map(String::from).to_vec();
-    let mut cfg =
-        RunConfig { segments: texts.clone(), themes_dir: None, fps: 200, ..RunConfig::default() };
+const BOOK: &str = "The first paragraph stays.\n\nThe second paragraph will change.\n\n\
+                    The third paragraph stays too.\n";
+
+/// Runs the loop with `script(elapsed)` giving keys, against the fake engine; every request
+/// sent to the engine is recorded. Returns the final App and the requests.
+fn run_loop(
+    desk: &mut Desk,
+    manuscript: Option<&Path>,
+    mut script: impl FnMut(Duration) -> Option<Event>,
+) -> (App, Vec<Request>, Recorder) {
+    let h = fake_engine(lectern::engine::protocol::RenderParams::default());
+    let (tx, tap) = std::sync::mpsc::channel::<Request>();
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&sent);
+    let engine_tx = h.tx.clone();
+    let forward = std::thread::spawn(move || {
+        for r in tap {
+            log.lock().unwrap().push(r.clone());
+            let _ = engine_tx.send(r);
+        }
+    });
+    let mut cfg = RunConfig {
+        themes_dir: None,
+        manuscript: manuscript.map(|p| ManuscriptSource { path: p.to_path_buf() }),
+        fps: 200,
+        ..RunConfig::default()
+    };
     cfg.app.autoplay = true;
     let player = Recorder::default();
     let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
-    // Script: wait ~0.5 s for renders, press '[', wait, press 's', wait, then 'q'.
     let start = Instant::now();
-    let mut step = 0;
     let mut input = |timeout: Duration| -> io::Result<Option<Event>> {
         std::thread::sleep(timeout);
-        let t = start.elapsed();
-        let ev = match step {
-            0 if t > Duration::from_millis(500) => Some(key('[')),
-            1 if t > Duration::from_millis(700) => Some(key('s')),
-            2 if t > Duration::from_millis(1000) => Some(key('q')),
-            _ => None,
-        };
-        if ev.is_some() {
-            step += 1;
-        }
-        Ok(ev)
+        Ok(script(start.elapsed()))
     };
-    let app =
-        event_loop(&mut terminal, &cfg, KeyMap::default(), &tx, &rx, &player, &mut input).unwrap();
-    engine.join().unwrap();
+    let io = Io { engine_tx: &tx, player: &player, desk };
+    let app = event_loop(&mut terminal, &cfg, KeyMap::default(), &h.rx, io, &mut input).unwrap();
+    drop(tx);
+    forward.join().unwrap();
+    h.shutdown();
+    let sent = sent.lock().unwrap().clone();
+    (app, sent, player)
+}
+
+/// Keys at given times (ms), once each.
+fn keys_at(plan: Vec<(u64, Event)>) -> impl FnMut(Duration) -> Option<Event> {
+    let mut plan = std::collections::VecDeque::from(plan);
+    move |t| match plan.front() {
+        Some((ms, _)) if t >= Duration::from_millis(*ms) => plan.pop_front().map(|(_, e)| e),
+        _ => None,
+    }
+}
+
+fn enqueued_texts(sent: &[Request]) -> Vec<String> {
+    sent.iter()
+        .filter_map(|r| if let Request::Enqueue(v) = r { Some(v.clone()) } else { None })
+        .flatten()
+        .map(|s| s.text)
+        .collect()
+}
+
+#[test]
+fn the_loop_renders_saves_reseeds_and_a_reopened_project_renders_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.txt");
+    std::fs::write(&book, BOOK).unwrap();
+    let mut desk = open_desk(&book, 1000);
+    let script = keys_at(vec![(600, key('[')), (800, key('s')), (1300, key('q'))]);
+    let (app, sent, player) = run_loop(&mut desk, None, script);
     assert!(app.quit);
     assert_eq!(app.params.nfe, 9, "the engine echoed SetNfe(9)");
-    for (row, text) in app.rows.iter().zip(&texts) {
+    assert_eq!(enqueued_texts(&sent).len(), 3, "each segment once");
+    for row in &app.rows {
         assert_eq!(row.state, SegmentState::Ready, "{row:?}");
-        assert_eq!(row.takes[0].samples.len(), tokens_for(text) * SAMPLES_PER_TOKEN);
+        assert_eq!(row.chosen, Some(0), "the first take is chosen");
     }
     assert_eq!(app.rows[0].takes.len(), 2, "re-seed made a second take");
-    assert_ne!(app.rows[0].takes[0].record.seed, app.rows[0].takes[1].record.seed);
-    assert!(app.telemetry.samples.len() >= 4);
-    let cmds = player.cmds.lock().unwrap();
-    let queued: Vec<u64> = cmds
-        .iter()
-        .filter_map(|c| if let AudioCommand::Enqueue(c) = c { Some(c.segment_id) } else { None })
-        .collect();
+    let (s1, s2) = (app.rows[0].takes[0].record.seed, app.rows[0].takes[1].record.seed);
+    assert_ne!(s1, s2);
     let ids: Vec<u64> = app.rows.iter().map(|r| r.id).collect();
-    assert_eq!(queued, ids, "autoplay queued every segment once, in order");
-    let screen: String = terminal.backend().buffer().content().iter().map(|c| c.symbol()).collect();
-    assert!(screen.contains("manuscript · 3 segments"));
+    assert_eq!(player.enqueued(), ids, "autoplay queued every segment once, in order");
+    drop(desk);
+
+    // Reopen: the takes, the choice and the seeds are there; nothing renders.
+    let mut desk = open_desk(&book, 1000);
+    let (again, sent, _) = run_loop(&mut desk, None, keys_at(vec![(300, key('q'))]));
+    assert!(enqueued_texts(&sent).is_empty(), "nothing re-renders: {sent:?}");
+    for (a, b) in app.rows.iter().zip(&again.rows) {
+        assert_eq!(a.id, b.id);
+        assert_eq!(a.takes.len(), b.takes.len());
+        assert_eq!(a.chosen, b.chosen);
+        let seeds =
+            |r: &lectern::tui::app::Row| r.takes.iter().map(|t| t.record.seed).collect::<Vec<_>>();
+        assert_eq!(seeds(a), seeds(b));
+    }
 }
 
 #[test]
@@ -117,96 +183,36 @@ fn theme_watcher_reports_edits() {
 /// that no longer parses is reported in the log and leaves the rows alone.
 #[test]
 fn saving_the_manuscript_rerenders_only_changed_segments() {
-    use lectern::engine::protocol::Request;
-    use lectern::text::{Manuscript, ParseOptions};
-    use lectern::tui::watch::{ManuscriptSource, Reparse};
-    use std::sync::Arc;
-
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("book.md");
-    let v1 = "# One\n\nThe first paragraph stays.\n\nThe second paragraph will change.\n\n\
-              The third paragraph stays too.\n";
-    let v2 = v1.replace("will change", "has changed now");
-    std::fs::write(&path, v1).unwrap();
-    let reparse: Reparse = Arc::new(|p: &std::path::Path| {
-        Manuscript::load(p, &ParseOptions::default())
-            .map(|m| m.segments().map(|s| s.text.clone()).collect())
-            .map_err(|e| e.to_string())
-    });
-    let before = reparse(&path).unwrap();
-    let probe = dir.path().join("probe.md");
-    std::fs::write(&probe, &v2).unwrap();
-    let after = reparse(&probe).unwrap();
-    assert_eq!(before.len(), after.len());
-    let changed: Vec<usize> = (0..before.len()).filter(|&i| before[i] != after[i]).collect();
-    assert_eq!(changed.len(), 1, "{before:?} vs {after:?}");
-
-    // Record every request on its way to the fake engine.
-    let (fake_tx, rx, engine) = spawn_fake_engine(FakeEngineConfig::default());
-    let (tx, tap) = std::sync::mpsc::channel::<Request>();
-    let sent = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&sent);
-    let forward = std::thread::spawn(move || {
-        for r in tap {
-            log.lock().unwrap().push(r.clone());
-            let _ = fake_tx.send(r);
-        }
-    });
-    let cfg = RunConfig {
-        segments: before.clone(),
-        themes_dir: None,
-        manuscript: Some(ManuscriptSource { path: path.clone(), reparse }),
-        fps: 200,
-        ..RunConfig::default()
-    };
-    let player = Recorder::default();
-    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
-    let start = Instant::now();
+    let path = dir.path().join("book.txt");
+    std::fs::write(&path, BOOK).unwrap();
+    let v2 = BOOK.replace("will change", "has changed now");
+    let mut desk = open_desk(&path, 7);
+    let edit_path = path.clone();
     let mut step = 0;
-    let edit = v2.clone();
-    let mut input = |timeout: Duration| -> io::Result<Option<Event>> {
-        std::thread::sleep(timeout);
-        let t = start.elapsed();
+    let script = move |t: Duration| -> Option<Event> {
         match step {
-            0 if t > Duration::from_millis(800) => std::fs::write(&path, &edit)?,
-            1 if t > Duration::from_millis(2000) => std::fs::write(&path, "")?,
+            0 if t > Duration::from_millis(800) => std::fs::write(&edit_path, &v2).unwrap(),
+            1 if t > Duration::from_millis(2000) => std::fs::write(&edit_path, "").unwrap(),
             2 if t > Duration::from_millis(3000) => {
                 step += 1;
-                return Ok(Some(key('q')));
+                return Some(key('q'));
             }
-            _ => return Ok(None),
+            _ => return None,
         }
         step += 1;
-        Ok(None)
+        None
     };
-    let app =
-        event_loop(&mut terminal, &cfg, KeyMap::default(), &tx, &rx, &player, &mut input).unwrap();
-    drop(tx);
-    forward.join().unwrap();
-    engine.join().unwrap();
-
+    let (app, sent, _) = run_loop(&mut desk, Some(&path), script);
     let texts: Vec<&str> = app.rows.iter().map(|r| r.text.as_str()).collect();
-    assert_eq!(texts, after.iter().map(String::as_str).collect::<Vec<_>>());
-    let enqueued: Vec<(u64, String)> = sent
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|r| if let Request::Enqueue(v) = r { Some(v.clone()) } else { None })
-        .flatten()
-        .map(|s| (s.id, s.text))
-        .collect();
-    let mut expected: Vec<String> = before.clone();
-    expected.extend(changed.iter().map(|&i| after[i].clone()));
-    assert_eq!(enqueued.iter().map(|(_, t)| t.clone()).collect::<Vec<_>>(), expected);
-    for (i, row) in app.rows.iter().enumerate() {
+    assert_eq!(texts.len(), 3);
+    assert!(texts[1].contains("has changed now"), "{texts:?}");
+    let enqueued = enqueued_texts(&sent);
+    assert_eq!(enqueued.len(), 4, "three, then only the changed one: {enqueued:?}");
+    assert!(enqueued[3].contains("has changed now"));
+    for row in &app.rows {
         assert_eq!(row.state, SegmentState::Ready, "{row:?}");
         assert_eq!(row.takes.len(), 1, "one take each: {row:?}");
-        let first_id = enqueued[i].0;
-        if changed.contains(&i) {
-            assert_ne!(row.id, first_id, "the changed segment is a new row");
-        } else {
-            assert_eq!(row.id, first_id, "unchanged segments keep their row and take");
-        }
     }
     assert!(
         app.log.iter().any(|l| l.contains("manuscript not reloaded")),

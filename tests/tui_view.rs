@@ -7,9 +7,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lectern::audio::player::{NowPlaying, PlayState, PlayerStatus, SinkInfo};
-use lectern::engine::protocol::{EngineEvent, SegmentState, Take};
-use lectern::tui::app::{App, AppConfig, Msg};
-use lectern::tui::demo;
+use lectern::engine::protocol::{
+    EngineEvent, LaneMemory, MemorySample, SegmentState, TelemetrySample,
+};
+use lectern::store::Review;
+use lectern::tui::app::{App, AppConfig, Msg, RowInit, TakeEntry};
 use lectern::tui::keymap::KeyMap;
 use lectern::tui::theme::Theme;
 use lectern::tui::view;
@@ -27,9 +29,12 @@ const TEXTS: [&str; 6] = [
     "The boats came home by starlight.",
 ];
 
-fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Take {
+fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Msg {
     let row = &app.rows[i];
-    let samples = demo::sine_take(tokens, row.seed);
+    let hz = 220.0 + (row.seed % 8) as f32 * 55.0;
+    let samples: Vec<f32> = (0..tokens * 960)
+        .map(|k| 0.3 * (std::f32::consts::TAU * hz * k as f32 / 24_000.0).sin())
+        .collect();
     let record = lectern::engine::protocol::TakeRecord {
         segment_id: row.id,
         text: row.text.clone(),
@@ -52,8 +57,49 @@ fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Take {
         engine_version: "0.1.0".into(),
         tokens: vec![0; tokens],
         timings: Default::default(),
+        content: Default::default(),
     };
-    Take { id: take_id, record, samples: Arc::new(samples) }
+    let take = TakeEntry { id: take_id, samples: Some(Arc::new(samples)), record, stale: false };
+    Msg::Saved { segment: row.id, take, restored: false }
+}
+
+/// A deterministic telemetry sample after the `k`-th group.
+fn telemetry(k: u64, lanes_active: usize, audio_s_total: f64) -> TelemetrySample {
+    let w = (k % 7) as f64;
+    let lm = 0.30 + 0.02 * w;
+    let flow = 0.12 + 0.01 * w;
+    let voc = 0.05 + 0.005 * w;
+    let mib = 1024 * 1024;
+    TelemetrySample {
+        at_ms: k * 250,
+        lm_rtf: lm,
+        flow_rtf: flow,
+        vocoder_rtf: voc,
+        total_rtf: lm + flow + voc,
+        avg_lm_rtf: lm,
+        avg_flow_rtf: flow,
+        avg_vocoder_rtf: voc,
+        avg_total_rtf: lm + flow + voc,
+        lm_tokens_per_s: 25.0 / lm,
+        flow_frames_per_s: 50.0 / flow,
+        time_to_first_audio_ms: Some(820),
+        audio_s_total,
+        lanes: (0..lanes_active)
+            .map(|lane| LaneMemory {
+                lane,
+                used_bytes: (lane as u64 + 1) * 3 * mib,
+                capacity_bytes: 24 * mib,
+            })
+            .collect(),
+        memory: MemorySample {
+            rss: Some(900 * mib + k * 4 * mib),
+            swap: Some(0),
+            pss: None,
+            phys_footprint: None,
+            device_used: None,
+            suspect: false,
+        },
+    }
 }
 
 /// A workstation mid-session: two takes rendered, one playing, others in each stage.
@@ -67,12 +113,25 @@ fn scene() -> App {
         ..AppConfig::default()
     };
     let mut app = App::new(cfg, KeyMap::default());
-    let texts: Vec<String> = TEXTS.iter().map(|s| (*s).to_string()).collect();
-    app.set_segments(&texts);
+    let rows = TEXTS
+        .iter()
+        .enumerate()
+        .map(|(i, t)| RowInit {
+            id: i as u64 + 1,
+            text: (*t).to_string(),
+            pause_after_ms: 300,
+            default_seed: 1000 + i as u64,
+            takes: Vec::new(),
+            chosen: None,
+            review: Review::Unheard,
+            note: String::new(),
+        })
+        .collect();
+    app.set_rows(rows);
     let t0 = take(&app, 0, 1, 20);
     let t1 = take(&app, 1, 2, 40);
-    app.update(Msg::Engine(EngineEvent::TakeReady(t0)));
-    app.update(Msg::Engine(EngineEvent::TakeReady(t1)));
+    app.update(t0);
+    app.update(t1);
     for (i, st) in [(2, SegmentState::Vocoder), (3, SegmentState::Flow), (4, SegmentState::Lm)] {
         let id = app.rows[i].id;
         app.update(Msg::Engine(EngineEvent::SegmentState { id, state: st }));
@@ -83,7 +142,7 @@ fn scene() -> App {
         state: SegmentState::Failed("out of memory".into()),
     }));
     for k in 1..=12 {
-        app.update(Msg::Engine(EngineEvent::Telemetry(demo::telemetry(k, 3, k as f64 * 1.6))));
+        app.update(Msg::Engine(EngineEvent::Telemetry(telemetry(k, 3, k as f64 * 1.6))));
     }
     app.update(Msg::Engine(EngineEvent::Log("loaded tiny model in 0.4 s".into())));
     app.update(Msg::Player(PlayerStatus {

@@ -7,6 +7,7 @@
 //! shared with the callback is atomics in [`render::Shared`]. Nothing here imports the model or
 //! the TUI.
 
+pub mod master;
 pub mod player;
 pub mod render;
 pub mod resample;

@@ -434,8 +434,12 @@ impl Manager {
         self.fill();
         let played = self.shared.played_frames();
         while let Some(e) = self.queue.front() {
-            let done = e.written == e.frames.len()
-                && e.start_frame.is_some_and(|s| played >= s + e.frames.len() as u64);
+            // An empty cue (a zero-length take with no pause) is never pushed, so it has no
+            // start frame: it is done as soon as it reaches the front. Left there, it hid the
+            // cues playing behind it and the transport said "stopped" while audio played.
+            let done = e.frames.is_empty()
+                || (e.written == e.frames.len()
+                    && e.start_frame.is_some_and(|s| played >= s + e.frames.len() as u64));
             if !done {
                 break;
             }

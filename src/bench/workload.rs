@@ -163,6 +163,7 @@ pub fn segments(
                     id: i as u64,
                     text: s.text.clone(),
                     seed: SEGMENT_SEED_BASE + i as u64,
+                    ..SegmentSpec::default()
                 },
                 words,
                 text_ids: stand_in_text_ids(&s.text),

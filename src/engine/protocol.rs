@@ -75,13 +75,86 @@ impl Default for RenderParams {
 }
 
 /// One segment to synthesise.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SegmentSpec {
     pub id: SegmentId,
     /// Normalised text as the LM receives it.
     pub text: String,
     /// Sampling seed of this segment's take.
     pub seed: u64,
+    /// The flow group that holds this segment closes after it. Groups are part of the plan
+    /// (paragraph ends, the opener, a re-seeded segment alone), never of timing, so the same
+    /// plan always forms the same groups.
+    #[serde(default)]
+    pub group_break_after: bool,
+    /// What the take's audio is a function of besides its settings; copied into the record.
+    #[serde(default)]
+    pub content: TakeContent,
+}
+
+impl SegmentSpec {
+    /// A segment with no recorded content (tests, benches); groups close only at the target.
+    pub fn new(id: SegmentId, text: impl Into<String>, seed: u64) -> Self {
+        Self {
+            id,
+            text: text.into(),
+            seed,
+            group_break_after: false,
+            content: TakeContent::default(),
+        }
+    }
+
+    /// The same segment, closing its flow group.
+    #[must_use]
+    pub fn with_group_break(mut self) -> Self {
+        self.group_break_after = true;
+        self
+    }
+}
+
+/// The content half of a take's key: everything its audio depends on that comes from the
+/// manuscript, the voice and the model (the settings half — seed, NFE, precision, backend,
+/// group — is the rest of the record). A take whose content differs from what the manuscript,
+/// voice and model give now is stale.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TakeContent {
+    /// The segment's text ids exactly as the LM receives them (between the prompt text's ids
+    /// and the task token).
+    pub text_ids: Vec<u32>,
+    /// SHA-256 of the voice's files (prompt tokens, mel, embedding and transcript).
+    pub voice_hash: String,
+    /// SHA-256 of the model's weights, configuration and tokenizer files.
+    pub model_hash: String,
+    /// Synthesis mode: `zero_shot` (the only one so far).
+    pub mode: String,
+    /// Instruction text of instruct modes.
+    #[serde(default)]
+    pub instruction: Option<String>,
+    /// Version of the text frontend (normalisation and segmentation rules).
+    pub frontend_version: String,
+}
+
+impl TakeContent {
+    /// A stable key of the content: SHA-256 (hex) of its fields in a fixed order.
+    #[must_use]
+    pub fn key(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"lectern-take-content-v1\0");
+        for id in &self.text_ids {
+            h.update(id.to_le_bytes());
+        }
+        for field in [&self.voice_hash, &self.model_hash, &self.mode, &self.frontend_version] {
+            h.update(b"\0");
+            h.update(field.as_bytes());
+        }
+        h.update(b"\0");
+        if let Some(i) = &self.instruction {
+            h.update(b"i");
+            h.update(i.as_bytes());
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
 }
 
 /// Commands to the engine thread. None blocks the sender.
@@ -94,11 +167,10 @@ pub enum Request {
     CancelAll,
     /// Move a queued segment to the front.
     Prioritise(SegmentId),
-    /// Render a new take of a segment with another seed (the old take is kept by the caller).
-    Reseed {
-        id: SegmentId,
-        seed: u64,
-    },
+    /// Render a new take of a segment (another seed, or the same seed under new settings);
+    /// the old take is kept by the caller. A queued segment just changes seed; otherwise the
+    /// spec is queued at the front as a flow group of its own.
+    Reseed(SegmentSpec),
     SetNfe(usize),
     SetGroupTarget(usize),
     SetLanes(usize),
@@ -171,6 +243,41 @@ pub struct TakeRecord {
     pub tokens: Vec<u32>,
     /// This take's share of the group's stage times.
     pub timings: StageTimings,
+    /// What the audio is a function of besides the settings above (empty in records written
+    /// before it existed: such takes count as stale).
+    #[serde(default)]
+    pub content: TakeContent,
+}
+
+impl TakeRecord {
+    /// The key of [`Self::content`].
+    #[must_use]
+    pub fn content_key(&self) -> String {
+        self.content.key()
+    }
+
+    /// The settings that made this take, for comparison with the current ones.
+    #[must_use]
+    pub fn settings(&self) -> TakeSettings {
+        TakeSettings {
+            nfe: self.nfe,
+            precision: self.precision,
+            min_len_rule: self.min_len_rule,
+            backend: self.backend.clone(),
+            flow_matmul: self.flow_matmul.clone(),
+        }
+    }
+}
+
+/// The settings of a take that a narrator sets for the whole run (its seed and group are
+/// per take). A chosen take made with other settings stays chosen; `render` counts them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TakeSettings {
+    pub nfe: usize,
+    pub precision: Precision,
+    pub min_len_rule: MinLenRule,
+    pub backend: String,
+    pub flow_matmul: String,
 }
 
 /// A finished take: record + 24 kHz mono samples (exactly tokens × 960).

@@ -85,12 +85,19 @@ impl Queue {
         self.items.drain(..).map(|p| p.spec.id).collect()
     }
 
-    /// Moves the first entry of segment `id` (tokens and all) to the front; true if found.
+    /// Moves the planning unit that holds the first entry of segment `id` (tokens and all) to
+    /// the front: the entries from just after the previous group break to the next one. Moving
+    /// the whole unit keeps its groups what the plan makes them. True if `id` is queued.
     pub fn prioritise(&mut self, id: SegmentId) -> bool {
         let Some(at) = self.items.iter().position(|p| p.spec.id == id) else {
             return false;
         };
-        if let Some(p) = self.items.remove(at) {
+        let start = self.items.iter().take(at).rposition(|p| p.spec.group_break_after);
+        let start = start.map_or(0, |i| i + 1);
+        let end = self.items.iter().skip(at).position(|p| p.spec.group_break_after);
+        let end = end.map_or(self.items.len(), |i| at + i + 1);
+        let unit: Vec<Pending> = self.items.drain(start..end).collect();
+        for p in unit.into_iter().rev() {
             self.items.push_front(p);
         }
         true
@@ -173,10 +180,13 @@ impl Queue {
         self.items.iter_mut().find(|p| p.decoding && same_take(&p.spec, spec))
     }
 
-    /// The next step for a flow group target of `target_frames` (see [`plan_group`]).
+    /// The next step for a flow group target of `target_frames` (see [`plan_group`]). A group
+    /// never reaches past an entry that closes its group ([`SegmentSpec::group_break_after`]).
     pub fn plan(&self, target_frames: usize) -> Plan {
+        let unit_end = self.items.iter().position(|p| p.spec.group_break_after);
+        let unit_len = unit_end.map_or(self.items.len(), |i| i + 1);
         let known: Vec<Option<usize>> =
-            self.items.iter().map(|p| p.tokens.as_ref().map(Vec::len)).collect();
+            self.items.iter().take(unit_len).map(|p| p.tokens.as_ref().map(Vec::len)).collect();
         plan_group(&known, target_frames)
     }
 
@@ -259,7 +269,7 @@ mod tests {
     use super::*;
 
     fn spec(id: u64) -> SegmentSpec {
-        SegmentSpec { id, text: format!("segment {id}"), seed: id }
+        SegmentSpec::new(id, format!("segment {id}"), id)
     }
 
     #[test]
@@ -313,7 +323,7 @@ mod tests {
         let mut q = Queue::default();
         let texts = ["A short opener.", "A much longer second segment of the manuscript.", "c"];
         for (id, text) in texts.iter().enumerate() {
-            q.push_back(SegmentSpec { id: id as u64, text: text.to_string(), seed: 0 });
+            q.push_back(SegmentSpec::new(id as u64, *text, 0));
         }
         assert_eq!(q.first_audio_batch(8), vec![0]);
         assert_eq!(q.lm_batch(8), vec![0, 1, 2]);
@@ -383,6 +393,27 @@ mod tests {
         assert!(q.fail_decoding(&failed));
         assert!(!q.fail_decoding(&failed));
         assert_eq!(q.items().map(|p| p.spec.id).collect::<Vec<_>>(), vec![0, 3]);
+    }
+
+    #[test]
+    fn groups_close_at_planned_breaks_and_units_move_whole() {
+        let mut q = Queue::default();
+        // Units: [0, 1] [2] [3, 4].
+        for id in 0..5 {
+            let s = spec(id);
+            q.push_back(if id == 1 || id == 2 { s.with_group_break() } else { s });
+        }
+        for at in 0..5 {
+            decode(&mut q, at, vec![1; 10], 0.0);
+        }
+        assert_eq!(q.plan(10_000), Plan::Group(2)); // not past the break after 1
+        assert!(q.prioritise(4)); // the unit [3, 4] moves, in order
+        let ids: Vec<u64> = q.items().map(|p| p.spec.id).collect();
+        assert_eq!(ids, vec![3, 4, 0, 1, 2]);
+        assert_eq!(q.plan(10_000), Plan::Group(2));
+        assert!(q.prioritise(2));
+        assert_eq!(q.items().map(|p| p.spec.id).collect::<Vec<_>>(), vec![2, 3, 4, 0, 1]);
+        assert_eq!(q.plan(10_000), Plan::Group(1));
     }
 
     #[test]

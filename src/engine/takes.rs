@@ -65,6 +65,7 @@ pub fn build_record(
         engine_version: ENGINE_VERSION.to_string(),
         tokens: group_tokens[index].clone(),
         timings,
+        content: spec.content.clone(),
     }
 }
 
@@ -138,7 +139,7 @@ mod tests {
     fn record() -> TakeRecord {
         let info = FakeBackend::new().describe();
         let ctx = RecordContext { voice_id: "v", info: &info, min_len_rule: MinLenRule::Upstream };
-        let spec = SegmentSpec { id: 8, text: "b".into(), seed: 3 };
+        let spec = SegmentSpec::new(8, "b", 3);
         let toks = vec![vec![1, 2], vec![3, 4, 5]];
         build_record(&ctx, &spec, &[7, 8], &toks, 1, 10, StageTimings::default())
     }

@@ -479,7 +479,7 @@ impl<B: SynthBackend> Worker<B> {
                     self.log(format!("prioritise: segment {id} is not queued"));
                 }
             }
-            Request::Reseed { id, seed } => self.reseed(id, seed),
+            Request::Reseed(spec) => self.reseed(spec),
             Request::SetNfe(nfe) => {
                 self.params.nfe = nfe.max(1);
                 self.params_changed();
@@ -507,18 +507,16 @@ impl<B: SynthBackend> Worker<B> {
         self.emit(EngineEvent::ParamsChanged(self.params.clone()));
     }
 
-    /// A new take with another seed: a queued segment just changes seed; a finished one is
-    /// queued again at the front (the caller keeps the old take).
-    fn reseed(&mut self, id: SegmentId, seed: u64) {
-        let Some(spec) = self.known.get_mut(&id) else {
-            self.log(format!("re-seed: unknown segment {id}"));
-            return;
-        };
-        spec.seed = seed;
-        let spec = spec.clone();
+    /// A new take with another seed: a queued segment just changes seed (its group stays what
+    /// the plan makes it); a finished one is queued again at the front, as a group of its own
+    /// (so its take never depends on what else happens to be queued). The caller keeps the old
+    /// take.
+    fn reseed(&mut self, spec: SegmentSpec) {
+        let (id, seed) = (spec.id, spec.seed);
+        self.known.insert(id, spec.clone());
         self.work_arrived();
         if !self.queue.reseed(id, seed) {
-            self.queue.push_front(spec);
+            self.queue.push_front(spec.with_group_break());
         }
         self.state(id, SegmentState::Queued);
     }

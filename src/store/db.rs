@@ -81,8 +81,25 @@ CREATE TABLE settings (
 INSERT INTO manuscripts (id, path, created_ms) VALUES (1, NULL, 0);
 ";
 
+/// Schema version 2: take keys and proofing. A take records the key of its content (LM input,
+/// voice, model, mode, frontend) and a segment the key its current content gives, so a stale
+/// take is one whose key differs; segments carry the narrator's review state and note; weight
+/// and voice file hashes are cached by (path, size, mtime).
+const V2: &str = "
+ALTER TABLE takes ADD COLUMN content_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE segments ADD COLUMN content_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE segments ADD COLUMN review TEXT NOT NULL DEFAULT 'unheard';
+ALTER TABLE segments ADD COLUMN note TEXT NOT NULL DEFAULT '';
+CREATE TABLE file_hashes (
+    path TEXT PRIMARY KEY,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL
+);
+";
+
 /// Migrations, in order: `MIGRATIONS[i]` goes from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -177,8 +194,8 @@ pub(crate) fn parse_hash(text: &str) -> u64 {
     u64::from_str_radix(text, 16).unwrap_or(0)
 }
 
-const SEGMENT_COLUMNS: &str =
-    "s.segment_id, s.chapter, s.ordinal, s.text, s.span_line, s.span_col, s.hash, s.pause_after_ms";
+const SEGMENT_COLUMNS: &str = "s.segment_id, s.chapter, s.ordinal, s.text, s.span_line, \
+     s.span_col, s.hash, s.pause_after_ms, s.content_key, s.key, s.review, s.note";
 
 fn segment_from_row(r: &Row<'_>) -> rusqlite::Result<StoredSegment> {
     Ok(StoredSegment {
@@ -189,7 +206,26 @@ fn segment_from_row(r: &Row<'_>) -> rusqlite::Result<StoredSegment> {
         span: (r.get(4)?, r.get(5)?),
         hash: parse_hash(&r.get::<_, String>(6)?),
         pause_after_ms: r.get(7)?,
+        content_key: r.get(8)?,
     })
+}
+
+/// A segment with its store key and the narrator's proofing state.
+fn proofed_from_row(r: &Row<'_>) -> rusqlite::Result<super::ProofedSegment> {
+    Ok(super::ProofedSegment {
+        segment: segment_from_row(r)?,
+        key: r.get(9)?,
+        review: super::Review::parse(&r.get::<_, String>(10)?),
+        note: r.get(11)?,
+    })
+}
+
+pub(crate) fn proofed_segments(conn: &Connection) -> rusqlite::Result<Vec<super::ProofedSegment>> {
+    let sql = format!(
+        "SELECT {SEGMENT_COLUMNS} FROM segments s WHERE s.active = 1 ORDER BY s.chapter, s.ordinal"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    stmt.query_map([], proofed_from_row)?.collect()
 }
 
 pub(crate) fn active_segments(conn: &Connection) -> rusqlite::Result<Vec<StoredSegment>> {
@@ -205,6 +241,7 @@ pub(crate) fn segments_needing_takes(conn: &Connection) -> rusqlite::Result<Vec<
         "SELECT {SEGMENT_COLUMNS} FROM segments s
          LEFT JOIN chosen_takes c ON c.segment_key = s.key
          LEFT JOIN takes t ON t.id = c.take_id AND t.status = 'ok'
+              AND t.content_key = s.content_key
          WHERE s.active = 1 AND t.id IS NULL
          ORDER BY s.chapter, s.ordinal"
     );
@@ -231,6 +268,7 @@ fn content_hash(segments: &[StoredSegment]) -> String {
         h.update(s.pause_after_ms.to_le_bytes());
         h.update(s.span.0.to_le_bytes());
         h.update(s.span.1.to_le_bytes());
+        h.update(s.content_key.as_bytes());
     }
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -295,7 +333,7 @@ fn sync_in(tx: &Transaction<'_>, segments: &[StoredSegment]) -> rusqlite::Result
                 tx.execute(
                     "UPDATE segments SET segment_id = ?2, chapter = ?3, ordinal = ?4, text = ?5,
                      span_line = ?6, span_col = ?7, pause_after_ms = ?8, active = 1,
-                     last_version = ?9 WHERE key = ?1",
+                     last_version = ?9, content_key = ?10 WHERE key = ?1",
                     params![
                         key,
                         s.id as i64,
@@ -305,7 +343,8 @@ fn sync_in(tx: &Transaction<'_>, segments: &[StoredSegment]) -> rusqlite::Result
                         s.span.0,
                         s.span.1,
                         s.pause_after_ms,
-                        version
+                        version,
+                        s.content_key
                     ],
                 )?;
                 key
@@ -313,8 +352,9 @@ fn sync_in(tx: &Transaction<'_>, segments: &[StoredSegment]) -> rusqlite::Result
             None => {
                 tx.execute(
                     "INSERT INTO segments (manuscript_id, hash, dup, segment_id, chapter, ordinal,
-                     text, span_line, span_col, pause_after_ms, active, first_version, last_version)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, ?11, ?11)",
+                     text, span_line, span_col, pause_after_ms, active, first_version, last_version,
+                     content_key)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 1, ?11, ?11, ?12)",
                     params![
                         MANUSCRIPT_ID,
                         hash_text(s.hash),
@@ -326,7 +366,8 @@ fn sync_in(tx: &Transaction<'_>, segments: &[StoredSegment]) -> rusqlite::Result
                         s.span.0,
                         s.span.1,
                         s.pause_after_ms,
-                        version
+                        version,
+                        s.content_key
                     ],
                 )?;
                 tx.last_insert_rowid()

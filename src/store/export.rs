@@ -188,13 +188,19 @@ fn plan(project: &Project) -> Result<Vec<ChapterPlan>> {
         return Err(StoreError::Export("the manuscript has no segments".into()));
     }
     let mut missing = Vec::new();
+    let mut stale = Vec::new();
     let mut chapters: Vec<ChapterPlan> = Vec::new();
+    let lead_in = project.lead_in_ms()?;
     for s in &segments {
         let take = project.chosen_take(s.id)?.filter(|t| t.status == TakeStatus::Ok);
         let Some(take) = take else {
             missing.push(s.id);
             continue;
         };
+        if take.content_key != s.content_key {
+            stale.push(s.id);
+            continue;
+        }
         if chapters.last().is_none_or(|c| c.chapter != s.chapter) {
             chapters.push(ChapterPlan {
                 chapter: s.chapter,
@@ -203,7 +209,11 @@ fn plan(project: &Project) -> Result<Vec<ChapterPlan>> {
                 pieces: Vec::new(),
             });
         }
+        let first_chapter = chapters.len() == 1;
         let Some(ch) = chapters.last_mut() else { continue };
+        if first_chapter && ch.pieces.is_empty() && lead_in > 0 {
+            ch.pieces.push(Piece::Silence(u64::from(lead_in) * SAMPLES_PER_MS));
+        }
         ch.segments.push(s.id);
         ch.pieces.push(Piece::Take(Box::new(take)));
         if s.pause_after_ms > 0 {
@@ -216,6 +226,12 @@ fn plan(project: &Project) -> Result<Vec<ChapterPlan>> {
             first: missing.into_iter().take(10).collect(),
         });
     }
+    if !stale.is_empty() {
+        return Err(StoreError::StaleTakes {
+            count: stale.len(),
+            first: stale.into_iter().take(10).collect(),
+        });
+    }
     Ok(chapters)
 }
 
@@ -224,7 +240,11 @@ fn for_each_chunk(pieces: &[&Piece], mut f: impl FnMut(&[f32]) -> Result<()>) ->
     const SILENCE: [f32; 4096] = [0.0; 4096];
     for piece in pieces {
         match piece {
-            Piece::Take(t) => f(&super::takes::read_verified(t)?)?,
+            Piece::Take(t) => {
+                let mut samples = super::takes::read_verified(t)?;
+                crate::audio::master::fade_edges(&mut samples);
+                f(&samples)?;
+            }
             Piece::Silence(n) => {
                 let mut left = *n as usize;
                 while left > 0 {

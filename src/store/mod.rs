@@ -39,6 +39,8 @@ pub const DB_FILE: &str = "project.db";
 pub const TAKES_DIR: &str = "takes";
 /// Where complete take files without a database row are moved at open.
 pub const ORPHANS_DIR: &str = "orphans";
+/// Where damaged take files are moved (their takes are marked missing and rendered again).
+pub const QUARANTINE_DIR: &str = "quarantine";
 /// Advisory lock file.
 pub const LOCK_FILE: &str = "lectern.lock";
 
@@ -82,6 +84,11 @@ pub enum StoreError {
         "{count} segment(s) have no usable chosen take (first ids: {first:?}); render them first"
     )]
     MissingTakes { count: usize, first: Vec<SegmentId> },
+    #[error(
+        "{count} segment(s) have a chosen take made for other content (the text, voice or \
+         model changed since; first ids: {first:?}); render them again first"
+    )]
+    StaleTakes { count: usize, first: Vec<SegmentId> },
     #[error("invalid input: {0}")]
     InvalidInput(String),
     #[error("export: {0}")]
@@ -148,7 +155,58 @@ pub struct StoredSegment {
     pub hash: u64,
     /// Silence after the segment in the export, milliseconds.
     pub pause_after_ms: u32,
+    /// Key of the content a take of this segment must have to be current
+    /// ([`crate::engine::protocol::TakeContent::key`]); a chosen take with another key is stale.
+    #[serde(default)]
+    pub content_key: String,
 }
+
+/// Where the narrator is with a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Review {
+    #[default]
+    Unheard,
+    Heard,
+    /// Approved: the chosen take is locked (never replaced automatically, not re-chosen).
+    Approved,
+    /// Needs a pickup: listed in the pickups view until it is approved.
+    Pickup,
+}
+
+impl Review {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unheard => "unheard",
+            Self::Heard => "heard",
+            Self::Approved => "approved",
+            Self::Pickup => "pickup",
+        }
+    }
+
+    /// Unknown text reads as unheard (a newer Lectern's state is never taken for approval).
+    pub fn parse(text: &str) -> Self {
+        match text {
+            "heard" => Self::Heard,
+            "approved" => Self::Approved,
+            "pickup" => Self::Pickup,
+            _ => Self::Unheard,
+        }
+    }
+}
+
+/// A current segment with its store key and proofing state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProofedSegment {
+    pub segment: StoredSegment,
+    /// The store's key of the segment: stable while its text (and occurrence) is unchanged.
+    pub key: SegmentKey,
+    pub review: Review,
+    pub note: String,
+}
+
+/// The store's stable key of a segment (see the module docs).
+pub type SegmentKey = i64;
 
 /// What a manuscript sync changed, keyed by segment hash.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -185,6 +243,8 @@ pub struct TakeInfo {
     pub status: TakeStatus,
     /// Content hash of the segment the take was rendered for.
     pub segment_hash: u64,
+    /// Key of the take's content (empty for takes saved before keys existed).
+    pub content_key: String,
 }
 
 /// What the startup check found and did.
@@ -224,6 +284,7 @@ impl std::fmt::Debug for Project {
 }
 
 const SETTINGS_RENDER_PARAMS: &str = "render_params";
+const SETTINGS_LEAD_IN_MS: &str = "lead_in_ms";
 
 impl Project {
     /// The default project directory of a manuscript: `book.txt` → `book.lectern`.
@@ -308,6 +369,167 @@ impl Project {
         takes::save_take(self, take, &mut takes::FsWriter)
     }
 
+    /// Saves the takes of one flow group all or nothing: every WAV is written first, then all
+    /// rows are committed in one transaction (a kill in between leaves orphan files, which the
+    /// next open quarantines, and no row, so the group renders again whole). Each take goes to
+    /// the segment with the given key; a take becomes its segment's chosen take when the
+    /// segment has no usable one (missing file or stale content). Returns the takes' ids.
+    pub fn save_group(&mut self, group: &[(SegmentKey, &Take)]) -> Result<Vec<TakeId>> {
+        takes::save_group(self, group, &mut takes::FsWriter)
+    }
+
+    /// Like [`Project::save_group`] with a custom file writer (tests inject failures here).
+    #[doc(hidden)]
+    pub fn save_group_with(
+        &mut self,
+        group: &[(SegmentKey, &Take)],
+        writer: &mut dyn takes::TakeWriter,
+    ) -> Result<Vec<TakeId>> {
+        takes::save_group(self, group, writer)
+    }
+
+    /// The current segments in order, with their keys and proofing state.
+    pub fn proofed_segments(&self) -> Result<Vec<ProofedSegment>> {
+        db::proofed_segments(&self.conn).map_err(|e| self.sql_err(e))
+    }
+
+    /// Every take of the segment with this key (any status), oldest first.
+    pub fn takes_of_key(&self, key: SegmentKey) -> Result<Vec<TakeInfo>> {
+        takes::takes_where(&self.conn, &self.dir, "segment_key = ?1", key)
+            .map_err(|e| self.sql_err(e))
+    }
+
+    /// The chosen take of the segment with this key, if any (usable or not).
+    pub fn chosen_of_key(&self, key: SegmentKey) -> Result<Option<TakeInfo>> {
+        let id: Option<i64> = self
+            .conn
+            .query_row("SELECT take_id FROM chosen_takes WHERE segment_key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sql_err(e))?;
+        id.map(|id| self.take(id as TakeId)).transpose()
+    }
+
+    /// Makes `take` the chosen take of the segment with this key. An approved segment's
+    /// choice is locked: un-approve it first.
+    pub fn choose_for_key(&mut self, key: SegmentKey, take: TakeId) -> Result<()> {
+        if self.review_of_key(key)? == Review::Approved {
+            return Err(StoreError::InvalidInput(
+                "the segment is approved: its chosen take is locked (un-approve it first)".into(),
+            ));
+        }
+        self.choose_unchecked(key, take)
+    }
+
+    fn choose_unchecked(&mut self, key: SegmentKey, take: TakeId) -> Result<()> {
+        let info = self.take(take)?;
+        let take_key: i64 = self
+            .conn
+            .query_row("SELECT segment_key FROM takes WHERE id = ?1", [take as i64], |r| r.get(0))
+            .map_err(|e| self.sql_err(e))?;
+        if take_key != key {
+            return Err(StoreError::TakeMismatch { take, segment: key as SegmentId });
+        }
+        if info.status != TakeStatus::Ok {
+            return Err(StoreError::TakeFileMissing { take, path: info.wav_path });
+        }
+        self.conn
+            .execute(
+                "INSERT INTO chosen_takes (segment_key, take_id) VALUES (?1, ?2)
+                 ON CONFLICT(segment_key) DO UPDATE SET take_id = excluded.take_id",
+                params![key, take as i64],
+            )
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    /// The narrator's review state of the segment with this key.
+    pub fn review_of_key(&self, key: SegmentKey) -> Result<Review> {
+        let text: Option<String> = self
+            .conn
+            .query_row("SELECT review FROM segments WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.sql_err(e))?;
+        text.map(|t| Review::parse(&t)).ok_or(StoreError::UnknownSegment(key as SegmentId))
+    }
+
+    /// Sets the review state of the segment with this key. Approving needs a usable chosen
+    /// take (it is what gets locked).
+    pub fn set_review(&mut self, key: SegmentKey, review: Review) -> Result<()> {
+        if review == Review::Approved {
+            let usable = self.chosen_of_key(key)?.is_some_and(|t| t.status == TakeStatus::Ok);
+            if !usable {
+                return Err(StoreError::InvalidInput(
+                    "nothing to approve: the segment has no usable chosen take".into(),
+                ));
+            }
+        }
+        self.conn
+            .execute(
+                "UPDATE segments SET review = ?2 WHERE key = ?1",
+                params![key, review.as_str()],
+            )
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    /// Sets the narrator's note on the segment with this key (empty clears it).
+    pub fn set_note(&mut self, key: SegmentKey, note: &str) -> Result<()> {
+        self.conn
+            .execute("UPDATE segments SET note = ?2 WHERE key = ?1", params![key, note])
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    /// Moves a take's damaged file to `takes/quarantine/` and marks the take missing, so its
+    /// segment renders again (or the take is regenerated from its record).
+    pub fn quarantine_take(&mut self, id: TakeId) -> Result<PathBuf> {
+        takes::quarantine(self, id)
+    }
+
+    /// Writes back the file of a take whose file was missing or damaged, from samples
+    /// regenerated from its record; refused unless they hash to the recorded audio hash.
+    pub fn restore_take_file(&mut self, id: TakeId, samples: &[f32]) -> Result<()> {
+        takes::restore_file(self, id, samples, &mut takes::FsWriter)
+    }
+
+    /// The SHA-256 cached for a file of this size and modification time, if any.
+    pub fn cached_file_hash(
+        &self,
+        path: &Path,
+        size: u64,
+        mtime_ns: i64,
+    ) -> Result<Option<String>> {
+        self.conn
+            .query_row(
+                "SELECT sha256 FROM file_hashes WHERE path = ?1 AND size = ?2 AND mtime_ns = ?3",
+                params![path.to_string_lossy(), size as i64, mtime_ns],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sql_err(e))
+    }
+
+    /// Caches a file's SHA-256 by path, size and modification time.
+    pub fn cache_file_hash(
+        &mut self,
+        path: &Path,
+        size: u64,
+        mtime_ns: i64,
+        sha256: &str,
+    ) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT INTO file_hashes (path, size, mtime_ns, sha256) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(path) DO UPDATE SET size = excluded.size,
+                 mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256",
+                params![path.to_string_lossy(), size as i64, mtime_ns, sha256],
+            )
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
     /// Like [`Project::save_take`] with a custom file writer (tests inject failures here).
     #[doc(hidden)]
     pub fn save_take_with(
@@ -321,25 +543,7 @@ impl Project {
     /// Makes `take` the chosen take of `segment`.
     pub fn choose_take(&mut self, segment: SegmentId, take: TakeId) -> Result<()> {
         let key = self.segment_key(segment)?;
-        let info = self.take(take)?;
-        let take_key: i64 = self
-            .conn
-            .query_row("SELECT segment_key FROM takes WHERE id = ?1", [take as i64], |r| r.get(0))
-            .map_err(|e| self.sql_err(e))?;
-        if take_key != key {
-            return Err(StoreError::TakeMismatch { take, segment });
-        }
-        if info.status != TakeStatus::Ok {
-            return Err(StoreError::TakeFileMissing { take, path: info.wav_path });
-        }
-        self.conn
-            .execute(
-                "INSERT INTO chosen_takes (segment_key, take_id) VALUES (?1, ?2)
-                 ON CONFLICT(segment_key) DO UPDATE SET take_id = excluded.take_id",
-                params![key, take as i64],
-            )
-            .map_err(|e| self.sql_err(e))?;
-        Ok(())
+        self.choose_for_key(key, take)
     }
 
     /// The chosen take of a segment, if any (usable or not: check `status`).
@@ -406,6 +610,30 @@ impl Project {
                 "INSERT INTO settings (key, value) VALUES (?1, ?2)
                  ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 params![SETTINGS_RENDER_PARAMS, json],
+            )
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    /// The manuscript's lead-in (silence before its first segment), milliseconds.
+    pub fn lead_in_ms(&self) -> Result<u32> {
+        let value: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM settings WHERE key = ?1", [SETTINGS_LEAD_IN_MS], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sql_err(e))?;
+        Ok(value.and_then(|v| v.parse().ok()).unwrap_or(0))
+    }
+
+    /// Records the manuscript's lead-in (export puts it before the first segment).
+    pub fn set_lead_in_ms(&mut self, ms: u32) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT INTO settings (key, value) VALUES (?1, ?2)
+                 ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                params![SETTINGS_LEAD_IN_MS, ms.to_string()],
             )
             .map_err(|e| self.sql_err(e))?;
         Ok(())

@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 
 use super::db::{now_ms, parse_hash};
 use super::{
-    ORPHANS_DIR, OpenReport, Project, Result, SAMPLE_RATE_HZ, StoreError, TAKES_DIR, TakeInfo,
-    TakeStatus,
+    ORPHANS_DIR, OpenReport, Project, QUARANTINE_DIR, Result, SAMPLE_RATE_HZ, SegmentKey,
+    StoreError, TAKES_DIR, TakeInfo, TakeStatus,
 };
 use crate::engine::protocol::{Take, TakeId};
 
@@ -92,21 +92,74 @@ pub(crate) fn save_take(
     take: &Take,
     writer: &mut dyn TakeWriter,
 ) -> Result<TakeId> {
-    let record = &take.record;
-    let key = project.segment_key(record.segment_id)?;
-    if let Some(i) = take.samples.iter().position(|s| !s.is_finite()) {
-        return Err(StoreError::InvalidInput(format!(
-            "take of segment {}: sample {i} is not finite",
-            record.segment_id
-        )));
+    let key = project.segment_key(take.record.segment_id)?;
+    let ids = save_group(project, &[(key, take)], writer)?;
+    Ok(ids[0])
+}
+
+/// A take file written and renamed into place, waiting for its row.
+struct WrittenFile {
+    path: PathBuf,
+    rel_path: String,
+    hash: String,
+}
+
+pub(crate) fn save_group(
+    project: &mut Project,
+    group: &[(SegmentKey, &Take)],
+    writer: &mut dyn TakeWriter,
+) -> Result<Vec<TakeId>> {
+    for (_, take) in group {
+        check_finite(take)?;
     }
-    let hash = audio_hash(&take.samples);
+    let mut written: Vec<WrittenFile> = Vec::with_capacity(group.len());
+    for (_, take) in group {
+        match write_file(project, &take.samples, writer) {
+            Ok(f) => written.push(f),
+            Err(e) => {
+                remove_files(&written);
+                return Err(e);
+            }
+        }
+    }
+    let takes_dir = project.dir.join(TAKES_DIR);
+    if let Err(e) = sync_dir(&takes_dir) {
+        remove_files(&written);
+        return Err(StoreError::io("syncing take directory", &takes_dir, e));
+    }
+    fault_point(FaultPoint::BeforeGroupCommit);
+    match insert_rows(&mut project.conn, group, &written) {
+        Ok(ids) => Ok(ids),
+        Err(e) => {
+            // No rows: the files would be orphans; remove them now rather than at next open.
+            remove_files(&written);
+            Err(project.sql_err(e))
+        }
+    }
+}
+
+fn check_finite(take: &Take) -> Result<()> {
+    match take.samples.iter().position(|s| !s.is_finite()) {
+        Some(i) => Err(StoreError::InvalidInput(format!(
+            "take of segment {}: sample {i} is not finite",
+            take.record.segment_id
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Writes samples to a new take file: temp file, fsync, rename.
+fn write_file(
+    project: &Project,
+    samples: &[f32],
+    writer: &mut dyn TakeWriter,
+) -> Result<WrittenFile> {
+    let hash = audio_hash(samples);
     let name = format!("{}-{:016x}.wav", &hash[..16], rand::random::<u64>());
     let takes_dir = project.dir.join(TAKES_DIR);
     let tmp = takes_dir.join(format!(".{name}.tmp"));
     let path = takes_dir.join(&name);
-
-    if let Err(e) = writer.write_wav(&tmp, &take.samples) {
+    if let Err(e) = writer.write_wav(&tmp, samples) {
         let _ = fs::remove_file(&tmp);
         return Err(StoreError::io("writing take file", &tmp, e));
     }
@@ -114,23 +167,56 @@ pub(crate) fn save_take(
         let _ = fs::remove_file(&tmp);
         return Err(StoreError::io("renaming take file", &path, e));
     }
-    if let Err(e) = sync_dir(&takes_dir) {
-        let _ = fs::remove_file(&path);
-        return Err(StoreError::io("syncing take directory", &takes_dir, e));
+    Ok(WrittenFile { path, rel_path: format!("{TAKES_DIR}/{name}"), hash })
+}
+
+fn remove_files(written: &[WrittenFile]) {
+    for f in written {
+        let _ = fs::remove_file(&f.path);
     }
-    match insert_row(&mut project.conn, key, take, &hash, &format!("{TAKES_DIR}/{name}")) {
-        Ok(id) => Ok(id),
-        Err(e) => {
-            // No row: the file would be an orphan; remove it now rather than at next open.
-            let _ = fs::remove_file(&path);
-            Err(project.sql_err(e))
+}
+
+/// Where a test can stop the process inside a save (see [`fault_point`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultPoint {
+    /// Every file of a group is in place, no row is committed yet.
+    BeforeGroupCommit,
+}
+
+/// Test-only fault injection: with `LECTERN_FAULT=abort-before-group-commit:N` in the
+/// environment, the N-th group save of the process aborts it there (like a `kill -9`), so the
+/// kill tests can stop a render inside a group's save deterministically. Unset, it costs one
+/// environment read per group.
+fn fault_point(point: FaultPoint) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEEN: AtomicU64 = AtomicU64::new(0);
+    let Ok(spec) = std::env::var("LECTERN_FAULT") else { return };
+    let Some(n) = spec.strip_prefix("abort-before-group-commit:") else { return };
+    if point == FaultPoint::BeforeGroupCommit {
+        let seen = SEEN.fetch_add(1, Ordering::SeqCst) + 1;
+        if n.trim().parse::<u64>().is_ok_and(|n| n == seen) {
+            std::process::abort();
         }
     }
 }
 
-fn insert_row(
+fn insert_rows(
     conn: &mut Connection,
-    key: i64,
+    group: &[(SegmentKey, &Take)],
+    written: &[WrittenFile],
+) -> rusqlite::Result<Vec<TakeId>> {
+    let tx = conn.transaction()?;
+    let mut ids = Vec::with_capacity(group.len());
+    for ((key, take), file) in group.iter().zip(written) {
+        ids.push(insert_row(&tx, *key, take, &file.hash, &file.rel_path)?);
+    }
+    tx.commit()?;
+    Ok(ids)
+}
+
+fn insert_row(
+    tx: &rusqlite::Transaction<'_>,
+    key: SegmentKey,
     take: &Take,
     hash: &str,
     rel_path: &str,
@@ -143,12 +229,12 @@ fn insert_row(
     let precision = serde_json::to_string(&r.precision)
         .map(|s| s.trim_matches('"').to_string())
         .unwrap_or_default();
-    let tx = conn.transaction()?;
+    let content_key = r.content_key();
     tx.execute(
         "INSERT INTO takes (segment_key, engine_take_id, seed, nfe, precision, backend,
          group_json, lm_s, flow_s, vocoder_s, audio_hash, wav_path, num_samples, status,
-         record, created_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'ok', ?14, ?15)",
+         record, created_ms, content_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'ok', ?14, ?15, ?16)",
         params![
             key,
             take.id as i64,
@@ -164,19 +250,95 @@ fn insert_row(
             rel_path,
             take.samples.len() as i64,
             record_json,
-            now_ms()
+            now_ms(),
+            content_key
         ],
     )?;
     let id = tx.last_insert_rowid();
-    // The first usable take of a segment becomes its chosen take; a usable choice stays.
-    tx.execute(
-        "INSERT INTO chosen_takes (segment_key, take_id) VALUES (?1, ?2)
-         ON CONFLICT(segment_key) DO UPDATE SET take_id = excluded.take_id
-         WHERE (SELECT status FROM takes WHERE id = chosen_takes.take_id) IS NOT 'ok'",
-        params![key, id],
-    )?;
-    tx.commit()?;
+    choose_if_unusable(tx, key, id, &content_key)?;
     Ok(id as TakeId)
+}
+
+/// A current take (its content is the segment's) becomes the chosen take when the segment
+/// has none that is usable — none yet, a missing file, or stale content. A usable choice
+/// stays whatever comes after it. When a new take replaces an earlier choice, the review
+/// state goes back to unheard: what was approved or heard was other audio.
+fn choose_if_unusable(
+    tx: &rusqlite::Transaction<'_>,
+    key: SegmentKey,
+    take: i64,
+    content_key: &str,
+) -> rusqlite::Result<()> {
+    use rusqlite::OptionalExtension;
+    let before: Option<i64> = tx
+        .query_row("SELECT take_id FROM chosen_takes WHERE segment_key = ?1", [key], |r| r.get(0))
+        .optional()?;
+    tx.execute(
+        "INSERT INTO chosen_takes (segment_key, take_id)
+         SELECT ?1, ?2 WHERE (SELECT content_key FROM segments WHERE key = ?1) = ?3
+         ON CONFLICT(segment_key) DO UPDATE SET take_id = excluded.take_id
+         WHERE NOT EXISTS (SELECT 1 FROM takes t JOIN segments s ON s.key = t.segment_key
+                           WHERE t.id = chosen_takes.take_id AND t.status = 'ok'
+                           AND t.content_key = s.content_key)",
+        params![key, take, content_key],
+    )?;
+    let after: Option<i64> = tx
+        .query_row("SELECT take_id FROM chosen_takes WHERE segment_key = ?1", [key], |r| r.get(0))
+        .optional()?;
+    if before.is_some() && after != before {
+        tx.execute("UPDATE segments SET review = 'unheard' WHERE key = ?1", [key])?;
+    }
+    Ok(())
+}
+
+/// Moves a damaged take file aside and marks the take missing.
+pub(crate) fn quarantine(project: &mut Project, id: TakeId) -> Result<PathBuf> {
+    let info = project.take(id)?;
+    let dir = project.dir.join(TAKES_DIR).join(QUARANTINE_DIR);
+    fs::create_dir_all(&dir)
+        .map_err(|e| StoreError::io("creating quarantine directory", &dir, e))?;
+    let name = info.wav_path.file_name().map(ToOwned::to_owned).unwrap_or_default();
+    let to = dir.join(name);
+    if info.wav_path.exists() {
+        fs::rename(&info.wav_path, &to)
+            .map_err(|e| StoreError::io("quarantining take file", &info.wav_path, e))?;
+    }
+    project
+        .conn
+        .execute("UPDATE takes SET status = 'missing' WHERE id = ?1", [id as i64])
+        .map_err(|e| project.sql_err(e))?;
+    Ok(to)
+}
+
+/// Writes a missing take's file back from regenerated samples (hash-checked) and marks it ok.
+pub(crate) fn restore_file(
+    project: &mut Project,
+    id: TakeId,
+    samples: &[f32],
+    writer: &mut dyn TakeWriter,
+) -> Result<()> {
+    let info = project.take(id)?;
+    if samples.len() as u64 != info.num_samples || audio_hash(samples) != info.audio_hash {
+        return Err(StoreError::HashMismatch { take: id, path: info.wav_path });
+    }
+    let tmp = info.wav_path.with_extension("wav.tmp");
+    let tmp = tmp.with_file_name(format!(
+        ".{}",
+        tmp.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    ));
+    if let Err(e) = writer.write_wav(&tmp, samples) {
+        let _ = fs::remove_file(&tmp);
+        return Err(StoreError::io("writing take file", &tmp, e));
+    }
+    fs::rename(&tmp, &info.wav_path)
+        .map_err(|e| StoreError::io("renaming take file", &info.wav_path, e))?;
+    let takes_dir = project.dir.join(TAKES_DIR);
+    sync_dir(&takes_dir).map_err(|e| StoreError::io("syncing take directory", &takes_dir, e))?;
+    project
+        .conn
+        .execute("UPDATE takes SET status = 'ok' WHERE id = ?1", [id as i64])
+        .map_err(|e| project.sql_err(e))?;
+    Ok(())
 }
 
 /// Takes matching `cond` (an SQL condition on `takes` with one parameter `?1`), by id.
@@ -188,7 +350,7 @@ pub(crate) fn takes_where(
 ) -> rusqlite::Result<Vec<TakeInfo>> {
     let sql = format!(
         "SELECT t.id, t.engine_take_id, t.record, t.audio_hash, t.wav_path, t.num_samples,
-         t.status, s.hash FROM takes t JOIN segments s ON s.key = t.segment_key
+         t.status, s.hash, t.content_key FROM takes t JOIN segments s ON s.key = t.segment_key
          WHERE {cond} ORDER BY t.id"
     );
     let mut stmt = conn.prepare(&sql)?;
@@ -207,6 +369,7 @@ pub(crate) fn takes_where(
             num_samples: r.get::<_, i64>(5)? as u64,
             status: if status == "ok" { TakeStatus::Ok } else { TakeStatus::Missing },
             segment_hash: parse_hash(&r.get::<_, String>(7)?),
+            content_key: r.get(8)?,
         })
     })?
     .collect()

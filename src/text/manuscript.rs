@@ -160,6 +160,9 @@ pub struct Segment {
     /// FNV-1a 64 of `text`: unchanged text keeps its hash across edits and runs.
     pub hash: u64,
     pub pause_after_ms: u32,
+    /// The segment ends a paragraph, heading or chapter (or the manuscript). Flow groups never
+    /// reach across such a boundary, so a group is a function of its paragraph's text alone.
+    pub ends_paragraph: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
@@ -309,6 +312,7 @@ fn parse_source(
                         kind: block.kind,
                         span: Span { bytes, ..Span::default() },
                         pause_after_ms: 0,
+                        ends_paragraph: false,
                     };
                     drafts.push(Draft { seg, chapter, level: Level::Sentence, explicit_ms: 0 });
                 }
@@ -340,6 +344,7 @@ fn parse_source(
             Level::Chapter => p.chapter_ms,
         };
         d.seg.pause_after_ms = structural.max(d.explicit_ms);
+        d.seg.ends_paragraph = i + 1 == n || d.level != Level::Sentence;
         d.seg.span.start = cursor.position(d.seg.span.bytes.start);
         d.seg.span.end = cursor.position(d.seg.span.bytes.end);
         chapters[d.chapter].segments.push(d.seg);

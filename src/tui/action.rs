@@ -20,8 +20,20 @@ pub enum Action {
     Replay,
     /// Render a new take of the selected segment with a fresh seed.
     Reseed,
-    /// Show the selected segment's next take.
+    /// Show (and play) the selected segment's next take.
     CycleTake,
+    /// Render the selected segment again with its chosen take's seed and the current settings.
+    Rerender,
+    /// Make the auditioned take the chosen one (what render and export use).
+    ChooseTake,
+    /// Approve the selected segment (locks its chosen take); again to un-approve.
+    ToggleApproved,
+    /// Mark the selected segment as needing a pickup; again to clear.
+    TogglePickup,
+    /// Write a note on the selected segment.
+    EditNote,
+    /// List only the segments that need work (pickups, flagged, failed, without a take).
+    TogglePickups,
     NfeDown,
     NfeUp,
     GroupDown,
@@ -45,7 +57,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in help order.
-    pub const ALL: [Action; 27] = [
+    pub const ALL: [Action; 33] = [
         Action::TogglePlay,
         Action::PlayFromSegment,
         Action::Replay,
@@ -57,6 +69,12 @@ impl Action {
         Action::Bottom,
         Action::Reseed,
         Action::CycleTake,
+        Action::ChooseTake,
+        Action::ToggleApproved,
+        Action::TogglePickup,
+        Action::EditNote,
+        Action::TogglePickups,
+        Action::Rerender,
         Action::NfeDown,
         Action::NfeUp,
         Action::GroupDown,
@@ -89,7 +107,13 @@ impl Action {
             Action::PlayFromSegment => "play from segment",
             Action::Replay => "replay segment",
             Action::Reseed => "re-seed (new take)",
-            Action::CycleTake => "cycle takes",
+            Action::CycleTake => "audition next take",
+            Action::Rerender => "re-render (current settings)",
+            Action::ChooseTake => "choose this take",
+            Action::ToggleApproved => "approve / un-approve",
+            Action::TogglePickup => "needs pickup / clear",
+            Action::EditNote => "note",
+            Action::TogglePickups => "pickups view",
             Action::NfeDown => "NFE -1",
             Action::NfeUp => "NFE +1",
             Action::GroupDown => "group target -",

@@ -1,6 +1,12 @@
 //! The workstation's state and its update function. No I/O: [`App::update`] turns one
-//! [`Msg`] (key, mouse, resize, engine event, player status) into engine [`Request`]s, and
-//! queues player commands for the run loop to send ([`App::drain_audio`]).
+//! [`Msg`] (key, mouse, resize, engine event, saved take, player status) into [`Command`]s for
+//! the session and the engine, and queues player commands for the run loop to send
+//! ([`App::drain_audio`]).
+//!
+//! Rows are the project's segments, identified by the store's key (which is also the engine's
+//! segment id); their takes are the project's takes. What plays is the master of each segment
+//! ([`crate::audio::master::segment_master`]): the take, faded at its edges, and its pause —
+//! exactly what `render` and `export` write.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -11,11 +17,13 @@ use ratatui::layout::{Position, Rect};
 use super::action::Action;
 use super::keymap::KeyMap;
 use super::view;
+use crate::audio::master;
 use crate::audio::player::{AudioCommand, Cue, PlayState, PlayerStatus};
 use crate::engine::protocol::{
-    EngineEvent, RenderParams, Request, SegmentId, SegmentSpec, SegmentState, TakeId, TakeRecord,
+    EngineEvent, RenderParams, Request, SegmentId, SegmentState, TakeId, TakeRecord,
     TelemetrySample,
 };
+use crate::store::Review;
 
 /// Shown in the title bar when the bundled tiny model is loaded.
 pub const TINY_MODEL_NOTICE: &str = "tiny random-weight model — proves the pipeline, not the voice";
@@ -31,6 +39,8 @@ pub const HISTORY_LEN: usize = 240;
 pub const LOG_LEN: usize = 1000;
 /// Volume step per key press (linear gain).
 pub const VOLUME_STEP: f32 = 0.1;
+/// Audio seconds per character assumed for a segment's estimate until takes measure it.
+pub const DEFAULT_S_PER_CHAR: f64 = 0.065;
 
 /// What the workstation was opened with.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,14 +53,16 @@ pub struct AppConfig {
     pub tiny_model: bool,
     /// e.g. "cpu", "cuda:0"; replaced by the backend of the latest take.
     pub backend: String,
-    /// Seeds of new segments and re-seeds come from this.
-    pub base_seed: u64,
+    /// The project directory, or `None` for a scratch session (`--no-project`).
+    pub project: Option<String>,
     /// Play segments in order as soon as they are ready, from the first, on load.
     pub autoplay: bool,
     pub theme: String,
     /// Themes the theme key cycles through.
     pub themes: Vec<String>,
     pub params: RenderParams,
+    /// Silence before the manuscript's first segment, 24 kHz samples.
+    pub lead_in_samples: usize,
 }
 
 impl Default for AppConfig {
@@ -61,11 +73,12 @@ impl Default for AppConfig {
             model: "CosyVoice3-0.5B".into(),
             tiny_model: false,
             backend: "cpu".into(),
-            base_seed: 1986,
+            project: None,
             autoplay: true,
             theme: "dark".into(),
             themes: vec!["dark".into(), "light".into()],
             params: RenderParams::default(),
+            lead_in_samples: 0,
         }
     }
 }
@@ -78,32 +91,103 @@ pub enum Msg {
     Resize(u16, u16),
     Action(Action),
     Engine(EngineEvent),
+    /// A take the session has saved in the project (or restored from its record).
+    Saved {
+        segment: SegmentId,
+        take: TakeEntry,
+        restored: bool,
+    },
+    /// A stored take's samples, read for playback.
+    Loaded {
+        segment: SegmentId,
+        take: TakeId,
+        samples: Arc<Vec<f32>>,
+    },
+    /// The session could not do what a command asked.
+    Refused {
+        segment: SegmentId,
+        why: String,
+    },
+    /// The seed the session gave a new take of a segment.
+    Seeded {
+        segment: SegmentId,
+        seed: u64,
+    },
     Player(PlayerStatus),
     /// The engine's event channel closed.
     EngineGone,
     Log(String),
 }
 
+/// What the App asks of the session (and, through it, the engine).
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// Straight to the engine.
+    Engine(Request),
+    /// A new take with the segment's next seed.
+    Reseed(SegmentId),
+    /// A new take with the chosen take's seed and the current settings.
+    Rerender(SegmentId),
+    /// Make a take the segment's chosen take.
+    Choose {
+        segment: SegmentId,
+        take: TakeId,
+    },
+    SetReview {
+        segment: SegmentId,
+        review: Review,
+    },
+    SetNote {
+        segment: SegmentId,
+        note: String,
+    },
+    /// Read a stored take's samples (answered by [`Msg::Loaded`] or [`Msg::Refused`]).
+    Load {
+        segment: SegmentId,
+        take: TakeId,
+    },
+}
+
 /// One take of a segment as the UI keeps it.
 #[derive(Debug, Clone)]
 pub struct TakeEntry {
+    /// The store's id of the take.
     pub id: TakeId,
-    pub samples: Arc<Vec<f32>>,
+    /// Loaded on demand (a long book's takes do not all fit in memory).
+    pub samples: Option<Arc<Vec<f32>>>,
     pub record: TakeRecord,
+    /// Made for other text, voice or model than the segment's now: history, not exported.
+    pub stale: bool,
+}
+
+impl TakeEntry {
+    /// Samples of the take (from its record: tokens × 960, whether loaded or not).
+    #[must_use]
+    pub fn len_samples(&self) -> u64 {
+        self.record.tokens.len() as u64 * crate::model::config::SAMPLES_PER_TOKEN as u64
+    }
 }
 
 /// One manuscript segment.
 #[derive(Debug, Clone)]
 pub struct Row {
+    /// The store's key of the segment (the engine's segment id).
     pub id: SegmentId,
     pub text: String,
-    pub hash: u64,
+    /// Silence after it in the master, milliseconds.
+    pub pause_after_ms: u32,
     pub state: SegmentState,
-    /// Seed of the latest requested take.
+    /// Seed of the take being rendered, or of the first take while there is none.
     pub seed: u64,
     pub takes: Vec<TakeEntry>,
-    /// Index into `takes` of the take that plays.
+    /// Index into `takes` of the take that plays (auditioned).
     pub current_take: usize,
+    /// Index into `takes` of the chosen take (what render and export use).
+    pub chosen: Option<usize>,
+    pub review: Review,
+    pub note: String,
+    /// Play the next take of this row as soon as it is saved (after `s` or `R`).
+    pub play_when_ready: bool,
 }
 
 impl Row {
@@ -111,15 +195,57 @@ impl Row {
     pub fn current(&self) -> Option<&TakeEntry> {
         self.takes.get(self.current_take)
     }
+    /// The seed shown: the auditioned take's, or the pending one's.
+    #[must_use]
+    pub fn shown_seed(&self) -> u64 {
+        if self.in_flight() {
+            return self.seed;
+        }
+        self.current().map_or(self.seed, |t| t.record.seed)
+    }
     fn in_flight(&self) -> bool {
         matches!(
             self.state,
             SegmentState::Queued | SegmentState::Lm | SegmentState::Flow | SegmentState::Vocoder
         )
     }
+    /// Has a chosen take for its current content.
+    #[must_use]
+    pub fn has_usable_choice(&self) -> bool {
+        self.chosen.and_then(|i| self.takes.get(i)).is_some_and(|t| !t.stale)
+    }
+    /// Why the auditioned take looks wrong for its text, if it does.
+    #[must_use]
+    pub fn flag(&self) -> Option<String> {
+        let t = self.current()?;
+        crate::session::implausible(&self.text, t.record.tokens.len())
+    }
+    /// Listed in the pickups view: marked for a pickup, flagged, failed, or without a usable
+    /// chosen take.
+    #[must_use]
+    pub fn needs_work(&self) -> bool {
+        self.review == Review::Pickup
+            || matches!(self.state, SegmentState::Failed(_))
+            || (!self.in_flight() && !self.has_usable_choice())
+            || self.flag().is_some()
+    }
 }
 
-/// A segment's state as displayed: the engine's state, or playing.
+/// A row as the session hands it over: the segment, its takes and the narrator's state.
+#[derive(Debug, Clone)]
+pub struct RowInit {
+    pub id: SegmentId,
+    pub text: String,
+    pub pause_after_ms: u32,
+    /// The seed of its first take.
+    pub default_seed: u64,
+    pub takes: Vec<TakeEntry>,
+    pub chosen: Option<usize>,
+    pub review: Review,
+    pub note: String,
+}
+
+/// A segment's displayed state: the engine's state, or playing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RowStatus {
     Engine(SegmentState),
@@ -156,6 +282,8 @@ pub enum Mode {
     Normal,
     Help,
     Search,
+    /// Typing the selected segment's note.
+    Note,
 }
 
 /// The whole UI state; the view draws from `&App`.
@@ -185,19 +313,18 @@ pub struct App {
     pub engine_idle: bool,
     pub engine_gone: bool,
     pub quit: bool,
+    /// Only segments that need work are listed (the pickups view).
+    pub pickups_only: bool,
+    /// The note being typed ([`Mode::Note`]).
+    pub note_draft: String,
     /// Next row to hand to the player when it is ready (playing in order).
     play_cursor: Option<usize>,
     audio_out: Vec<AudioCommand>,
-    rng: u64,
-    next_id: SegmentId,
     search_origin: usize,
-}
-
-/// FNV-1a 64 of a segment's text: the identity the manuscript diff uses.
-#[must_use]
-pub fn segment_hash(text: &str) -> u64 {
-    text.bytes()
-        .fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    /// Loads asked for and not answered yet.
+    loading: HashMap<TakeId, SegmentId>,
+    /// Row whose take plays alone once its samples are loaded.
+    replay_only: Option<usize>,
 }
 
 impl App {
@@ -207,7 +334,6 @@ impl App {
             params: config.params.clone(),
             backend: config.backend.clone(),
             theme_name: config.theme.clone(),
-            rng: config.base_seed,
             config,
             keymap,
             rows: Vec::new(),
@@ -225,10 +351,13 @@ impl App {
             engine_idle: true,
             engine_gone: false,
             quit: false,
+            pickups_only: false,
+            note_draft: String::new(),
             play_cursor: None,
             audio_out: Vec::new(),
-            next_id: 1,
             search_origin: 0,
+            loading: HashMap::new(),
+            replay_only: None,
         }
     }
 
@@ -258,56 +387,18 @@ impl App {
         self.log.push_back(line.into());
     }
 
-    /// A new seed in [0, 1e6) (short enough to read and type), never equal to `avoid`.
-    fn next_seed(&mut self, avoid: u64) -> u64 {
-        loop {
-            // SplitMix64.
-            self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.rng;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            let seed = (z ^ (z >> 31)) % 1_000_000;
-            if seed != avoid {
-                return seed;
-            }
-        }
-    }
-
-    /// Replaces the manuscript's segments (on load and after the file changed). Rows are matched
-    /// by text hash, in order: matched rows keep their id, seed and takes; new texts become new
-    /// rows that are enqueued; rows that disappeared are cancelled if still in flight.
-    pub fn set_segments(&mut self, texts: &[String]) -> Vec<Request> {
+    /// Replaces the manuscript's rows (on open and after the file changed) with the session's.
+    /// Rows keep what the UI knows of them by id — loaded samples, the engine's state, the
+    /// auditioned take — and the selection and play cursor stay on the same segments.
+    pub fn set_rows(&mut self, rows: Vec<RowInit>) {
         let was_empty = self.rows.is_empty();
         let selected_id = self.rows.get(self.selected).map(|r| r.id);
         let cursor_id = self.play_cursor.and_then(|i| self.rows.get(i)).map(|r| r.id);
-        let mut pool: HashMap<u64, VecDeque<Row>> = HashMap::new();
-        for row in self.rows.drain(..) {
-            pool.entry(row.hash).or_default().push_back(row);
+        let mut old: HashMap<SegmentId, Row> = self.rows.drain(..).map(|r| (r.id, r)).collect();
+        for init in rows {
+            let prev = old.remove(&init.id);
+            self.rows.push(merge_row(init, prev));
         }
-        let mut enqueue = Vec::new();
-        for text in texts {
-            let hash = segment_hash(text);
-            if let Some(row) = pool.get_mut(&hash).and_then(VecDeque::pop_front) {
-                self.rows.push(row);
-                continue;
-            }
-            let id = self.next_id;
-            self.next_id += 1;
-            let seed = self.next_seed(u64::MAX);
-            enqueue.push(SegmentSpec { id, text: text.clone(), seed });
-            self.rows.push(Row {
-                id,
-                text: text.clone(),
-                hash,
-                state: SegmentState::Queued,
-                seed,
-                takes: Vec::new(),
-                current_take: 0,
-            });
-        }
-        let mut removed: Vec<SegmentId> =
-            pool.into_values().flatten().filter(Row::in_flight).map(|r| r.id).collect();
-        removed.sort_unstable();
         self.selected = selected_id
             .and_then(|id| self.rows.iter().position(|r| r.id == id))
             .unwrap_or(self.selected)
@@ -318,23 +409,66 @@ impl App {
             None => None,
         };
         self.ensure_visible();
-        let mut out = Vec::new();
-        if !removed.is_empty() {
-            self.push_log(format!("manuscript: {} segment(s) removed", removed.len()));
-            out.push(Request::Cancel(removed));
-        }
-        if !enqueue.is_empty() {
-            if !was_empty {
-                self.push_log(format!("manuscript: {} segment(s) to render", enqueue.len()));
-            }
-            self.engine_idle = false;
-            out.push(Request::Enqueue(enqueue));
-        }
-        out
     }
 
-    /// Applies one input; returns the engine requests it causes.
-    pub fn update(&mut self, msg: Msg) -> Vec<Request> {
+    /// The title bar's progress: what is left to render and about how long it takes at the
+    /// measured rate, and what is left to approve.
+    #[must_use]
+    pub fn progress_line(&self) -> String {
+        let to_render: Vec<&Row> = self.rows.iter().filter(|r| r.in_flight()).collect();
+        let approved = self.rows.iter().filter(|r| r.review == Review::Approved).count();
+        let pickups = self.rows.iter().filter(|r| r.review == Review::Pickup).count();
+        let mut parts = Vec::new();
+        if to_render.is_empty() {
+            parts.push("all rendered".to_string());
+        } else {
+            let chars: usize = to_render.iter().map(|r| r.text.chars().count()).sum();
+            let audio_s = chars as f64 * self.seconds_per_char();
+            let rtf = self.telemetry.latest().map(|t| t.avg_total_rtf).filter(|r| *r > 0.0);
+            let eta = rtf.map_or_else(
+                || "rate not measured yet".into(),
+                |r| format!("~{} at RTF {r:.2}", duration_label(audio_s * r)),
+            );
+            parts.push(format!("{} to render ({eta})", to_render.len()));
+        }
+        parts.push(format!("{approved}/{} approved", self.rows.len()));
+        if pickups > 0 {
+            parts.push(format!("{pickups} pickup(s)"));
+        }
+        parts.join(" · ")
+    }
+
+    /// Audio seconds per character of text, measured over the takes so far.
+    fn seconds_per_char(&self) -> f64 {
+        let (mut chars, mut seconds) = (0usize, 0.0f64);
+        for row in &self.rows {
+            if let Some(t) = row.current() {
+                chars += row.text.chars().count();
+                seconds += t.record.tokens.len() as f64 / 25.0;
+            }
+        }
+        if chars == 0 { DEFAULT_S_PER_CHAR } else { seconds / chars as f64 }
+    }
+
+    /// Starts autoplay over the rows already rendered (stored takes play without waiting for
+    /// the engine); returns the loads it needs.
+    pub fn start_playback(&mut self) -> Vec<Command> {
+        self.advance_playback();
+        self.drain_loads()
+    }
+
+    /// Marks the rows the engine was asked to render (their states follow from its events).
+    pub fn mark_queued(&mut self, ids: &[SegmentId]) {
+        for row in self.rows.iter_mut().filter(|r| ids.contains(&r.id)) {
+            row.state = SegmentState::Queued;
+        }
+        if !ids.is_empty() {
+            self.engine_idle = false;
+        }
+    }
+
+    /// Applies one input; returns what it asks of the session and the engine.
+    pub fn update(&mut self, msg: Msg) -> Vec<Command> {
         match msg {
             Msg::Key(k) => self.on_key(k),
             Msg::Mouse(m) => {
@@ -349,6 +483,36 @@ impl App {
             Msg::Action(a) => self.on_action(a),
             Msg::Engine(ev) => {
                 self.on_engine(ev);
+                self.drain_loads()
+            }
+            Msg::Saved { segment, take, restored } => {
+                self.on_saved(segment, take, restored);
+                self.drain_loads()
+            }
+            Msg::Loaded { segment, take, samples } => {
+                self.loading.remove(&take);
+                if let Some(t) = self.take_mut(segment, take) {
+                    t.samples = Some(samples);
+                }
+                match self.replay_only {
+                    Some(i) if self.rows.get(i).is_some_and(|r| r.id == segment) => {
+                        self.play_only(i);
+                    }
+                    _ => self.advance_playback(),
+                }
+                self.drain_loads()
+            }
+            Msg::Refused { segment, why } => {
+                let n = self.position(segment).map_or(0, |i| i + 1);
+                self.loading.retain(|_, s| *s != segment);
+                self.push_log(format!("segment {n}: {why}"));
+                Vec::new()
+            }
+            Msg::Seeded { segment, seed } => {
+                if let Some(i) = self.position(segment) {
+                    self.rows[i].seed = seed;
+                    self.push_log(format!("segment {}: new take with seed {seed}", i + 1));
+                }
                 Vec::new()
             }
             Msg::Player(status) => {
@@ -356,7 +520,7 @@ impl App {
                     self.push_log(format!("audio: {}", status.notice.clone().unwrap_or_default()));
                 }
                 self.player = status;
-                Vec::new()
+                self.mark_heard()
             }
             Msg::EngineGone => {
                 if !self.engine_gone {
@@ -372,7 +536,31 @@ impl App {
         }
     }
 
-    fn on_key(&mut self, k: KeyEvent) -> Vec<Request> {
+    fn position(&self, id: SegmentId) -> Option<usize> {
+        self.rows.iter().position(|r| r.id == id)
+    }
+
+    fn take_mut(&mut self, segment: SegmentId, take: TakeId) -> Option<&mut TakeEntry> {
+        let i = self.position(segment)?;
+        self.rows[i].takes.iter_mut().find(|t| t.id == take)
+    }
+
+    /// A segment heard past its middle is heard (unless the narrator set another state).
+    fn mark_heard(&mut self) -> Vec<Command> {
+        let Some(np) = self.player.now_playing else { return Vec::new() };
+        if self.player.state != PlayState::Playing || np.pos_samples * 2 < np.len_samples {
+            return Vec::new();
+        }
+        let Some(i) = self.position(np.segment_id) else { return Vec::new() };
+        let row = &mut self.rows[i];
+        if row.review != Review::Unheard || !row.has_usable_choice() {
+            return Vec::new();
+        }
+        row.review = Review::Heard;
+        vec![Command::SetReview { segment: row.id, review: Review::Heard }]
+    }
+
+    fn on_key(&mut self, k: KeyEvent) -> Vec<Command> {
         if k.kind == KeyEventKind::Release {
             return Vec::new();
         }
@@ -385,6 +573,7 @@ impl App {
                 self.mode = Mode::Normal;
                 Vec::new()
             }
+            Mode::Note => self.on_note_key(k, ctrl_c),
             Mode::Search => {
                 match k.code {
                     _ if ctrl_c => return self.on_action(Action::Quit),
@@ -435,16 +624,36 @@ impl App {
         }
     }
 
-    fn on_action(&mut self, a: Action) -> Vec<Request> {
-        let n = self.rows.len();
+    fn on_note_key(&mut self, k: KeyEvent, ctrl_c: bool) -> Vec<Command> {
+        match k.code {
+            _ if ctrl_c => return self.on_action(Action::Quit),
+            KeyCode::Esc => self.mode = Mode::Normal,
+            KeyCode::Enter => {
+                self.mode = Mode::Normal;
+                let note = std::mem::take(&mut self.note_draft).trim().to_string();
+                if let Some(row) = self.rows.get_mut(self.selected) {
+                    row.note.clone_from(&note);
+                    return vec![Command::SetNote { segment: row.id, note }];
+                }
+            }
+            KeyCode::Backspace => {
+                self.note_draft.pop();
+            }
+            KeyCode::Char(c) => self.note_draft.push(c),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn on_action(&mut self, a: Action) -> Vec<Command> {
         let page = self.list_height().max(1);
         match a {
-            Action::MoveUp => self.select(self.selected.saturating_sub(1)),
-            Action::MoveDown => self.select(self.selected + 1),
-            Action::PageUp => self.select(self.selected.saturating_sub(page)),
-            Action::PageDown => self.select(self.selected + page),
-            Action::Top => self.select(0),
-            Action::Bottom => self.select(n.saturating_sub(1)),
+            Action::MoveUp => self.step_selection(-1),
+            Action::MoveDown => self.step_selection(1),
+            Action::PageUp => self.step_selection(-(page as isize)),
+            Action::PageDown => self.step_selection(page as isize),
+            Action::Top => self.step_selection(isize::MIN / 2),
+            Action::Bottom => self.step_selection(isize::MAX / 2),
             Action::TogglePlay => match self.player.state {
                 PlayState::Playing => {
                     self.audio_out.push(AudioCommand::Pause);
@@ -458,8 +667,30 @@ impl App {
             },
             Action::PlayFromSegment => self.play_from(self.selected),
             Action::Replay => self.replay(),
-            Action::Reseed => return self.reseed(),
+            Action::Reseed => return self.new_take(Command::Reseed),
+            Action::Rerender => return self.new_take(Command::Rerender),
             Action::CycleTake => self.cycle_take(),
+            Action::ChooseTake => return self.choose(),
+            Action::ToggleApproved => return self.toggle_review(Review::Approved),
+            Action::TogglePickup => return self.toggle_review(Review::Pickup),
+            Action::EditNote => {
+                if let Some(row) = self.rows.get(self.selected) {
+                    self.note_draft.clone_from(&row.note);
+                    self.mode = Mode::Note;
+                }
+            }
+            Action::TogglePickups => {
+                self.pickups_only = !self.pickups_only;
+                let shown = self.visible_rows();
+                if self.pickups_only && shown.is_empty() {
+                    self.pickups_only = false;
+                    self.push_log("pickups: nothing needs work");
+                } else if !shown.contains(&self.selected) {
+                    self.selected = shown.first().copied().unwrap_or(0);
+                }
+                self.list_offset = 0;
+                self.ensure_visible();
+            }
             Action::NfeDown => return self.set_nfe(self.params.nfe.saturating_sub(1)),
             Action::NfeUp => return self.set_nfe(self.params.nfe + 1),
             Action::GroupDown => {
@@ -502,10 +733,27 @@ impl App {
             Action::Quit => {
                 self.quit = true;
                 self.audio_out.push(AudioCommand::Stop);
-                return vec![Request::Shutdown];
+                return vec![Command::Engine(Request::Shutdown)];
             }
         }
         Vec::new()
+    }
+
+    /// Indices of the rows the list shows (all, or those needing work in the pickups view).
+    #[must_use]
+    pub fn visible_rows(&self) -> Vec<usize> {
+        (0..self.rows.len()).filter(|&i| !self.pickups_only || self.rows[i].needs_work()).collect()
+    }
+
+    /// Moves the selection by `delta` shown rows (clamped to the list).
+    fn step_selection(&mut self, delta: isize) {
+        let shown = self.visible_rows();
+        if shown.is_empty() {
+            return;
+        }
+        let at = shown.iter().position(|&i| i >= self.selected).unwrap_or(shown.len() - 1);
+        let to = (at as isize).saturating_add(delta).clamp(0, shown.len() as isize - 1);
+        self.select(shown[to as usize]);
     }
 
     fn select(&mut self, i: usize) {
@@ -526,20 +774,54 @@ impl App {
         self.shown_telemetry().latest().map_or(0, |t| t.lanes.len())
     }
 
+    /// Keeps the selected row inside the list's window (`list_offset` counts shown rows).
     fn ensure_visible(&mut self) {
         let h = self.list_height().max(1);
-        if self.selected < self.list_offset {
-            self.list_offset = self.selected;
-        } else if self.selected >= self.list_offset + h {
-            self.list_offset = self.selected + 1 - h;
+        let shown = self.visible_rows();
+        let at = shown.iter().position(|&i| i >= self.selected).unwrap_or(0);
+        if at < self.list_offset {
+            self.list_offset = at;
+        } else if at >= self.list_offset + h {
+            self.list_offset = at + 1 - h;
         }
-        self.list_offset = self.list_offset.min(self.rows.len().saturating_sub(1));
+        self.list_offset = self.list_offset.min(shown.len().saturating_sub(1));
     }
 
+    /// The master stretch of row `i`'s auditioned take (take, fade, pause; the lead-in before
+    /// the manuscript's first segment), or `None` while its samples are not loaded.
     fn cue(&self, i: usize) -> Option<Cue> {
         let row = self.rows.get(i)?;
         let take = row.current()?;
-        Some(Cue { take_id: take.id, segment_id: row.id, samples: Arc::clone(&take.samples) })
+        let samples = take.samples.as_ref()?;
+        let lead_in = if i == 0 { self.config.lead_in_samples } else { 0 };
+        let pause = master::ms_to_samples(row.pause_after_ms);
+        Some(Cue {
+            take_id: take.id,
+            segment_id: row.id,
+            samples: Arc::new(master::segment_master(samples, lead_in, pause)),
+        })
+    }
+
+    /// Asks for the samples of row `i`'s auditioned take if they are not loaded.
+    fn want_samples(&mut self, i: usize) {
+        let Some(row) = self.rows.get(i) else { return };
+        if let Some(t) = row.current()
+            && t.samples.is_none()
+        {
+            self.loading.entry(t.id).or_insert(row.id);
+        }
+    }
+
+    /// Load commands for the takes the App is waiting for (asked once each).
+    fn drain_loads(&mut self) -> Vec<Command> {
+        let mut out = Vec::new();
+        for (take, segment) in &mut self.loading {
+            if *segment != SegmentId::MAX {
+                out.push(Command::Load { segment: *segment, take: *take });
+                *segment = SegmentId::MAX; // asked; the answer removes the entry
+            }
+        }
+        out
     }
 
     /// Stops what plays and plays from row `i` on, each segment as soon as it is ready.
@@ -549,6 +831,7 @@ impl App {
         }
         self.audio_out.push(AudioCommand::Stop);
         self.audio_out.push(AudioCommand::Resume);
+        self.replay_only = None;
         self.play_cursor = Some(i);
         self.advance_playback();
         if self.rows.get(i).is_some_and(|r| r.current().is_none()) {
@@ -565,8 +848,12 @@ impl App {
             };
             if let Some(cue) = self.cue(i) {
                 self.audio_out.push(AudioCommand::Enqueue(cue));
+            } else if row.current().is_some() {
+                // Stored, not loaded yet: ask, and wait for it.
+                self.want_samples(i);
+                break;
             } else if !matches!(row.state, SegmentState::Failed(_) | SegmentState::Cancelled) {
-                // Not rendered yet (its take may follow its Ready state): wait for it.
+                // Not rendered yet: wait for it.
                 break;
             }
             self.play_cursor = Some(i + 1);
@@ -574,25 +861,28 @@ impl App {
     }
 
     fn replay(&mut self) {
-        match self.cue(self.selected) {
-            Some(cue) => {
-                self.play_cursor = None;
-                self.audio_out.push(AudioCommand::Play(cue));
-            }
-            None => self.push_log(format!("segment {} has no take yet", self.selected + 1)),
+        let i = self.selected;
+        if self.rows.get(i).is_some_and(|r| r.current().is_some()) {
+            self.play_only(i);
+        } else {
+            self.push_log(format!("segment {} has no take yet", i + 1));
         }
     }
 
-    fn reseed(&mut self) -> Vec<Request> {
-        let Some(old) = self.rows.get(self.selected).map(|r| r.seed) else { return Vec::new() };
-        let seed = self.next_seed(old);
-        let row = &mut self.rows[self.selected];
-        row.seed = seed;
+    /// A new take of the selected segment (`s`: next seed; `R`: same seed, current settings),
+    /// played as soon as it is saved. An approved segment's take is locked.
+    fn new_take(&mut self, make: fn(SegmentId) -> Command) -> Vec<Command> {
+        let i = self.selected;
+        let Some(row) = self.rows.get_mut(i) else { return Vec::new() };
+        if row.review == Review::Approved {
+            self.push_log(format!("segment {}: approved (locked); `a` un-approves it", i + 1));
+            return Vec::new();
+        }
         row.state = SegmentState::Queued;
+        row.play_when_ready = true;
         let id = row.id;
         self.engine_idle = false;
-        self.push_log(format!("segment {}: new take with seed {seed}", self.selected + 1));
-        vec![Request::Reseed { id, seed }]
+        vec![make(id)]
     }
 
     fn cycle_take(&mut self) {
@@ -602,36 +892,103 @@ impl App {
             return;
         }
         row.current_take = (row.current_take + 1) % row.takes.len();
-        let (k, n, seed) =
-            (row.current_take + 1, row.takes.len(), row.takes[row.current_take].record.seed);
-        self.push_log(format!("segment {}: take {k}/{n} (seed {seed})", i + 1));
+        let t = &row.takes[row.current_take];
+        let (k, n, seed) = (row.current_take + 1, row.takes.len(), t.record.seed);
+        let mark = if row.chosen == Some(row.current_take) { " · chosen" } else { "" };
+        let stale = if t.stale { " · stale" } else { "" };
+        self.push_log(format!("segment {}: take {k}/{n} (seed {seed}){mark}{stale}", i + 1));
+        self.play_only(i);
     }
 
-    fn set_nfe(&mut self, nfe: usize) -> Vec<Request> {
+    /// Plays row `i`'s auditioned take alone (loading it first if needed).
+    fn play_only(&mut self, i: usize) {
+        self.replay_only = Some(i);
+        match self.cue(i) {
+            Some(cue) => {
+                self.replay_only = None;
+                self.play_cursor = None;
+                self.audio_out.push(AudioCommand::Play(cue));
+            }
+            None => {
+                self.audio_out.push(AudioCommand::Stop);
+                self.play_cursor = None;
+                self.want_samples(i);
+            }
+        }
+    }
+
+    /// Makes the auditioned take the chosen one.
+    fn choose(&mut self) -> Vec<Command> {
+        let i = self.selected;
+        let Some(row) = self.rows.get_mut(i) else { return Vec::new() };
+        let Some(take) = row.current() else { return Vec::new() };
+        if take.stale {
+            self.push_log(format!(
+                "segment {}: that take is stale (made for other text, voice or model)",
+                i + 1
+            ));
+            return Vec::new();
+        }
+        if row.review == Review::Approved {
+            self.push_log(format!("segment {}: approved (locked); `a` un-approves it", i + 1));
+            return Vec::new();
+        }
+        let (id, take_id, k) = (row.id, take.id, row.current_take);
+        row.chosen = Some(k);
+        self.push_log(format!("segment {}: take {} chosen", i + 1, k + 1));
+        vec![Command::Choose { segment: id, take: take_id }]
+    }
+
+    /// Sets `review` on the selected segment, or takes it back to heard if it has it.
+    /// Approving chooses the auditioned take first when it is not the chosen one.
+    fn toggle_review(&mut self, review: Review) -> Vec<Command> {
+        let i = self.selected;
+        let mut out = Vec::new();
+        let Some(row) = self.rows.get(i) else { return out };
+        let next = if row.review == review { Review::Heard } else { review };
+        if next == Review::Approved {
+            if row.chosen != Some(row.current_take) {
+                out.extend(self.choose());
+            }
+            let row = &self.rows[i];
+            if !row.has_usable_choice() {
+                self.push_log(format!("segment {}: nothing to approve yet", i + 1));
+                return Vec::new();
+            }
+        }
+        let row = &mut self.rows[i];
+        row.review = next;
+        let id = row.id;
+        self.push_log(format!("segment {}: {}", i + 1, next.as_str()));
+        out.push(Command::SetReview { segment: id, review: next });
+        out
+    }
+
+    fn set_nfe(&mut self, nfe: usize) -> Vec<Command> {
         let nfe = nfe.clamp(1, NFE_MAX);
         if nfe == self.params.nfe {
             return Vec::new();
         }
         self.params.nfe = nfe;
-        vec![Request::SetNfe(nfe)]
+        vec![Command::Engine(Request::SetNfe(nfe))]
     }
 
-    fn set_group(&mut self, frames: usize) -> Vec<Request> {
+    fn set_group(&mut self, frames: usize) -> Vec<Command> {
         let frames = frames.min(GROUP_MAX_FRAMES);
         if frames == self.params.group_target_frames {
             return Vec::new();
         }
         self.params.group_target_frames = frames;
-        vec![Request::SetGroupTarget(frames)]
+        vec![Command::Engine(Request::SetGroupTarget(frames))]
     }
 
-    fn set_lanes(&mut self, lanes: usize) -> Vec<Request> {
+    fn set_lanes(&mut self, lanes: usize) -> Vec<Command> {
         let lanes = lanes.clamp(1, LANES_MAX);
         if lanes == self.params.lanes {
             return Vec::new();
         }
         self.params.lanes = lanes;
-        vec![Request::SetLanes(lanes)]
+        vec![Command::Engine(Request::SetLanes(lanes))]
     }
 
     fn set_volume(&mut self, v: f32) {
@@ -642,35 +999,52 @@ impl App {
     fn on_engine(&mut self, ev: EngineEvent) {
         match ev {
             EngineEvent::SegmentState { id, state } => {
-                if let Some(i) = self.rows.iter().position(|r| r.id == id) {
+                if let Some(i) = self.position(id) {
                     if let SegmentState::Failed(why) = &state {
                         self.push_log(format!("segment {} failed: {why}", i + 1));
                     }
+                    // A take's Ready arrives after the session saved it; Ready with no take
+                    // (a cancelled group) must not hide that it needs work.
                     self.rows[i].state = state;
                     self.engine_idle = false;
                     self.advance_playback();
                 }
             }
-            EngineEvent::TakeReady(take) => {
-                let Some(i) = self.rows.iter().position(|r| r.id == take.record.segment_id) else {
-                    return;
-                };
-                self.backend.clone_from(&take.record.backend);
-                let row = &mut self.rows[i];
-                row.takes.push(TakeEntry {
-                    id: take.id,
-                    samples: take.samples,
-                    record: take.record,
-                });
-                row.current_take = row.takes.len() - 1;
-                row.state = SegmentState::Ready;
-                self.advance_playback();
-            }
+            // The run loop hands takes to the session, which saves them: see `Msg::Saved`.
+            EngineEvent::TakeReady(_) => {}
             EngineEvent::Telemetry(s) => self.telemetry.push(s),
             EngineEvent::ParamsChanged(p) => self.params = p,
             EngineEvent::Idle => self.engine_idle = true,
             EngineEvent::Log(line) => self.push_log(line),
         }
+    }
+
+    /// A take saved by the session: added to its row (a restored take's file is back: nothing
+    /// new to show), auditioned, chosen if the session chose it, played if asked.
+    fn on_saved(&mut self, segment: SegmentId, take: TakeEntry, restored: bool) {
+        let Some(i) = self.position(segment) else { return };
+        self.backend.clone_from(&take.record.backend);
+        let flag = crate::session::implausible(&self.rows[i].text, take.record.tokens.len());
+        let row = &mut self.rows[i];
+        row.state = SegmentState::Ready;
+        if restored {
+            if let Some(t) = row.takes.iter_mut().find(|t| t.id == take.id) {
+                t.samples = take.samples;
+            }
+        } else {
+            row.takes.push(take);
+            row.current_take = row.takes.len() - 1;
+            if !row.has_usable_choice() {
+                row.chosen = Some(row.current_take);
+            }
+        }
+        if let Some(why) = flag {
+            self.push_log(format!("segment {}: {why}", i + 1));
+        }
+        if std::mem::take(&mut self.rows[i].play_when_ready) {
+            self.play_only(i);
+        }
+        self.advance_playback();
     }
 
     fn on_mouse(&mut self, m: MouseEvent) {
@@ -696,5 +1070,53 @@ impl App {
             }
             _ => {}
         }
+    }
+}
+
+/// A row from the session, keeping what the UI already knew of the same segment: loaded
+/// samples, the engine's state (while rendering), the auditioned take and a pending new take.
+fn merge_row(init: RowInit, prev: Option<Row>) -> Row {
+    let mut row = Row {
+        id: init.id,
+        text: init.text,
+        pause_after_ms: init.pause_after_ms,
+        state: if init.takes.is_empty() { SegmentState::Queued } else { SegmentState::Ready },
+        seed: init.default_seed,
+        current_take: init.chosen.unwrap_or(init.takes.len().saturating_sub(1)),
+        takes: init.takes,
+        chosen: init.chosen,
+        review: init.review,
+        note: init.note,
+        play_when_ready: false,
+    };
+    if !row.has_usable_choice() && row.takes.iter().all(|t| t.stale) {
+        row.state = SegmentState::Queued;
+    }
+    let Some(prev) = prev else { return row };
+    for t in &mut row.takes {
+        if let Some(old) = prev.takes.iter().find(|o| o.id == t.id) {
+            t.samples.clone_from(&old.samples);
+        }
+    }
+    if let Some(cur) = prev.current()
+        && let Some(k) = row.takes.iter().position(|t| t.id == cur.id)
+    {
+        row.current_take = k;
+    }
+    if prev.in_flight() || matches!(prev.state, SegmentState::Failed(_)) {
+        row.state = prev.state;
+        row.seed = prev.seed;
+    }
+    row.play_when_ready = prev.play_when_ready;
+    row
+}
+
+/// `45 s`, `12 min`, `2 h 05 min`.
+fn duration_label(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", s.div_ceil(60)),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
     }
 }

@@ -1,11 +1,14 @@
 //! The terminal edge: raw mode + alternate screen + mouse capture, restored on exit, on error,
-//! on panic (a hook that runs before the default one) and on Ctrl-C (a key in raw mode). The
-//! loop drains engine events without blocking, polls input until the next frame, and draws from
-//! the App at a steady rate; engine requests go out over an unbounded channel, so the UI never
-//! waits for the engine.
+//! on panic (a hook that runs before the default one), on Ctrl-C (a key in raw mode) and on
+//! SIGTERM / SIGHUP / SIGINT (which quit like `q`, so the playback file is finalised too). The
+//! loop drains engine events without blocking, hands takes to the session ([`Desk`]), polls
+//! input until the next frame, and draws from the App at a steady rate; engine requests go out
+//! over an unbounded channel, so the UI never waits for the engine.
 
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
@@ -16,7 +19,9 @@ use crossterm::terminal::{
 use ratatui::Terminal;
 use ratatui::backend::{Backend, CrosstermBackend};
 
-use super::app::{App, AppConfig, Msg};
+use super::action::Action;
+use super::app::{App, AppConfig, Command, Msg};
+use super::desk::Desk;
 use super::keymap::{KeyMap, KeymapError};
 use super::theme::{Theme, ThemeError, ThemeWatcher};
 use super::view;
@@ -36,33 +41,35 @@ pub enum TuiError {
     Keymap(#[from] KeymapError),
     #[error(transparent)]
     Theme(#[from] ThemeError),
+    #[error("session: {0:#}")]
+    Session(anyhow::Error),
 }
 
 /// How to start the workstation.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
     pub app: AppConfig,
-    /// The manuscript's segment texts, in order.
-    pub segments: Vec<String>,
     /// Optional keymap patch file.
     pub keymap_file: Option<PathBuf>,
     /// Directory of `*.toml` themes, watched for edits.
     pub themes_dir: Option<PathBuf>,
-    /// The manuscript file, re-parsed when it is saved; `None` for a fixed list of segments.
+    /// The manuscript file, re-read when it is saved; `None` to never re-read it.
     pub manuscript: Option<ManuscriptSource>,
     /// Frames per second.
     pub fps: u32,
+    /// Set (by a signal handler) to quit as `q` does.
+    pub quit_signal: Option<Arc<AtomicBool>>,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
         Self {
             app: AppConfig::default(),
-            segments: Vec::new(),
             keymap_file: None,
             themes_dir: Some(PathBuf::from("themes")),
             manuscript: None,
             fps: 30,
+            quit_signal: None,
         }
     }
 }
@@ -73,6 +80,7 @@ pub fn run(
     engine_tx: &Sender<Request>,
     engine_rx: &Receiver<EngineEvent>,
     player: &dyn Playback,
+    desk: &mut Desk,
 ) -> Result<(), TuiError> {
     let keymap = match &cfg.keymap_file {
         Some(p) => KeyMap::from_file(p)?,
@@ -83,7 +91,61 @@ pub fn run(
     let mut input = |timeout: Duration| -> io::Result<Option<Event>> {
         if event::poll(timeout)? { event::read().map(Some) } else { Ok(None) }
     };
-    event_loop(&mut terminal, &cfg, keymap, engine_tx, engine_rx, player, &mut input).map(|_| ())
+    let io = Io { engine_tx, player, desk };
+    event_loop(&mut terminal, &cfg, keymap, engine_rx, io, &mut input).map(|_| ())
+}
+
+/// What the loop talks to: the engine's request channel, the player and the session.
+pub struct Io<'a> {
+    pub engine_tx: &'a Sender<Request>,
+    pub player: &'a dyn Playback,
+    pub desk: &'a mut Desk,
+}
+
+impl Io<'_> {
+    /// Applies a message and everything it causes: the App's commands go to the session (and
+    /// the engine), whose answers go back to the App, until nothing is left; then the App's
+    /// audio commands go to the player.
+    fn apply(&mut self, app: &mut App, msg: Msg) {
+        let mut msgs = std::collections::VecDeque::from([msg]);
+        while let Some(msg) = msgs.pop_front() {
+            for cmd in app.update(msg) {
+                msgs.extend(self.command(cmd));
+            }
+        }
+        for c in app.drain_audio() {
+            self.player.command(c);
+        }
+    }
+
+    fn command(&mut self, cmd: Command) -> Vec<Msg> {
+        self.desk.handle(cmd, self.engine_tx)
+    }
+
+    /// Carries out commands the App gave outside [`App::update`], and what they cause.
+    fn commands(&mut self, app: &mut App, cmds: Vec<Command>) {
+        for cmd in cmds {
+            for msg in self.command(cmd) {
+                self.apply(app, msg);
+            }
+        }
+        for c in app.drain_audio() {
+            self.player.command(c);
+        }
+    }
+
+    /// An engine event: takes go to the session first (which saves them), then the App hears
+    /// of what was saved; everything else goes to the App as it is.
+    fn engine_event(&mut self, app: &mut App, ev: EngineEvent) {
+        match ev {
+            EngineEvent::TakeReady(take) => {
+                for msg in self.desk.accept(take) {
+                    self.apply(app, msg);
+                }
+            }
+            other => self.apply(app, Msg::Engine(other)),
+        }
+    }
 }
 
 /// The loop itself, generic over the backend and the input source (tests drive it with a
@@ -92,14 +154,14 @@ pub fn event_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     cfg: &RunConfig,
     keymap: KeyMap,
-    engine_tx: &Sender<Request>,
     engine_rx: &Receiver<EngineEvent>,
-    player: &dyn Playback,
+    mut io: Io<'_>,
     input: &mut dyn FnMut(Duration) -> io::Result<Option<Event>>,
 ) -> Result<App, TuiError> {
     let mut app_cfg = cfg.app.clone();
     let dir = cfg.themes_dir.as_deref().filter(|d| d.is_dir());
     app_cfg.themes = Theme::available(dir);
+    app_cfg.lead_in_samples = io.desk.lead_in_samples();
     let mut app = App::new(app_cfg, keymap);
     let mut theme = Theme::load(dir, &app.theme_name).unwrap_or_else(|e| {
         app.push_log(e.to_string());
@@ -117,18 +179,14 @@ pub fn event_loop<B: Backend>(
     });
     let size = terminal.size()?;
     app.update(Msg::Resize(size.width, size.height));
-    let reqs = app.set_segments(&cfg.segments);
-    send(&mut app, engine_tx, player, reqs);
+    open_rows(&mut app, &mut io)?;
 
     let period = Duration::from_secs_f64(1.0 / f64::from(cfg.fps.clamp(1, 240)));
     let mut next = Instant::now();
     loop {
         for _ in 0..MAX_EVENTS_PER_FRAME {
             match engine_rx.try_recv() {
-                Ok(ev) => {
-                    let reqs = app.update(Msg::Engine(ev));
-                    send(&mut app, engine_tx, player, reqs);
-                }
+                Ok(ev) => io.engine_event(&mut app, ev),
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
                     app.update(Msg::EngineGone);
@@ -136,9 +194,13 @@ pub fn event_loop<B: Backend>(
                 }
             }
         }
-        app.update(Msg::Player(player.status()));
-        if let Some(w) = manuscript.as_mut() {
-            reload_manuscript(&mut app, w, engine_tx, player);
+        io.apply(&mut app, Msg::Player(io.player.status()));
+        if manuscript.as_mut().is_some_and(|w| w.poll(Instant::now())) {
+            reload_manuscript(&mut app, &mut io);
+        }
+        if cfg.quit_signal.as_ref().is_some_and(|q| q.load(Ordering::Relaxed)) && !app.quit {
+            app.push_log("signal: quitting");
+            io.apply(&mut app, Msg::Action(Action::Quit));
         }
         let reload = watch.as_ref().is_some_and(|(_, rx)| rx.try_iter().count() > 0);
         if reload || app.theme_name != theme.name {
@@ -168,8 +230,7 @@ pub fn event_loop<B: Backend>(
                 Event::Resize(w, h) => Msg::Resize(w, h),
                 _ => continue,
             };
-            let reqs = app.update(msg);
-            send(&mut app, engine_tx, player, reqs);
+            io.apply(&mut app, msg);
             if app.quit {
                 break;
             }
@@ -178,37 +239,37 @@ pub fn event_loop<B: Backend>(
     Ok(app)
 }
 
-/// Hands a saved manuscript's new segments to the App (which re-renders only changed ones);
-/// a file that no longer parses is reported in the log and the old segments stay.
-fn reload_manuscript(
-    app: &mut App,
-    watcher: &mut ManuscriptWatcher,
-    engine_tx: &Sender<Request>,
-    player: &dyn Playback,
-) {
-    match watcher.poll(Instant::now()) {
-        None => {}
-        Some(Ok(texts)) => {
-            let reqs = app.set_segments(&texts);
-            if reqs.is_empty() {
-                app.push_log("manuscript saved: no segment changed");
-            }
-            send(app, engine_tx, player, reqs);
-        }
-        Some(Err(e)) => app.push_log(format!("manuscript not reloaded: {e}")),
+/// Shows the project's rows and asks the engine for what is missing.
+fn open_rows(app: &mut App, io: &mut Io<'_>) -> Result<(), TuiError> {
+    app.set_rows(io.desk.rows().map_err(TuiError::Session)?);
+    let queued = io.desk.start_work(io.engine_tx).map_err(TuiError::Session)?;
+    let stored = app.rows.len() - queued.len();
+    if stored > 0 {
+        app.push_log(format!(
+            "project: {stored} segment(s) have their takes, {} to render",
+            queued.len()
+        ));
     }
+    app.mark_queued(&queued);
+    let cmds = app.start_playback();
+    io.commands(app, cmds);
+    Ok(())
 }
 
-/// Sends the App's requests to the engine and its audio commands to the player.
-fn send(app: &mut App, engine_tx: &Sender<Request>, player: &dyn Playback, reqs: Vec<Request>) {
-    for r in reqs {
-        if engine_tx.send(r).is_err() {
-            app.update(Msg::EngineGone);
-            break;
-        }
-    }
-    for c in app.drain_audio() {
-        player.command(c);
+/// Re-reads a saved manuscript: only segments whose content changed render; a file that no
+/// longer parses is reported in the log and the old segments stay.
+fn reload_manuscript(app: &mut App, io: &mut Io<'_>) {
+    match io.desk.reload(io.engine_tx) {
+        Ok(None) => app.push_log("manuscript saved: no segment changed"),
+        Ok(Some(queued)) => match io.desk.rows() {
+            Ok(rows) => {
+                app.set_rows(rows);
+                app.mark_queued(&queued);
+                app.push_log(format!("manuscript: {} segment(s) to render", queued.len()));
+            }
+            Err(e) => app.push_log(format!("manuscript not reloaded: {e:#}")),
+        },
+        Err(e) => app.push_log(format!("manuscript not reloaded: {e:#}")),
     }
 }
 

@@ -1,27 +1,15 @@
 //! Manuscript hot reload: watches the manuscript file and, a short debounce after the last
-//! change, re-parses it. The directory is watched, not the file, because editors save by writing
+//! change, says it changed (the session re-reads it). The directory is watched, not the file, because editors save by writing
 //! a temp file and renaming it over the original, which a watch on the file itself would lose.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// Re-reads the manuscript into segment texts; the error is shown to the narrator as it is.
-pub type Reparse = Arc<dyn Fn(&Path) -> Result<Vec<String>, String> + Send + Sync>;
-
-/// The manuscript on disk and how to turn it into segment texts.
-#[derive(Clone)]
+/// The manuscript on disk.
+#[derive(Debug, Clone)]
 pub struct ManuscriptSource {
     pub path: PathBuf,
-    pub reparse: Reparse,
-}
-
-impl fmt::Debug for ManuscriptSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ManuscriptSource").field("path", &self.path).finish_non_exhaustive()
-    }
 }
 
 /// Editors touch a file several times per save; changes closer together than this are one.
@@ -64,18 +52,17 @@ impl ManuscriptWatcher {
         &self.source.path
     }
 
-    /// Non-blocking. `Some` once changes have settled: the new segment texts, or why the file
-    /// could not be read.
-    pub fn poll(&mut self, now: Instant) -> Option<Result<Vec<String>, String>> {
+    /// Non-blocking. True once changes have settled (once per burst of changes).
+    pub fn poll(&mut self, now: Instant) -> bool {
         if self.rx.try_iter().count() > 0 {
             self.due = Some(now + self.debounce);
         }
         match self.due {
             Some(due) if now >= due => {
                 self.due = None;
-                Some((self.source.reparse)(&self.source.path))
+                true
             }
-            _ => None,
+            _ => false,
         }
     }
 }

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use lectern::engine::protocol::{GroupInfo, MinLenRule, Precision, StageTimings, Take, TakeRecord};
+use lectern::engine::protocol::{
+    GroupInfo, MinLenRule, Precision, StageTimings, Take, TakeContent, TakeRecord,
+};
 use lectern::store::StoredSegment;
 
 /// FNV-1a of the text: the segments' content hash in these tests.
@@ -29,6 +31,8 @@ pub fn manuscript(texts: &[String], per_chapter: usize, first_id: u64) -> Vec<St
             span: (i as u32 + 1, 1),
             hash: text_hash(text),
             pause_after_ms: 100 + 50 * (i as u32 % 3),
+            // What the synthetic takes record: so they are current, not stale.
+            content_key: TakeContent::default().key(),
         })
         .collect()
 }
@@ -77,6 +81,7 @@ pub fn synthetic_take(engine_id: u64, segment: &StoredSegment, seed: u64) -> Tak
             engine_version: "test".into(),
             tokens: vec![1, 2, 3],
             timings: StageTimings { lm_s: 0.1, flow_s: 0.2, vocoder_s: 0.05 },
+            content: TakeContent::default(),
         },
         samples: Arc::new(samples),
     }

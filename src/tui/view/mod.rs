@@ -159,6 +159,10 @@ fn draw_title(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     if app.frozen.is_some() {
         spans.push(Span::styled(" FROZEN ", theme.notice));
     }
+    spans.push(Span::styled(format!(" {} ", app.progress_line()), theme.title));
+    if c.project.is_none() {
+        spans.push(Span::styled(" scratch session: nothing is kept ", theme.notice));
+    }
     let engine = if app.engine_gone {
         " engine stopped "
     } else if app.engine_idle {
@@ -171,7 +175,12 @@ fn draw_title(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
 }
 
 fn draw_hints(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
-    let line = if app.mode == Mode::Search {
+    let line = if app.mode == Mode::Note {
+        Line::from(vec![
+            Span::styled(format!("note: {}", app.note_draft), theme.search),
+            Span::styled("  enter save · esc cancel", theme.hint_text),
+        ])
+    } else if app.mode == Mode::Search {
         let n = app.search_matches().len();
         Line::from(vec![
             Span::styled(format!("/{}", app.search), theme.search),
@@ -184,7 +193,9 @@ fn draw_hints(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
             ("enter", "play from"),
             ("s", "re-seed"),
             ("t", "takes"),
-            ("[ ]", "NFE"),
+            ("c", "choose"),
+            ("a", "approve"),
+            ("P", "pickups"),
             ("?", "help"),
             ("q", "quit"),
         ] {

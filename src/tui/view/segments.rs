@@ -1,5 +1,5 @@
-//! The manuscript panel (one row per segment: state, takes, seed, text) and the selected
-//! segment's text.
+//! The manuscript panel (one row per segment: state, review, takes, seed, text; only those
+//! needing work in the pickups view) and the selected segment's text, take and note.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,38 +8,60 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{clock, panel, state_label};
-use crate::tui::app::{App, RowStatus};
+use crate::store::Review;
+use crate::tui::app::{App, Row, RowStatus};
 use crate::tui::theme::Theme;
+
+/// The review column: a mark per state (`·` unheard, `h` heard, `✓` approved, `!` pickup).
+fn review_mark(row: &Row, theme: &Theme) -> Span<'static> {
+    match row.review {
+        Review::Unheard => Span::styled("·", theme.dim),
+        Review::Heard => Span::styled("h", theme.text),
+        Review::Approved => Span::styled("✓", theme.state_ready),
+        Review::Pickup => Span::styled("!", theme.value_bad),
+    }
+}
+
+/// `2/3` (auditioned / count), with `*` when the auditioned take is the chosen one.
+fn takes_label(row: &Row) -> String {
+    if row.takes.is_empty() {
+        return "  –  ".to_string();
+    }
+    let chosen = if row.chosen == Some(row.current_take) { "*" } else { " " };
+    format!("{:>4}{chosen}", format!("{}/{}", row.current_take + 1, row.takes.len()))
+}
 
 /// The segment list.
 pub fn draw_list(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
-    let title = format!("manuscript · {} segments", app.rows.len());
+    let shown = app.visible_rows();
+    let title = if app.pickups_only {
+        format!("pickups · {} of {} segments need work", shown.len(), app.rows.len())
+    } else {
+        format!("manuscript · {} segments", app.rows.len())
+    };
     let block = panel(&title, theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let matches = app.search_matches();
-    let lines: Vec<Line> = app
-        .rows
+    let lines: Vec<Line> = shown
         .iter()
-        .enumerate()
         .skip(app.list_offset)
         .take(usize::from(inner.height))
-        .map(|(i, row)| {
+        .map(|&i| {
+            let row = &app.rows[i];
             let (icon, word, style) = match app.row_status(row) {
                 RowStatus::Playing => ("▶", "playing", theme.state_playing),
                 RowStatus::Engine(s) => state_label(&s, theme),
             };
-            let takes = if row.takes.is_empty() {
-                "  – ".to_string()
-            } else {
-                format!("{:>4}", format!("{}/{}", row.current_take + 1, row.takes.len()))
-            };
             let text_style = if matches.contains(&i) { theme.search } else { theme.text };
+            let flag = if row.flag().is_some() { "⚠ " } else { "" };
             let mut line = Line::from(vec![
                 Span::styled(format!("{:>3} ", i + 1), theme.dim),
-                Span::styled(format!("{icon} {word:<7}"), style),
-                Span::styled(format!("{takes} "), theme.text),
-                Span::styled(format!("#{:<6} ", row.seed), theme.dim),
+                Span::styled(format!("{icon} {word:<7} "), style),
+                review_mark(row, theme),
+                Span::styled(format!("{} ", takes_label(row)), theme.text),
+                Span::styled(format!("#{:<6} ", row.shown_seed()), theme.dim),
+                Span::styled(flag, theme.value_bad),
                 Span::styled(row.text.replace('\n', " "), text_style),
             ]);
             if i == app.selected {
@@ -61,18 +83,29 @@ pub fn draw_text(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     let block = panel(&title, theme);
     let mut lines = vec![];
     let info = match row.current() {
-        Some(t) => format!(
-            "take {}/{} · seed {} · {} · NFE {} · {} tokens",
-            row.current_take + 1,
-            row.takes.len(),
-            t.record.seed,
-            clock(t.samples.len() as u64),
-            t.record.nfe,
-            t.record.tokens.len()
-        ),
+        Some(t) => {
+            let chosen = if row.chosen == Some(row.current_take) { " (chosen)" } else { "" };
+            let stale = if t.stale { " · stale" } else { "" };
+            format!(
+                "take {}/{}{chosen}{stale} · seed {} · {} · NFE {} · {} tokens · {}",
+                row.current_take + 1,
+                row.takes.len(),
+                t.record.seed,
+                clock(t.len_samples()),
+                t.record.nfe,
+                t.record.tokens.len(),
+                row.review.as_str()
+            )
+        }
         None => format!("no take yet · seed {}", row.seed),
     };
     lines.push(Line::from(Span::styled(info, theme.dim)));
+    if let Some(why) = row.flag() {
+        lines.push(Line::from(Span::styled(format!("⚠ {why}"), theme.value_bad)));
+    }
+    if !row.note.is_empty() {
+        lines.push(Line::from(Span::styled(format!("note: {}", row.note), theme.notice)));
+    }
     lines.push(Line::from(Span::styled(row.text.clone(), Style::default().patch(theme.text))));
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: true }), area);
 }

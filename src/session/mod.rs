@@ -1,6 +1,19 @@
-//! What a run works with: the model directory (the real download or the bundled tiny model),
-//! the voice, the tokenizer, and the engine backend built from them. Shared by the workstation
-//! and `lectern render`.
+//! The session: what a run works with — the model directory (the real download or the bundled
+//! tiny model), the voice, the tokenizer and the engine backend built from them — and the one
+//! pipeline `lectern render` and the workstation both drive ([`pipeline::Session`]).
+//!
+//! - [`seed`]: the seed policy (content-keyed default seeds, reproducible re-seeds);
+//! - [`content`]: a take's content key (LM input ids, voice and model hashes, mode, frontend);
+//! - [`plan`]: which segments render and where their flow groups close;
+//! - [`pipeline`]: project sync, the engine's work, group-atomic saves, choices and proofing.
+
+pub mod content;
+pub mod pipeline;
+pub mod plan;
+pub mod seed;
+
+pub use pipeline::{ProjectChoice, SavedTake, SegmentView, Session, Work};
+pub use plan::{PlannedSegment, implausible};
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,402 @@
+//! The session pipeline both faces of Lectern drive — `render` and the workstation: manuscript
+//! → project sync → the engine's work (renders and regenerations) → takes saved the moment a
+//! flow group is complete → the narrator's choices.
+//!
+//! The project directory is the single source of truth. With `--no-project` the session keeps
+//! a scratch project in a temporary directory (removed when it ends), so there is one code path.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+use super::content::ContentBasis;
+use super::plan::{PlannedSegment, render_specs};
+use super::seed;
+use crate::engine::protocol::{SegmentSpec, Take, TakeId, TakeRecord, TakeSettings};
+use crate::store::{
+    OpenReport, Project, ProofedSegment, Review, SegmentKey, StoreError, StoredSegment, TakeInfo,
+    TakeStatus,
+};
+use crate::text::{Manuscript, Tokenizer};
+use crate::voice::Voice;
+
+/// Where a session keeps its takes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ProjectChoice {
+    /// The project next to the manuscript (`book.txt` → `book.lectern/`).
+    #[default]
+    NextToManuscript,
+    /// `--project DIR`.
+    Dir(PathBuf),
+    /// `--no-project`: a scratch project, removed when the session ends.
+    Off,
+}
+
+/// The engine's work to bring the project up to date, in the order to request it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Work {
+    /// Chosen takes whose file is gone or damaged, regenerated bit for bit from their records.
+    pub regenerate: Vec<TakeRecord>,
+    /// Segments without a usable current take, in manuscript order, grouped by the plan.
+    pub render: Vec<SegmentSpec>,
+}
+
+impl Work {
+    pub fn is_empty(&self) -> bool {
+        self.regenerate.is_empty() && self.render.is_empty()
+    }
+
+    /// Segments the work will give a take.
+    pub fn len(&self) -> usize {
+        self.regenerate.len() + self.render.len()
+    }
+}
+
+/// A take the session has saved (or restored) in the project.
+#[derive(Debug, Clone)]
+pub struct SavedTake {
+    pub key: SegmentKey,
+    /// The store's id of the take.
+    pub id: TakeId,
+    pub take: Take,
+    /// A regeneration that restored an existing take's file (no new take).
+    pub restored: bool,
+}
+
+/// A segment with everything the workstation shows of it.
+#[derive(Debug, Clone)]
+pub struct SegmentView {
+    pub planned: PlannedSegment,
+    pub review: Review,
+    pub note: String,
+    /// Its takes, oldest first (stale ones included: the history stays).
+    pub takes: Vec<TakeInfo>,
+    /// The store id of the chosen take.
+    pub chosen: Option<TakeId>,
+}
+
+impl SegmentView {
+    /// Whether a take was made for the segment's current content.
+    #[must_use]
+    pub fn is_current(&self, take: &TakeInfo) -> bool {
+        take.content_key == self.planned.content.key()
+    }
+}
+
+/// One open session. Holds the project's lock until dropped.
+pub struct Session {
+    project: Project,
+    /// The scratch directory of `--no-project` (removed on drop, after the project closes).
+    scratch: Option<tempfile::TempDir>,
+    basis: ContentBasis,
+    voice_name: String,
+    base_seed: u64,
+    segments: Vec<PlannedSegment>,
+    /// Takes of a flow group not yet complete (a group is saved all or nothing).
+    group: Vec<Take>,
+    /// Regenerations asked for: segment key → the take whose file they restore.
+    regens: HashMap<SegmentKey, TakeId>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("project", &self.project.dir()).finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Opens (or creates) the project and hashes the voice and the model.
+    pub fn open(
+        choice: &ProjectChoice,
+        manuscript: &Path,
+        voice: &Voice,
+        model_dir: &Path,
+        base_seed: u64,
+    ) -> anyhow::Result<Self> {
+        let (dir, scratch) = match choice {
+            ProjectChoice::Off => {
+                let tmp = tempfile::Builder::new()
+                    .prefix("lectern-scratch-")
+                    .tempdir()
+                    .context("creating a scratch project")?;
+                (tmp.path().join("scratch.lectern"), Some(tmp))
+            }
+            ProjectChoice::Dir(d) => (d.clone(), None),
+            ProjectChoice::NextToManuscript => (Project::dir_for_manuscript(manuscript), None),
+        };
+        let mut project = Project::open(&dir)
+            .with_context(|| format!("opening the project {}", dir.display()))?;
+        let basis = ContentBasis::compute(voice, model_dir, &mut project)?;
+        Ok(Self {
+            project,
+            scratch,
+            basis,
+            voice_name: voice.manifest.name.clone(),
+            base_seed,
+            segments: Vec::new(),
+            group: Vec::new(),
+            regens: HashMap::new(),
+        })
+    }
+
+    /// The project directory (`None` for a scratch session).
+    pub fn project_dir(&self) -> Option<&Path> {
+        self.scratch.is_none().then(|| self.project.dir())
+    }
+
+    pub fn project(&self) -> &Project {
+        &self.project
+    }
+
+    /// What the project's opening check found (missing files, orphans quarantined).
+    pub fn open_report(&self) -> &OpenReport {
+        self.project.open_report()
+    }
+
+    pub fn basis(&self) -> &ContentBasis {
+        &self.basis
+    }
+
+    /// The manuscript's segments as last synced, in order.
+    pub fn segments(&self) -> &[PlannedSegment] {
+        &self.segments
+    }
+
+    /// Records the manuscript in the project: segments keyed by content, each with its
+    /// current content key and default seed. Takes are never deleted.
+    pub fn sync(&mut self, book: &Manuscript, tokenizer: &Tokenizer) -> anyhow::Result<()> {
+        let mut stored = Vec::new();
+        let mut contents = Vec::new();
+        for (chapter, ch) in book.chapters.iter().enumerate() {
+            for s in &ch.segments {
+                let ids = tokenizer.encode(&s.text).with_context(|| {
+                    format!("segment {} (line {})", s.id + 1, s.span.start.line)
+                })?;
+                let content = self.basis.content(ids);
+                stored.push(StoredSegment {
+                    id: s.id as u64,
+                    chapter: chapter as u32,
+                    ordinal: s.id as u32,
+                    text: s.text.clone(),
+                    span: (s.span.start.line as u32, s.span.start.column as u32),
+                    hash: s.hash,
+                    pause_after_ms: s.pause_after_ms,
+                    content_key: content.key(),
+                });
+                contents.push((content, chapter, s.ends_paragraph));
+            }
+        }
+        self.project.sync_manuscript(&stored).context("recording the manuscript")?;
+        self.project.set_lead_in_ms(book.lead_in_ms)?;
+        let proofed = self.project.proofed_segments()?;
+        if proofed.len() != stored.len() {
+            bail!(
+                "the project holds {} segments after sync, expected {}",
+                proofed.len(),
+                stored.len()
+            );
+        }
+        let mut occurrences: HashMap<u64, u32> = HashMap::new();
+        self.segments = proofed
+            .into_iter()
+            .zip(contents)
+            .map(|(p, (content, chapter, ends_paragraph))| {
+                let n = occurrences.entry(p.segment.hash).or_insert(0);
+                let default_seed = seed::segment_seed(self.base_seed, p.segment.hash, *n);
+                *n += 1;
+                PlannedSegment {
+                    key: p.key,
+                    position: p.segment.id as usize,
+                    chapter,
+                    text: p.segment.text,
+                    span: (p.segment.span.0 as usize, p.segment.span.1 as usize),
+                    pause_after_ms: p.segment.pause_after_ms,
+                    ends_paragraph,
+                    default_seed,
+                    content,
+                }
+            })
+            .collect();
+        Ok(())
+    }
+
+    /// The manuscript's lead-in, milliseconds.
+    pub fn lead_in_ms(&self) -> anyhow::Result<u32> {
+        Ok(self.project.lead_in_ms()?)
+    }
+
+    /// What the engine must do so every segment has a usable current chosen take: regenerate
+    /// lost files of current chosen takes from their records, render the rest. Remembers the
+    /// regenerations, so [`Self::accept`] restores their files.
+    pub fn work(&mut self) -> anyhow::Result<Work> {
+        let mut work = Work::default();
+        let mut render = HashSet::new();
+        for s in &self.segments {
+            let chosen = self.project.chosen_of_key(s.key)?;
+            match chosen {
+                Some(t) if t.content_key == s.content.key() && t.status == TakeStatus::Ok => {}
+                Some(t) if t.content_key == s.content.key() && self.can_regenerate(&t, s.key) => {
+                    self.regens.insert(s.key, t.id);
+                    work.regenerate.push(t.record);
+                }
+                _ => {
+                    render.insert(s.key);
+                }
+            }
+        }
+        work.render = render_specs(&self.segments, &render);
+        Ok(work)
+    }
+
+    /// A lost take can be regenerated when its record holds its group's tokens, was made for
+    /// this segment (its engine id is the segment's key) and with this session's voice (the
+    /// engine refuses other voices).
+    fn can_regenerate(&self, take: &TakeInfo, key: SegmentKey) -> bool {
+        let r = &take.record;
+        !r.group.tokens.is_empty() && r.voice_id == self.voice_name && r.segment_id == key as u64
+    }
+
+    /// Takes a finished take from the engine. A regeneration restores its take's file; a
+    /// rendered take waits until its whole flow group has arrived, which is then saved in one
+    /// transaction. Returns what was saved (empty while a group is incomplete).
+    pub fn accept(&mut self, take: Take) -> anyhow::Result<Vec<SavedTake>> {
+        let key = take.record.segment_id as SegmentKey;
+        if let Some(id) = self.regens.remove(&key) {
+            match self.project.restore_take_file(id, &take.samples) {
+                Ok(()) => return Ok(vec![SavedTake { key, id, take, restored: true }]),
+                // Not the recorded audio (another backend, say): keep it as a take of its own.
+                Err(StoreError::HashMismatch { .. }) => {
+                    let id = self.project.save_group(&[(key, &take)])?[0];
+                    return Ok(vec![SavedTake { key, id, take, restored: false }]);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if let Some(first) = self.group.first()
+            && first.record.group.segment_ids != take.record.group.segment_ids
+        {
+            bail!(
+                "take of segment {key} arrived before its group's other takes (group {:?})",
+                first.record.group.segment_ids
+            );
+        }
+        let size = take.record.group.segment_ids.len().max(1);
+        self.group.push(take);
+        if self.group.len() < size {
+            return Ok(Vec::new());
+        }
+        let group = std::mem::take(&mut self.group);
+        let keyed: Vec<(SegmentKey, &Take)> =
+            group.iter().map(|t| (t.record.segment_id as SegmentKey, t)).collect();
+        let ids = self.project.save_group(&keyed).with_context(|| {
+            format!("saving the takes of segments {:?}", group[0].record.group.segment_ids)
+        })?;
+        Ok(group
+            .into_iter()
+            .zip(ids)
+            .map(|(take, id)| SavedTake {
+                key: take.record.segment_id as SegmentKey,
+                id,
+                take,
+                restored: false,
+            })
+            .collect())
+    }
+
+    /// The segments with their takes, choices and proofing state, in manuscript order.
+    pub fn views(&self) -> anyhow::Result<Vec<SegmentView>> {
+        let proofed: HashMap<SegmentKey, ProofedSegment> =
+            self.project.proofed_segments()?.into_iter().map(|p| (p.key, p)).collect();
+        let mut out = Vec::with_capacity(self.segments.len());
+        for s in &self.segments {
+            let p = proofed.get(&s.key);
+            out.push(SegmentView {
+                planned: s.clone(),
+                review: p.map_or(Review::Unheard, |p| p.review),
+                note: p.map(|p| p.note.clone()).unwrap_or_default(),
+                takes: self.project.takes_of_key(s.key)?,
+                chosen: self.project.chosen_of_key(s.key)?.map(|t| t.id),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The next re-seed's spec of a segment: a new seed derived from its default seed and the
+    /// number of takes it has.
+    pub fn reseed_spec(&self, key: SegmentKey) -> anyhow::Result<SegmentSpec> {
+        let s = self.planned(key)?;
+        let takes = self.project.takes_of_key(key)?;
+        let taken: Vec<u64> = takes.iter().map(|t| t.record.seed).collect();
+        let mut spec = s.spec();
+        spec.seed = seed::reseed(s.default_seed, takes.len().max(1) as u32, &taken);
+        Ok(spec.with_group_break())
+    }
+
+    /// The spec that renders a segment again with the seed of its chosen take (new settings
+    /// apply), as a group of its own.
+    pub fn rerender_spec(&self, key: SegmentKey) -> anyhow::Result<SegmentSpec> {
+        let s = self.planned(key)?;
+        let mut spec = s.spec();
+        if let Some(t) = self.project.chosen_of_key(key)? {
+            spec.seed = t.record.seed;
+        }
+        Ok(spec.with_group_break())
+    }
+
+    fn planned(&self, key: SegmentKey) -> anyhow::Result<&PlannedSegment> {
+        self.segments
+            .iter()
+            .find(|s| s.key == key)
+            .with_context(|| format!("segment {key} is not in the manuscript"))
+    }
+
+    /// Makes a take the segment's chosen take (refused while the segment is approved).
+    pub fn choose(&mut self, key: SegmentKey, take: TakeId) -> anyhow::Result<()> {
+        Ok(self.project.choose_for_key(key, take)?)
+    }
+
+    pub fn set_review(&mut self, key: SegmentKey, review: Review) -> anyhow::Result<()> {
+        Ok(self.project.set_review(key, review)?)
+    }
+
+    pub fn set_note(&mut self, key: SegmentKey, note: &str) -> anyhow::Result<()> {
+        Ok(self.project.set_note(key, note)?)
+    }
+
+    /// A take's samples, checked against its audio hash. A damaged or vanished file is moved
+    /// to quarantine and the take marked missing (the next [`Self::work`] regenerates or
+    /// re-renders it); the error says so.
+    pub fn load_samples(&mut self, id: TakeId) -> anyhow::Result<Vec<f32>> {
+        match self.project.load_samples(id) {
+            Ok(s) => Ok(s),
+            Err(e @ (StoreError::HashMismatch { .. } | StoreError::TakeFileMissing { .. })) => {
+                let to = self.project.quarantine_take(id)?;
+                bail!(
+                    "{e}; moved to {} and marked missing: it will be rendered again",
+                    to.display()
+                )
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Current chosen takes made with settings other than `current`, in manuscript order,
+    /// with whether each is approved (approved takes are never replaced automatically).
+    pub fn other_settings(
+        &self,
+        current: &TakeSettings,
+    ) -> anyhow::Result<Vec<(SegmentKey, bool)>> {
+        let mut out = Vec::new();
+        for s in &self.segments {
+            let Some(t) = self.project.chosen_of_key(s.key)? else { continue };
+            if t.status == TakeStatus::Ok
+                && t.content_key == s.content.key()
+                && t.record.settings() != *current
+            {
+                out.push((s.key, self.project.review_of_key(s.key)? == Review::Approved));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,77 @@
+//! Shared by the session and workstation tests: a session on the bundled tiny model's files
+//! (content hashes, tokenizer, demo voice) with the engine's `FakeBackend` behind it.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use lectern::engine::protocol::{EngineEvent, RenderParams, Request, Take};
+use lectern::engine::{Engine, EngineHandle, FakeBackend};
+use lectern::session::{self, ModelChoice, ProjectChoice, Session};
+use lectern::text::Tokenizer;
+use lectern::tui::desk::{Desk, read_manuscript};
+use lectern::voice::Voice;
+
+/// The bundled tiny model, its demo voice and tokenizer.
+pub fn tiny() -> (ModelChoice, Voice, Arc<Tokenizer>) {
+    let model = ModelChoice::resolve(None).unwrap();
+    let voice = session::resolve_voice(None, &model).unwrap();
+    let tokenizer = Arc::new(session::tokenizer(&model).unwrap());
+    (model, voice, tokenizer)
+}
+
+/// A session on `manuscript`'s project (beside it), synced.
+pub fn open_session(manuscript: &Path, base_seed: u64) -> Session {
+    let (model, voice, tokenizer) = tiny();
+    let mut s =
+        Session::open(&ProjectChoice::NextToManuscript, manuscript, &voice, &model.dir, base_seed)
+            .unwrap();
+    let book = read_manuscript(manuscript, &tokenizer).unwrap();
+    s.sync(&book, &tokenizer).unwrap();
+    s
+}
+
+/// A desk (session + manuscript) for the workstation's loop.
+pub fn open_desk(manuscript: &Path, base_seed: u64) -> Desk {
+    let (model, voice, tokenizer) = tiny();
+    let s =
+        Session::open(&ProjectChoice::NextToManuscript, manuscript, &voice, &model.dir, base_seed)
+            .unwrap();
+    Desk::open(s, manuscript, tokenizer).unwrap()
+}
+
+/// The fake engine with the demo voice's name.
+pub fn fake_engine(params: RenderParams) -> EngineHandle {
+    Engine::spawn(FakeBackend::new(), "tiny-demo", params)
+}
+
+/// Renders what the session says is missing, saving every take; returns the takes in the
+/// order they arrived.
+pub fn render_all(session: &mut Session, params: RenderParams) -> Vec<Take> {
+    let work = session.work().unwrap();
+    let h = fake_engine(params);
+    for r in &work.regenerate {
+        h.tx.send(Request::Regenerate(Box::new(r.clone()))).unwrap();
+    }
+    h.tx.send(Request::Enqueue(work.render.clone())).unwrap();
+    let mut takes = Vec::new();
+    let mut left = work.len();
+    while left > 0 {
+        match h.rx.recv_timeout(std::time::Duration::from_secs(60)).expect("engine event") {
+            EngineEvent::TakeReady(t) => {
+                takes.push(t.clone());
+                session.accept(t).unwrap();
+                left -= 1;
+            }
+            EngineEvent::SegmentState {
+                id,
+                state: lectern::engine::protocol::SegmentState::Failed(w),
+            } => {
+                panic!("segment {id} failed: {w}")
+            }
+            _ => {}
+        }
+    }
+    h.shutdown();
+    takes
+}
