@@ -1,7 +1,13 @@
 //! The real binary in a real terminal: `lectern book.md` on the bundled tiny model inside a
 //! tmux pane (its own server socket), driven with send-keys and read back with capture-pane.
-//! Open → segments ready → play (to the file sink: no sound card here) → re-seed → change NFE
-//! → re-seed again with the new NFE → quit: exit status 0 and the terminal restored.
+//! - Open → segments ready → play (to the file sink: no sound card here) → re-seed → change
+//!   NFE → re-seed again with the new NFE → quit: exit status 0 and the terminal restored.
+//! - The narrator's loop: render, re-seed one segment, choose the second take, approve it,
+//!   quit; reopen — nothing renders, the choice and seeds are back, and the whole play-through
+//!   written to the playback file equals `render`'s WAV sample for sample; insert a sentence —
+//!   only it renders; `export` writes the chosen takes' master; a fresh `render` elsewhere
+//!   makes byte-identical takes.
+//! - A workstation killed inside a group's save resumes (through `render`) to the same bytes.
 //! Needs tmux (`apt-get install -y tmux`); without it the test fails and says so.
 
 use std::path::{Path, PathBuf};
@@ -17,13 +23,17 @@ struct Tmux {
 
 impl Tmux {
     fn start() -> Self {
+        Self::named("e2e")
+    }
+
+    fn named(tag: &str) -> Self {
         let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
         assert!(
             ok,
             "tmux is not installed: this end-to-end test drives the workstation in tmux \
              (apt-get install -y tmux)"
         );
-        Self { socket: format!("lectern-e2e-{}", std::process::id()) }
+        Self { socket: format!("lectern-{tag}-{}", std::process::id()) }
     }
 
     fn cmd(&self, args: &[&str]) -> Output {
@@ -42,15 +52,32 @@ impl Tmux {
 
     /// Polls the pane until `done` holds; panics with the last screen after [`WAIT`].
     fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        self.wait_longer(what, WAIT, done)
+    }
+
+    fn wait_longer(&self, what: &str, wait: Duration, done: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();
             if done(&s) {
                 return s;
             }
-            assert!(start.elapsed() < WAIT, "timed out waiting for {what}; screen:\n{s}");
+            assert!(start.elapsed() < wait, "timed out waiting for {what}; screen:\n{s}");
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Runs `script` in a new pane session `e2e` of `cols`×`rows` in `cwd`.
+    fn open(&self, cwd: &Path, script: &str) {
+        let cwd = cwd.display().to_string();
+        self.cmd(&["new-session", "-d", "-s", "e2e", "-x", "160", "-y", "50", "-c", &cwd, script]);
+    }
+
+    /// Waits for the pane's script to print its end marker, then closes the session.
+    fn close_after_exit(&self) -> String {
+        let s = self.wait_for("exit", |s| s.contains("LECTERN-EXITED"));
+        self.cmd(&["kill-session", "-t", "e2e"]);
+        s
     }
 }
 
@@ -78,6 +105,12 @@ fn take_info(screen: &str) -> Option<(usize, usize, u64, usize)> {
 
 fn ready_rows(screen: &str) -> usize {
     screen.matches("● ready").count()
+}
+
+/// N of the list's `manuscript · N segments` title.
+fn segment_count(screen: &str) -> usize {
+    let i = screen.find("manuscript · ").expect("the list title") + "manuscript · ".len();
+    screen[i..].split(' ').next().and_then(|n| n.parse().ok()).expect("a count")
 }
 
 fn quote(p: &Path) -> String {
@@ -155,4 +188,201 @@ fn workstation_in_tmux() {
         );
     }
     assert!(std::fs::metadata(&wav).is_ok_and(|m| m.len() > 44), "playback reached the file");
+}
+
+/// A pane script: lectern with `args`, then its exit status into `status` and an end marker.
+fn lectern_script(args: &[&Path], extra: &str, status: &Path) -> String {
+    let quoted: Vec<String> = args.iter().map(|a| quote(a)).collect();
+    format!(
+        "{bin} {} {extra}; echo $? > {status}; echo LECTERN-EXITED; sleep 60",
+        quoted.join(" "),
+        bin = quote(&PathBuf::from(env!("CARGO_BIN_EXE_lectern"))),
+        status = quote(status),
+    )
+}
+
+fn run_lectern(args: &[&str], cwd: &Path) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_lectern"))
+        .args(args)
+        .current_dir(cwd)
+        .env("LECTERN_VOICES", "/nonexistent-lectern-voices")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "lectern {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn wav_f32(path: &Path) -> Vec<f32> {
+    let r = hound::WavReader::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(r.spec().sample_rate, 24_000);
+    r.into_samples::<f32>().map(Result::unwrap).collect()
+}
+
+/// (segment text, take seed) → audio hash, for every take of a project.
+fn takes_by_text_and_seed(project: &Path) -> std::collections::HashMap<(String, u64), String> {
+    let p = lectern::store::Project::open(project).unwrap();
+    let mut out = std::collections::HashMap::new();
+    for s in p.proofed_segments().unwrap() {
+        for t in p.takes_of_key(s.key).unwrap() {
+            out.insert((s.segment.text.clone(), t.record.seed), t.audio_hash);
+        }
+    }
+    out
+}
+
+/// Three paragraphs; the first two have two segments each with the tiny model's tokenizer, so
+/// flow groups hold more than one segment.
+const LOOP_BOOK: &str = "The lamp was lit before the storm came in from the sea. The keeper \
+climbed the stairs again, as he had done for thirty years.\n\n\
+Rain fell on the roof all night long, and the wind pulled at the shutters. Nobody in the \
+village slept.\n\n\
+She turned the page.\n";
+
+#[test]
+fn narrator_loop_in_tmux() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.md");
+    std::fs::write(&book, LOOP_BOOK).unwrap();
+    let project = dir.path().join("book.lectern");
+    let playback = dir.path().join("play.wav");
+    let status = dir.path().join("status");
+    let fallback = format!("--fallback-wav {}", quote(&playback));
+
+    // Session 1: render, re-seed segment 2, choose its second take, approve it, quit.
+    let tmux = Tmux::named("loop");
+    tmux.open(dir.path(), &lectern_script(&[&book], &fallback, &status));
+    let s = tmux.wait_for("every segment ready", |s| s.contains("all rendered"));
+    let n = segment_count(&s);
+    assert!(n >= 4, "{s}");
+    tmux.keys("j");
+    let (_, _, seed1, _) = tmux
+        .wait_for("segment 2 selected", |s| s.contains("segment 2 "))
+        .lines()
+        .find_map(|l| take_info(l))
+        .expect("take line");
+    tmux.keys("s");
+    let s = tmux.wait_for("a second take", |s| take_info(s).is_some_and(|t| t.1 == 2));
+    let (k, _, seed2, _) = take_info(&s).unwrap();
+    assert_eq!(k, 2, "the new take is auditioned:\n{s}");
+    assert_ne!(seed1, seed2);
+    tmux.keys("c");
+    tmux.wait_for("take 2 chosen", |s| s.contains("take 2/2 (chosen)"));
+    tmux.keys("a");
+    tmux.wait_for("approved", |s| s.contains("approved"));
+    tmux.keys("q");
+    let s = tmux.close_after_exit();
+    assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0", "{s}");
+    assert!(playback.exists());
+
+    // Session 2: nothing renders; the choice, the approval and the seeds are back; the whole
+    // autoplayed play-through goes to a new playback file.
+    let tmux = Tmux::named("loop2");
+    tmux.open(dir.path(), &lectern_script(&[&book], &fallback, &status));
+    let s = tmux.wait_for("the stored takes", |s| s.contains("all rendered"));
+    assert!(s.contains(&format!("1/{n} approved")), "{s}");
+    assert!(!s.contains("◔ LM") && !s.contains("○ queued"), "nothing renders:\n{s}");
+    tmux.keys("j");
+    let s = tmux.wait_for("segment 2's chosen take", |s| s.contains("take 2/2 (chosen)"));
+    assert_eq!(take_info(&s).map(|t| t.2), Some(seed2), "{s}");
+    let row2 = s.lines().find(|l| l.contains("  2 ")).unwrap_or_default().to_string();
+    assert!(row2.contains('✓') && row2.contains("2/2*"), "approved, take 2 chosen: {row2}");
+    tmux.wait_for("autoplay", |s| s.contains("▶ playing"));
+    let s = tmux.wait_longer("the play-through to end", Duration::from_secs(240), |s| {
+        s.contains("■ stopped")
+    });
+    tmux.keys("q");
+    tmux.close_after_exit();
+    let second = dir.path().join("play-2.wav");
+    assert!(second.exists(), "a new playback file, the first kept: {s}");
+
+    // `render` of the same project writes the master of the same takes: the play-through
+    // equals it sample for sample.
+    let out = run_lectern(&["render", "book.md", "-o", "master.wav", "--quiet"], dir.path());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("reused"));
+    let master = wav_f32(&dir.path().join("master.wav"));
+    let heard = wav_f32(&second);
+    assert_eq!(heard.len(), master.len(), "playback and render differ in length");
+    assert!(heard == master, "playback differs from render's WAV");
+
+    // Session 3: a new sentence (its own paragraph): only it renders.
+    std::fs::write(
+        &book,
+        LOOP_BOOK.replace("She turned", "The sea was calm by morning.\n\nShe turned"),
+    )
+    .unwrap();
+    let tmux = Tmux::named("loop3");
+    tmux.open(dir.path(), &lectern_script(&[&book], &fallback, &status));
+    let s = tmux.wait_for("the new sentence rendered", |s| s.contains("all rendered"));
+    assert!(s.contains(&format!("{n} segment(s) have their takes, 1 to render")), "{s}");
+    tmux.keys("q");
+    tmux.close_after_exit();
+
+    // Export: the chosen takes' master (segment 2 is the chosen second take).
+    run_lectern(&["export", "book.md", "-o", "book-export.wav", "--bits", "32"], dir.path());
+    let exported = wav_f32(&dir.path().join("book-export.wav"));
+    let rendered = {
+        run_lectern(&["render", "book.md", "-o", "again.wav", "--quiet"], dir.path());
+        wav_f32(&dir.path().join("again.wav"))
+    };
+    assert!(exported == rendered, "export is the master render writes");
+    let p = lectern::store::Project::open(&project).unwrap();
+    let segs = p.proofed_segments().unwrap();
+    let chosen2 = p.chosen_of_key(segs[1].key).unwrap().unwrap();
+    assert_eq!(chosen2.record.seed, seed2);
+    let take2 = p.load_samples(chosen2.id).unwrap();
+    let start: usize = segs[..1]
+        .iter()
+        .map(|s| {
+            let t = p.chosen_of_key(s.key).unwrap().unwrap();
+            t.num_samples as usize + lectern::audio::master::ms_to_samples(s.segment.pause_after_ms)
+        })
+        .sum();
+    let mut want = take2.clone();
+    lectern::audio::master::fade_edges(&mut want);
+    assert!(exported[start..start + want.len()] == want[..], "segment 2 is its chosen take");
+    drop(p);
+
+    // A fresh render elsewhere makes byte-identical takes for every segment and seed.
+    let fresh = tempfile::tempdir().unwrap();
+    std::fs::copy(&book, fresh.path().join("book.md")).unwrap();
+    run_lectern(&["render", "book.md", "-o", "fresh.wav", "--quiet"], fresh.path());
+    let ours = takes_by_text_and_seed(&project);
+    let theirs = takes_by_text_and_seed(&fresh.path().join("book.lectern"));
+    assert_eq!(theirs.len(), n + 1);
+    for (key, hash) in &theirs {
+        assert_eq!(ours.get(key), Some(hash), "take of {key:?} differs from the workstation's");
+    }
+}
+
+#[test]
+fn a_workstation_killed_inside_a_group_save_resumes_to_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.md");
+    std::fs::write(&book, LOOP_BOOK).unwrap();
+    // The uninterrupted render.
+    run_lectern(
+        &["render", "book.md", "-o", "clean.wav", "--project", "clean.lectern", "--quiet"],
+        dir.path(),
+    );
+    let clean = std::fs::read(dir.path().join("clean.wav")).unwrap();
+    // The workstation, aborted (as by kill -9) after writing the second group's files and
+    // before committing its rows.
+    let status = dir.path().join("status");
+    let killed = dir.path().join("killed.lectern");
+    let tmux = Tmux::named("kill");
+    let script = format!(
+        "LECTERN_FAULT=abort-before-group-commit:2 {}",
+        lectern_script(&[&book], &format!("--project {}", quote(&killed)), &status)
+    );
+    tmux.open(dir.path(), &script);
+    tmux.close_after_exit();
+    assert_ne!(std::fs::read_to_string(&status).unwrap().trim(), "0", "it was aborted");
+    let files_left = std::fs::read_dir(killed.join("takes")).unwrap().count();
+    assert!(files_left > 0, "the first group was saved");
+    // Resumed by render: the same bytes as the uninterrupted run.
+    run_lectern(
+        &["render", "book.md", "-o", "resumed.wav", "--project", "killed.lectern", "--quiet"],
+        dir.path(),
+    );
+    assert!(std::fs::read(dir.path().join("resumed.wav")).unwrap() == clean, "resume differs");
 }

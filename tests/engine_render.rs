@@ -112,7 +112,12 @@ fn twelve_segments_render_in_order_with_sane_states() {
 fn cancel_prioritise_nfe_and_group_changes_apply_at_the_next_group() {
     let (backend, at_flow, go) = Gated::new(FakeBackend::new());
     let h = Engine::spawn(backend, "narrator", params(4, 0));
-    h.tx.send(Request::Enqueue(manuscript(12))).unwrap();
+    // Planning units (group breaks after 0, 8 and 9): [0] [1 … 8] [9] [10 11].
+    let specs: Vec<SegmentSpec> = manuscript(12)
+        .into_iter()
+        .map(|s| if [0, 8, 9].contains(&s.id) { s.with_group_break() } else { s })
+        .collect();
+    h.tx.send(Request::Enqueue(specs)).unwrap();
     // The first group (segment 0 alone) is in the flow: change everything now.
     assert_eq!(at_flow.recv_timeout(WAIT).unwrap().len(), 1);
     for r in [
@@ -143,9 +148,15 @@ fn cancel_prioritise_nfe_and_group_changes_apply_at_the_next_group() {
     let t = takes(&events);
     assert_eq!(ids(&t), vec![0, 9, 1, 2, 4, 6, 7, 8, 10, 11]);
     assert_eq!((t[0].record.nfe, t[0].record.group.segment_ids.len()), (10, 1));
+    // The prioritised unit moved whole; groups never reach across a break.
     for take in &t[1..] {
         assert_eq!(take.record.nfe, 4);
-        assert_eq!(take.record.group.segment_ids, vec![9, 1, 2, 4, 6, 7, 8, 10, 11]);
+        let want: Vec<u64> = match take.record.segment_id {
+            9 => vec![9],
+            10 | 11 => vec![10, 11],
+            _ => vec![1, 2, 4, 6, 7, 8],
+        };
+        assert_eq!(take.record.group.segment_ids, want);
     }
     for id in [3, 5] {
         assert!(events.iter().any(|e| matches!(e, EngineEvent::SegmentState { id: i, state: SegmentState::Cancelled } if *i == id)));

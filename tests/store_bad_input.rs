@@ -41,11 +41,12 @@ fn newer_schema_is_refused_untouched() {
     rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", 99).unwrap();
     let before = std::fs::read(&db).unwrap();
     let err = Project::open(tmp.path()).unwrap_err();
-    assert!(matches!(err, StoreError::NewerSchema { found: 99, supported: 1, .. }), "{err}");
+    assert!(matches!(err, StoreError::NewerSchema { found: 99, supported: 2, .. }), "{err}");
     assert!(err.to_string().contains("newer"), "{err}");
     assert_eq!(std::fs::read(&db).unwrap(), before);
     assert_eq!(take_files(tmp.path()).unwrap().len(), 3);
-    rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", 1).unwrap();
+    let current = lectern::store::db::SCHEMA_VERSION;
+    rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", current).unwrap();
     assert_takes_intact(tmp.path(), &ids);
 }
 
@@ -224,4 +225,25 @@ fn full_disk_is_a_clear_error_and_loses_nothing() {
     for (i, &id) in saved.iter().enumerate() {
         assert_eq!(p.load_samples(id).unwrap(), synthetic_samples(i as u64 + 1, 3));
     }
+}
+
+#[test]
+fn a_version_1_project_migrates_and_keeps_its_takes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = saved_project(tmp.path());
+    // Undo version 2 by hand: drop what it added, as a project written by the previous
+    // release has it.
+    let db = tmp.path().join(DB_FILE);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch(
+        "ALTER TABLE takes DROP COLUMN content_key; ALTER TABLE segments DROP COLUMN content_key;
+         ALTER TABLE segments DROP COLUMN review; ALTER TABLE segments DROP COLUMN note;
+         DROP TABLE file_hashes; PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    drop(c);
+    let p = Project::open(tmp.path()).unwrap();
+    assert_eq!(p.all_takes().unwrap().len(), ids.len());
+    // Takes from before take keys have no content key: they are stale, kept in the history.
+    assert!(p.all_takes().unwrap().iter().all(|t| t.content_key.is_empty()));
 }

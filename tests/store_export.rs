@@ -13,7 +13,7 @@ use lectern::store::{Project, StoreError, StoredSegment};
 use store_common::{manuscript, sentences, synthetic_take};
 
 /// A project of 7 segments in 3 chapters with a chosen take each; returns the expected
-/// sample stream per chapter (takes and pauses).
+/// sample stream per chapter: the master (each take faded at its edges, then its pause).
 fn project_with_takes(dir: &std::path::Path) -> (Project, Vec<StoredSegment>, Vec<Vec<f32>>) {
     let segments = manuscript(&sentences(7), 3, 1);
     let mut p = Project::open(dir).unwrap();
@@ -26,8 +26,8 @@ fn project_with_takes(dir: &std::path::Path) -> (Project, Vec<StoredSegment>, Ve
         let id = p.save_take(&take).unwrap();
         p.choose_take(s.id, id).unwrap();
         let ch = &mut chapters[s.chapter as usize - 1];
-        ch.extend_from_slice(&take.samples);
-        ch.extend(std::iter::repeat_n(0.0, s.pause_after_ms as usize * 24));
+        let pause = s.pause_after_ms as usize * 24;
+        ch.extend(lectern::audio::master::segment_master(&take.samples, 0, pause));
     }
     (p, segments, chapters)
 }

@@ -96,7 +96,11 @@ impl Queue {
         let start = start.map_or(0, |i| i + 1);
         let end = self.items.iter().skip(at).position(|p| p.spec.group_break_after);
         let end = end.map_or(self.items.len(), |i| at + i + 1);
-        let unit: Vec<Pending> = self.items.drain(start..end).collect();
+        let mut unit: Vec<Pending> = self.items.drain(start..end).collect();
+        // A unit that the queue's end closed stays closed in front of the rest.
+        if let Some(last) = unit.last_mut() {
+            last.spec.group_break_after = true;
+        }
         for p in unit.into_iter().rev() {
             self.items.push_front(p);
         }
@@ -341,7 +345,7 @@ mod tests {
     fn queue_order_cancel_prioritise_reseed() {
         let mut q = Queue::default();
         for id in 0..5 {
-            q.push_back(spec(id));
+            q.push_back(spec(id).with_group_break());
         }
         decode(&mut q, 3, vec![7; 4], 0.5);
         assert!(q.prioritise(3));

@@ -149,6 +149,11 @@ impl Session {
         &self.project
     }
 
+    /// The project, for what the session does not wrap (tests inject store failures here).
+    pub fn project_mut(&mut self) -> &mut Project {
+        &mut self.project
+    }
+
     /// What the project's opening check found (missing files, orphans quarantined).
     pub fn open_report(&self) -> &OpenReport {
         self.project.open_report()

@@ -75,3 +75,36 @@ pub fn render_all(session: &mut Session, params: RenderParams) -> Vec<Take> {
     h.shutdown();
     takes
 }
+
+/// A take of one token for segment `key` (samples made up), current for no content.
+pub fn synthetic_take(key: i64) -> Take {
+    use lectern::engine::protocol::{GroupInfo, TakeRecord};
+    Take {
+        id: 0,
+        record: TakeRecord {
+            segment_id: key as u64,
+            text: String::new(),
+            voice_id: "tiny-demo".into(),
+            model_id: "m".into(),
+            seed: 1,
+            nfe: 10,
+            cfg_rate: 0.7,
+            precision: Default::default(),
+            min_len_rule: Default::default(),
+            backend: "cpu".into(),
+            flow_matmul: "f32".into(),
+            group: GroupInfo {
+                segment_ids: vec![key as u64],
+                token_counts: vec![1],
+                index: 0,
+                tokens: vec![vec![1]],
+            },
+            noise_source: "x".into(),
+            engine_version: "0".into(),
+            tokens: vec![1],
+            timings: Default::default(),
+            content: Default::default(),
+        },
+        samples: Arc::new(vec![0.1; 960]),
+    }
+}
