@@ -92,6 +92,8 @@ pub struct RenderReport {
     /// Chosen takes made with other settings than this run's (kept unless
     /// `--rerender-settings`).
     pub other_settings: usize,
+    /// Seconds from the engine's start (model loaded) to the first take of this run.
+    pub first_audio_s: Option<f64>,
     pub dry_run: bool,
     /// Files written, with their lengths in samples.
     pub files: Vec<(PathBuf, usize)>,
@@ -151,6 +153,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         reused: 0,
         rendered: 0,
         other_settings: 0,
+        first_audio_s: None,
         dry_run: opts.dry_run,
         files: Vec::new(),
         audio_s: 0.0,
@@ -214,7 +217,8 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
                 .context("engine stopped")?;
         }
         handle.tx.send(Request::Enqueue(work.render.clone())).context("engine stopped")?;
-        let result = collect_takes(&handle.rx, work.len(), opts.progress, |take| {
+        let result = collect_takes(&handle.rx, work.len(), opts.progress, |take, first| {
+            report.first_audio_s.get_or_insert(first);
             for saved in session.accept(take.clone())? {
                 rendered_keys.insert(saved.key);
                 if rerender.contains(&saved.key) {
@@ -225,6 +229,9 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         });
         handle.shutdown();
         result?;
+        if let Some(s) = report.first_audio_s {
+            eprintln!("first audio after {s:.2} s");
+        }
     }
 
     // The output comes from the store's chosen takes, exactly what export would use.
@@ -344,13 +351,14 @@ fn joined_segments(
     Ok(out)
 }
 
-/// Waits for one take per segment, handing each to `on_take` as it arrives; fails on the first
-/// failed segment (takes handed over before stay handed over).
+/// Waits for one take per segment, handing each to `on_take` as it arrives with the seconds
+/// since the wait began; fails on the first failed segment (takes handed over before stay
+/// handed over).
 fn collect_takes(
     rx: &std::sync::mpsc::Receiver<EngineEvent>,
     n_segments: usize,
     progress: bool,
-    mut on_take: impl FnMut(&Take) -> anyhow::Result<()>,
+    mut on_take: impl FnMut(&Take, f64) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let bar = if progress { ProgressBar::new(n_segments as u64) } else { ProgressBar::hidden() };
     bar.set_style(
@@ -368,7 +376,7 @@ fn collect_takes(
         match event {
             EngineEvent::TakeReady(take) => {
                 audio_s += take.samples.len() as f64 / f64::from(SAMPLE_RATE_HZ);
-                if let Err(e) = on_take(&take) {
+                if let Err(e) = on_take(&take, started.elapsed().as_secs_f64()) {
                     bar.abandon();
                     return Err(e);
                 }

@@ -8,6 +8,7 @@
 //!   only it renders; `export` writes the chosen takes' master; a fresh `render` elsewhere
 //!   makes byte-identical takes.
 //! - A workstation killed inside a group's save resumes (through `render`) to the same bytes.
+//!
 //! Needs tmux (`apt-get install -y tmux`); without it the test fails and says so.
 
 use std::path::{Path, PathBuf};
@@ -258,7 +259,7 @@ fn narrator_loop_in_tmux() {
     let (_, _, seed1, _) = tmux
         .wait_for("segment 2 selected", |s| s.contains("segment 2 "))
         .lines()
-        .find_map(|l| take_info(l))
+        .find_map(take_info)
         .expect("take line");
     tmux.keys("s");
     let s = tmux.wait_for("a second take", |s| take_info(s).is_some_and(|t| t.1 == 2));

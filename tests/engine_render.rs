@@ -49,7 +49,7 @@ fn takes(events: &[EngineEvent]) -> Vec<Take> {
     events
         .iter()
         .filter_map(|e| match e {
-            EngineEvent::TakeReady(t) => Some(t.clone()),
+            EngineEvent::TakeReady(t) => Some((**t).clone()),
             _ => None,
         })
         .collect()

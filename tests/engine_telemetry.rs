@@ -42,7 +42,7 @@ fn render(delays: FakeDelays, params: RenderParams, segments: Vec<SegmentSpec>) 
     let (mut takes, mut samples) = (Vec::new(), Vec::new());
     loop {
         match h.rx.recv_timeout(Duration::from_secs(60)).unwrap() {
-            EngineEvent::TakeReady(t) => takes.push(t),
+            EngineEvent::TakeReady(t) => takes.push(*t),
             EngineEvent::Telemetry(s) => samples.push(s),
             EngineEvent::Idle => break,
             _ => {}

@@ -217,7 +217,7 @@ fn an_approved_choice_is_locked() {
         if let lectern::engine::protocol::EngineEvent::TakeReady(t) =
             h.rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap()
         {
-            break t;
+            break *t;
         }
     };
     h.shutdown();

@@ -86,7 +86,7 @@ fn app_with(texts: &[&str]) -> App {
 fn saved(app: &App, i: usize, take: u64, seed: u64) -> Msg {
     Msg::Saved {
         segment: app.rows[i].id,
-        take: entry(take, app.rows[i].id, seed, 3, true),
+        take: Box::new(entry(take, app.rows[i].id, seed, 3, true)),
         restored: false,
     }
 }

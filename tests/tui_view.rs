@@ -60,7 +60,7 @@ fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Msg {
         content: Default::default(),
     };
     let take = TakeEntry { id: take_id, samples: Some(Arc::new(samples)), record, stale: false };
-    Msg::Saved { segment: row.id, take, restored: false }
+    Msg::Saved { segment: row.id, take: Box::new(take), restored: false }
 }
 
 /// A deterministic telemetry sample after the `k`-th group.

@@ -142,7 +142,7 @@ pub struct WorkloadSegment {
 }
 
 /// Segments `text` with the text frontend (a one-sentence first segment when `lead_sentence`);
-/// ids from 0, seeds 1000 + index.
+/// ids from 0, seeds 1000 + index, flow groups closing where the session's plan closes them.
 pub fn segments(
     text: &str,
     tokens_per_word: usize,
@@ -163,6 +163,8 @@ pub fn segments(
                     id: i as u64,
                     text: s.text.clone(),
                     seed: SEGMENT_SEED_BASE + i as u64,
+                    // The product's plan: the opener alone, no group across a paragraph.
+                    group_break_after: crate::session::plan::closes_group(i, s.ends_paragraph),
                     ..SegmentSpec::default()
                 },
                 words,

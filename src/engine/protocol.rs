@@ -348,7 +348,8 @@ pub enum EngineEvent {
         id: SegmentId,
         state: SegmentState,
     },
-    TakeReady(Take),
+    /// A finished take (boxed: it is by far the largest event).
+    TakeReady(Box<Take>),
     Telemetry(TelemetrySample),
     ParamsChanged(RenderParams),
     /// Nothing queued or in flight.

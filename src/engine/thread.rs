@@ -726,7 +726,7 @@ impl<B: SynthBackend> Worker<B> {
             take.id = self.take_ids.next_id();
             let id = take.record.segment_id;
             self.telemetry.first_audio();
-            self.emit(EngineEvent::TakeReady(take));
+            self.emit(EngineEvent::TakeReady(Box::new(take)));
             self.state(id, SegmentState::Ready);
         }
     }

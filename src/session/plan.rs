@@ -48,6 +48,13 @@ impl PlannedSegment {
     }
 }
 
+/// Whether the plan closes a flow group after the segment at `position`: at a paragraph's end
+/// and after the manuscript's first segment (the opener, alone for fast first audio).
+#[must_use]
+pub fn closes_group(position: usize, ends_paragraph: bool) -> bool {
+    ends_paragraph || position == 0
+}
+
 /// Specs for the segments in `render` (keys), in manuscript order, with their group breaks.
 #[must_use]
 pub fn render_specs(segments: &[PlannedSegment], render: &HashSet<SegmentKey>) -> Vec<SegmentSpec> {
@@ -58,7 +65,7 @@ pub fn render_specs(segments: &[PlannedSegment], render: &HashSet<SegmentKey>) -
         }
         let next_rendered = segments.get(i + 1).is_some_and(|n| render.contains(&n.key));
         let mut spec = s.spec();
-        spec.group_break_after = s.ends_paragraph || s.position == 0 || !next_rendered;
+        spec.group_break_after = closes_group(s.position, s.ends_paragraph) || !next_rendered;
         specs.push(spec);
     }
     specs

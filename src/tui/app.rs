@@ -94,7 +94,7 @@ pub enum Msg {
     /// A take the session has saved in the project (or restored from its record).
     Saved {
         segment: SegmentId,
-        take: TakeEntry,
+        take: Box<TakeEntry>,
         restored: bool,
     },
     /// A stored take's samples, read for playback.
@@ -1021,7 +1021,8 @@ impl App {
 
     /// A take saved by the session: added to its row (a restored take's file is back: nothing
     /// new to show), auditioned, chosen if the session chose it, played if asked.
-    fn on_saved(&mut self, segment: SegmentId, take: TakeEntry, restored: bool) {
+    fn on_saved(&mut self, segment: SegmentId, take: Box<TakeEntry>, restored: bool) {
+        let take = *take;
         let Some(i) = self.position(segment) else { return };
         self.backend.clone_from(&take.record.backend);
         let flag = crate::session::implausible(&self.rows[i].text, take.record.tokens.len());

@@ -151,12 +151,12 @@ impl Desk {
                 .into_iter()
                 .map(|s| Msg::Saved {
                     segment: s.key as SegmentId,
-                    take: TakeEntry {
+                    take: Box::new(TakeEntry {
                         id: s.id,
                         samples: Some(Arc::clone(&s.take.samples)),
                         record: s.take.record,
                         stale: false,
-                    },
+                    }),
                     restored: s.restored,
                 })
                 .collect(),

@@ -139,7 +139,7 @@ impl Io<'_> {
     fn engine_event(&mut self, app: &mut App, ev: EngineEvent) {
         match ev {
             EngineEvent::TakeReady(take) => {
-                for msg in self.desk.accept(take) {
+                for msg in self.desk.accept(*take) {
                     self.apply(app, msg);
                 }
             }

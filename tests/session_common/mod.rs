@@ -59,8 +59,8 @@ pub fn render_all(session: &mut Session, params: RenderParams) -> Vec<Take> {
     while left > 0 {
         match h.rx.recv_timeout(std::time::Duration::from_secs(60)).expect("engine event") {
             EngineEvent::TakeReady(t) => {
-                takes.push(t.clone());
-                session.accept(t).unwrap();
+                takes.push((*t).clone());
+                session.accept(*t).unwrap();
                 left -= 1;
             }
             EngineEvent::SegmentState {
