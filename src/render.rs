@@ -219,6 +219,12 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         handle.tx.send(Request::Enqueue(work.render.clone())).context("engine stopped")?;
         let result = collect_takes(&handle.rx, work.len(), opts.progress, |take, first| {
             report.first_audio_s.get_or_insert(first);
+            if let Some(why) = session::implausible(&take.record.text, take.record.tokens.len()) {
+                let id = take.record.segment_id;
+                let n =
+                    session.segments().iter().position(|s| s.key as u64 == id).map_or(0, |i| i + 1);
+                eprintln!("warning: segment {n}: {why}");
+            }
             for saved in session.accept(take.clone())? {
                 rendered_keys.insert(saved.key);
                 if rerender.contains(&saved.key) {

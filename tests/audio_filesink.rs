@@ -121,3 +121,34 @@ fn stop_and_play_replace_what_is_queued() {
     assert_eq!(&got[got.len() - short.len()..], &short[..], "then the new take played whole");
     assert_eq!(&got[..1000], &long[..1000]);
 }
+
+#[test]
+fn an_empty_cue_does_not_stop_the_transport() {
+    // A zero-length take with no pause is an empty cue: it used to stay at the front of the
+    // queue, hide the cue playing behind it and make the transport say "stopped".
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.wav");
+    let cfg = PlayerConfig {
+        device: DeviceChoice::File,
+        fallback_wav: path.clone(),
+        ..PlayerConfig::default()
+    };
+    let (a, b) = (take(2400, 1), take(24_000, 2));
+    let player = Player::open(cfg).unwrap();
+    for (i, t) in [&a, &Vec::new(), &b].into_iter().enumerate() {
+        player.command(AudioCommand::Enqueue(Cue {
+            take_id: i as u64 + 1,
+            segment_id: 10 + i as u64,
+            samples: Arc::new(t.clone()),
+        }));
+    }
+    // Past the first cue (0.1 s) and the empty one, well inside the last (1 s).
+    std::thread::sleep(Duration::from_millis(500));
+    let s = player.status();
+    assert_eq!(s.state, lectern::audio::player::PlayState::Playing, "{s:?}");
+    assert_eq!(s.now_playing.map(|n| n.take_id), Some(3), "{s:?}");
+    assert!(player.wait_idle(Duration::from_secs(20)));
+    drop(player);
+    let got = wav::read(&path).unwrap();
+    assert_eq!(got, [a, b].concat());
+}

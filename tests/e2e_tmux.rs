@@ -387,3 +387,35 @@ fn a_workstation_killed_inside_a_group_save_resumes_to_the_same_bytes() {
     );
     assert!(std::fs::read(dir.path().join("resumed.wav")).unwrap() == clean, "resume differs");
 }
+
+#[test]
+fn sigterm_quits_like_q_and_restores_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.md");
+    std::fs::write(&book, "The lamp was lit.\n\nRain fell on the roof.\n").unwrap();
+    let status = dir.path().join("status");
+    let stty = dir.path().join("stty");
+    let wav = dir.path().join("play.wav");
+    let tmux = Tmux::named("term");
+    let script = format!(
+        "{bin} {book} --fallback-wav {wav}; echo $? > {status}; stty -a > {stty}; \
+         echo LECTERN-EXITED; sleep 60",
+        bin = quote(&PathBuf::from(env!("CARGO_BIN_EXE_lectern"))),
+        book = quote(&book),
+        wav = quote(&wav),
+        status = quote(&status),
+        stty = quote(&stty),
+    );
+    tmux.open(dir.path(), &script);
+    tmux.wait_for("the workstation", |s| s.contains("manuscript · 2 segments"));
+    let shell = tmux.cmd(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
+    let shell = String::from_utf8_lossy(&shell.stdout).trim().to_string();
+    let kill = Command::new("pkill").args(["-TERM", "-P", &shell, "lectern"]).status().unwrap();
+    assert!(kill.success(), "no lectern process under the pane's shell {shell}");
+    let s = tmux.close_after_exit();
+    assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0", "{s}");
+    let modes = std::fs::read_to_string(&stty).unwrap();
+    assert!(modes.split_whitespace().any(|w| w == "icanon"), "terminal not restored: {modes}");
+    // The playback file was finalised: a valid WAV header whatever was played.
+    assert!(hound::WavReader::open(&wav).is_ok(), "playback file not finalised");
+}
