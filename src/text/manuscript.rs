@@ -180,7 +180,7 @@ impl Manuscript {
     /// Reads and parses a file (format from `opts.format` or the extension).
     pub fn load(path: &Path, opts: &ParseOptions<'_>) -> Result<Self> {
         let bytes = std::fs::read(path)
-            .map_err(|source| TextError::Io { path: path.to_path_buf(), source })?;
+            .map_err(|cause| TextError::Io { path: path.to_path_buf(), cause })?;
         let src = decode(&bytes, path)?;
         let format = opts.format.unwrap_or_else(|| Format::from_path(path));
         let m = parse_source(src, format, opts, path)?;
