@@ -398,6 +398,10 @@ pub enum VoiceCommand {
         /// Replace an existing voice of the same name.
         #[arg(long)]
         force: bool,
+        /// Use the recording even if it does not sound like speech (noise, music, a tone):
+        /// a warning instead of a refusal.
+        #[arg(long)]
+        allow_non_speech: bool,
     },
     /// List the voices in the voices directory ($LECTERN_VOICES or ./voices).
     List,
@@ -601,7 +605,7 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
             println!("{}", crate::voice::Voice::load(&name)?.describe());
             Ok(())
         }
-        VoiceCommand::Add { reference, text, name, model, force } => {
+        VoiceCommand::Add { reference, text, name, model, force, allow_non_speech } => {
             let model = crate::session::ModelChoice::resolve(model.as_deref())?;
             let req = crate::voice::add::AddRequest {
                 reference,
@@ -610,8 +614,12 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
                 model_dir: model.dir.clone(),
                 voices_dir: crate::voice::voices_dir(),
                 force,
+                allow_non_speech,
             };
             let added = crate::voice::add::add_voice(&req)?;
+            for w in &added.warnings {
+                eprintln!("warning: {w}");
+            }
             let v = &added.voice;
             println!("{}", v.describe());
             println!(
