@@ -26,7 +26,7 @@ use super::segment::{
     Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, sentence_pieces, speakable,
     split_paragraph,
 };
-use super::tokenizer::{Tokenizer, is_special_token_at};
+use super::tokenizer::{Tokenizer, char_prefix, is_special_token_at};
 use super::{Result, TextError, stable_hash};
 
 /// Input format.
@@ -434,7 +434,7 @@ fn pause_runs(
                     column: pos.column,
                     reason: format!(
                         "bad pause `{}`: write [pause], [pause:1.5s] or [pause:300ms] (at most {} s)",
-                        &rest[..rest.find(']').map_or(rest.len().min(20), |e| e + 1)],
+                        rest.find(']').map_or(char_prefix(rest, 20), |e| &rest[..=e]),
                         MAX_PAUSE_MS / 1000
                     ),
                 });
