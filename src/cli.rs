@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use crate::engine::cosyvoice::lm_precision;
 use crate::engine::protocol::{MinLenRule, Precision, RenderParams};
 use crate::model::flow::FlowMatmul;
-use crate::{bench, parity, render, store, workstation};
+use crate::{bench, limits, parity, render, store, workstation};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -78,14 +78,29 @@ pub struct SynthArgs {
     /// cpu (default) or cuda / cuda:N / metal.
     #[arg(long, default_value = "cpu")]
     pub device: String,
-    /// Flow Euler steps.
-    #[arg(long, default_value_t = 10)]
+    /// Flow Euler steps (1–64).
+    #[arg(
+        long,
+        default_value_t = 10,
+        value_parser = limits::parse_nfe,
+        allow_negative_numbers = true
+    )]
     pub nfe: usize,
-    /// Target generated mel frames per flow group (0 = one segment per group).
-    #[arg(long, default_value_t = 2000)]
+    /// Target generated mel frames per flow group (0 = one segment per group, else 50–8000).
+    #[arg(
+        long,
+        default_value_t = 2000,
+        value_parser = limits::parse_group_target,
+        allow_negative_numbers = true
+    )]
     pub group_target: usize,
-    /// LM lanes decoded together.
-    #[arg(long, default_value_t = 8)]
+    /// LM lanes decoded together (1–32).
+    #[arg(
+        long,
+        default_value_t = 8,
+        value_parser = limits::parse_lanes,
+        allow_negative_numbers = true
+    )]
     pub lanes: usize,
     /// LM weight precision.
     #[arg(long, value_enum, default_value = "f32")]
@@ -94,8 +109,13 @@ pub struct SynthArgs {
     #[arg(long)]
     pub enforce_min_len: bool,
     /// Base seed: each segment's first take is sampled with a seed derived from it and the
-    /// segment's text (so editing one sentence changes no other segment's seed).
-    #[arg(long, default_value_t = 1000)]
+    /// segment's text (so editing one sentence changes no other segment's seed); 0 to 2^64-1.
+    #[arg(
+        long,
+        default_value_t = 1000,
+        value_parser = limits::parse_seed,
+        allow_negative_numbers = true
+    )]
     pub seed: u64,
     /// Decode the LM and run the flow one after the other instead of at the same time.
     #[arg(long)]
@@ -111,13 +131,28 @@ pub struct SynthArgs {
 pub struct WorkloadArgs {
     /// LM lanes; several (`1,4`) run one after another on the same weights (default 8;
     /// `--stage lm`: 1,2,4,8).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = limits::parse_lanes,
+        allow_negative_numbers = true
+    )]
     pub lanes: Vec<usize>,
     /// Target generated mel frames per flow group.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(
+        long,
+        default_value_t = 2000,
+        value_parser = limits::parse_group_target,
+        allow_negative_numbers = true
+    )]
     pub group_target: usize,
     /// Flow Euler steps.
-    #[arg(long, default_value_t = 10)]
+    #[arg(
+        long,
+        default_value_t = 10,
+        value_parser = limits::parse_nfe,
+        allow_negative_numbers = true
+    )]
     pub nfe: usize,
     /// LM weight precision (default f32; `--stage lm`: f32, f16 and q8_0).
     #[arg(long, value_enum)]
@@ -214,12 +249,17 @@ impl From<FlowMatmulArg> for FlowMatmul {
     }
 }
 
+/// `--precision`. The variants' doc comments are the help text users see.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum PrecisionArg {
+    /// 32-bit float: the reference
     F32,
+    /// 16-bit float: half the LM memory
     F16,
+    /// bfloat16: half the LM memory
     Bf16,
-    /// Spelled as the docs and take records spell it (clap would derive `q8-0`).
+    /// 8-bit quantized LM projections: about a quarter of the LM memory
+    // Named as the docs and take records spell it (clap would derive `q8-0`).
     #[value(name = "q8_0", alias = "q8-0")]
     Q8_0,
 }
@@ -342,8 +382,8 @@ pub enum Command {
         /// Bits per sample: 16 or 24 (WAV also 32 = float).
         #[arg(long, default_value_t = 16)]
         bits: u32,
-        /// Normalise each file to this integrated loudness, LUFS (e.g. -18).
-        #[arg(long, allow_negative_numbers = true)]
+        /// Normalise each file to this integrated loudness, LUFS (-70 to -5, e.g. -18).
+        #[arg(long, allow_hyphen_values = true, value_parser = limits::parse_loudness)]
         loudness: Option<f64>,
     },
     /// Voice prompts: make one from a recording, list them, or show one.
@@ -385,6 +425,10 @@ pub enum VoiceCommand {
         /// Replace an existing voice of the same name.
         #[arg(long)]
         force: bool,
+        /// Use the recording even if it does not sound like speech (noise, music, a tone):
+        /// a warning instead of a refusal.
+        #[arg(long)]
+        allow_non_speech: bool,
     },
     /// List the voices in the voices directory ($LECTERN_VOICES or ./voices).
     List,
@@ -588,7 +632,7 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
             println!("{}", crate::voice::Voice::load(&name)?.describe());
             Ok(())
         }
-        VoiceCommand::Add { reference, text, name, model, force } => {
+        VoiceCommand::Add { reference, text, name, model, force, allow_non_speech } => {
             let model = crate::session::ModelChoice::resolve(model.as_deref())?;
             let req = crate::voice::add::AddRequest {
                 reference,
@@ -597,8 +641,12 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
                 model_dir: model.dir.clone(),
                 voices_dir: crate::voice::voices_dir(),
                 force,
+                allow_non_speech,
             };
             let added = crate::voice::add::add_voice(&req)?;
+            for w in &added.warnings {
+                eprintln!("warning: {w}");
+            }
             let v = &added.voice;
             println!("{}", v.describe());
             println!(

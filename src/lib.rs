@@ -8,12 +8,14 @@
 //! - `engine`: background synthesis thread, scheduler, telemetry, takes;
 //! - `store`: project database, take files, export;
 //! - `audio`: playback (cpal + ring buffer, file sink), WAV I/O;
-//! - `model`: CosyVoice3 in candle — pure math, no threads, no I/O beyond loading.
+//! - `model`: CosyVoice3 in candle — pure math, no threads, no I/O beyond loading;
+//! - `limits`: the accepted ranges of numeric settings (CLI, workstation, config files).
 
 pub mod audio;
 pub mod bench;
 pub mod cli;
 pub mod engine;
+pub mod limits;
 pub mod model;
 pub mod parity;
 pub mod render;

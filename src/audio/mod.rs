@@ -21,14 +21,28 @@ pub const SAMPLE_RATE_HZ: u32 = 24_000;
 /// Errors of the audio module.
 #[derive(Debug, thiserror::Error)]
 pub enum AudioError {
+    // Converted by hand rather than `#[from]`, which would also make the cause the error's
+    // source, and `{:#}` would print it twice (see `text::TextError::Io`).
     #[error("wav: {0}")]
-    Wav(#[from] hound::Error),
+    Wav(hound::Error),
     #[error("io: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     #[error("unsupported wav: {0}")]
     Unsupported(String),
     #[error("audio device: {0}")]
     Device(String),
+}
+
+impl From<hound::Error> for AudioError {
+    fn from(e: hound::Error) -> Self {
+        Self::Wav(e)
+    }
+}
+
+impl From<std::io::Error> for AudioError {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(e)
+    }
 }
 
 pub type Result<T> = std::result::Result<T, AudioError>;

@@ -3,6 +3,7 @@
 
 use candle::Device;
 
+pub mod checkpoint;
 pub mod flow;
 pub mod hift;
 pub mod lm;
@@ -14,6 +15,8 @@ pub enum BenchStage {
     Lm,
     Flow,
     Hift,
+    /// What the checkpoint integrity checks cost at load.
+    Checkpoint,
 }
 
 /// Options shared by every stage benchmark.
@@ -55,6 +58,7 @@ pub fn run_stage(stage: BenchStage, opts: &BenchOptions) -> anyhow::Result<serde
         BenchStage::Lm => lm::run(opts),
         BenchStage::Flow => flow::run(opts),
         BenchStage::Hift => hift::run(opts),
+        BenchStage::Checkpoint => checkpoint::run(opts),
     }
 }
 

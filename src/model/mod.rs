@@ -12,6 +12,7 @@ pub mod mel;
 pub mod noise;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
+pub mod pt;
 pub mod sampling;
 pub mod weights;
 

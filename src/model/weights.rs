@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use candle::{DType, Device, Tensor};
 
+pub use super::pt::LoadChecks;
+
 /// Errors of the model layer. Loading errors always carry the file path.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -17,6 +19,13 @@ pub enum ModelError {
     MissingFile { path: PathBuf },
     #[error("cannot read {path}: {reason}")]
     CorruptFile { path: PathBuf, reason: String },
+    #[error("{path}: tensor `{name}`: {reason}")]
+    DamagedTensor { path: PathBuf, name: String, reason: String },
+    #[error(
+        "{path}: tensor `{name}` holds {value} at element {index}; weights must be finite (the \
+         file is damaged or was saved from a diverged model)"
+    )]
+    NonFiniteWeight { path: PathBuf, name: String, index: usize, value: String },
     #[error("{path}: tensor `{name}` is missing")]
     MissingTensor { path: PathBuf, name: String },
     #[error("{path}: tensor `{name}` has shape {actual:?}, expected {expected:?}")]
@@ -39,8 +48,14 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// Loads `path` onto `device`, choosing the format by extension (`.safetensors`, else pickle).
+    /// Loads `path` onto `device`, choosing the format by extension (`.safetensors`, else pickle),
+    /// with every integrity check (zip CRC-32 of `.pt` records, finite weights).
     pub fn load(path: &Path, device: &Device) -> Result<Self> {
+        Self::load_with(path, device, LoadChecks::ALL)
+    }
+
+    /// [`Checkpoint::load`] with a choice of checks: the benchmark's way of measuring them.
+    pub fn load_with(path: &Path, device: &Device, checks: LoadChecks) -> Result<Self> {
         if !path.exists() {
             return Err(ModelError::MissingFile { path: path.to_path_buf() });
         }
@@ -49,15 +64,24 @@ impl Checkpoint {
             reason: e.to_string(),
         };
         let is_safetensors = path.extension().is_some_and(|e| e == "safetensors");
-        let tensors: HashMap<String, Tensor> = if is_safetensors {
-            candle::safetensors::load(path, device).map_err(corrupt)?
-        } else {
-            let mut map = HashMap::new();
-            for (name, t) in candle::pickle::read_all(path).map_err(corrupt)? {
-                map.insert(name, t.to_device(device)?);
+        // Both formats are read onto the CPU, checked there, then moved to `device`.
+        let on_cpu: Vec<(String, Tensor)> = if is_safetensors {
+            let map = candle::safetensors::load(path, &Device::Cpu).map_err(corrupt)?;
+            let mut v: Vec<_> = map.into_iter().collect();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            if checks.finite {
+                for (name, t) in &v {
+                    super::pt::check_finite(path, name, t)?;
+                }
             }
-            map
+            v
+        } else {
+            super::pt::read_pt(path, checks)?
         };
+        let mut tensors = HashMap::with_capacity(on_cpu.len());
+        for (name, t) in on_cpu {
+            tensors.insert(name, t.to_device(device)?);
+        }
         if tensors.is_empty() {
             return Err(ModelError::CorruptFile {
                 path: path.to_path_buf(),

@@ -66,8 +66,9 @@ pub enum StoreError {
     DiskFull { path: PathBuf },
     #[error("project {pathd} is open in another Lectern process", pathd = .path.display())]
     Locked { path: PathBuf },
-    #[error("{context} {pathd}: {source}", pathd = .path.display())]
-    Io { context: &'static str, path: PathBuf, source: io::Error },
+    // `cause`, not `source`: the message shows it (see `text::TextError::Io`).
+    #[error("{context} {pathd}: {cause}", pathd = .path.display())]
+    Io { context: &'static str, path: PathBuf, cause: io::Error },
     #[error("project database: {0}")]
     Db(rusqlite::Error),
     #[error("no segment with id {0} in the current manuscript")]
@@ -115,7 +116,7 @@ impl StoreError {
             io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied => {
                 Self::ReadOnly { path: path.to_path_buf(), detail: source.to_string() }
             }
-            _ => Self::Io { context, path: path.to_path_buf(), source },
+            _ => Self::Io { context, path: path.to_path_buf(), cause: source },
         }
     }
 

@@ -26,7 +26,7 @@ use super::segment::{
     Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, sentence_pieces, speakable,
     split_paragraph,
 };
-use super::tokenizer::{Tokenizer, is_special_token_at};
+use super::tokenizer::{Tokenizer, char_prefix, is_special_token_at};
 use super::{Result, TextError, stable_hash};
 
 /// Input format.
@@ -183,7 +183,7 @@ impl Manuscript {
     /// Reads and parses a file (format from `opts.format` or the extension).
     pub fn load(path: &Path, opts: &ParseOptions<'_>) -> Result<Self> {
         let bytes = std::fs::read(path)
-            .map_err(|source| TextError::Io { path: path.to_path_buf(), source })?;
+            .map_err(|cause| TextError::Io { path: path.to_path_buf(), cause })?;
         let src = decode(&bytes, path)?;
         let format = opts.format.unwrap_or_else(|| Format::from_path(path));
         let m = parse_source(src, format, opts, path)?;
@@ -439,7 +439,7 @@ fn pause_runs(
                     column: pos.column,
                     reason: format!(
                         "bad pause `{}`: write [pause], [pause:1.5s] or [pause:300ms] (at most {} s)",
-                        &rest[..rest.find(']').map_or(rest.len().min(20), |e| e + 1)],
+                        rest.find(']').map_or(char_prefix(rest, 20), |e| &rest[..=e]),
                         MAX_PAUSE_MS / 1000
                     ),
                 });

@@ -52,8 +52,10 @@ pub use tokenizer::{Tokenizer, TokenizerKind};
 /// Errors of the text frontend. Every input error names the file and, where it has one, the line.
 #[derive(Debug, thiserror::Error)]
 pub enum TextError {
-    #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    // The cause is in the message, so it is no `source` (a field of that name would be one, and
+    // `{:#}` would print it twice: "… (os error 2): No such file … (os error 2)").
+    #[error("cannot read {path}: {cause}")]
+    Io { path: PathBuf, cause: std::io::Error },
     #[error("{path}: looks like a binary file (NUL byte at byte {offset}), not a manuscript")]
     Binary { path: PathBuf, offset: usize },
     #[error("{path}: invalid UTF-8 at line {line}, column {column} (byte {offset})")]

@@ -48,7 +48,7 @@ impl Pronunciations {
     /// Reads an override file.
     pub fn load(path: &Path) -> Result<Self> {
         let src = std::fs::read_to_string(path)
-            .map_err(|source| TextError::Io { path: path.to_path_buf(), source })?;
+            .map_err(|cause| TextError::Io { path: path.to_path_buf(), cause })?;
         Self::parse(&src, path)
     }
 

@@ -60,8 +60,20 @@ pub fn is_special_token_at(s: &str) -> Option<usize> {
         b'<' => '>',
         _ => return None,
     };
-    let end = s.get(..s.len().min(32))?.find(close).or_else(|| s[..s.len().min(40)].find(close))?;
+    // Special tokens are ASCII and at most 40 bytes; the cut must still fall between chars
+    // (slicing at byte 40 inside `é` or `𑶐` panicked, and a cut inside one at byte 32 hid a
+    // token before it — both found by tests/props.rs).
+    let end = char_prefix(s, 40).find(close)?;
     SPECIAL_SET.contains(&s[..=end]).then_some(end + 1)
+}
+
+/// The longest prefix of `s` of at most `max_bytes` bytes that ends between two chars.
+pub(crate) fn char_prefix(s: &str, max_bytes: usize) -> &str {
+    let mut end = max_bytes.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// Which vocabulary a [`Tokenizer`] speaks.
@@ -270,6 +282,17 @@ fn read_added_tokens(path: &Path) -> Result<HashMap<String, u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn special_tokens_are_found_next_to_multibyte_text() {
+        // Byte 40 inside a 4-byte char: used to panic.
+        let s = format!("<{}", "a".repeat(37) + "𑶐");
+        assert_eq!(is_special_token_at(&s), None);
+        // Byte 32 inside `é`, after a complete `[breath]`: used to hide the token.
+        let s = format!("[breath]{}é", "a".repeat(23));
+        assert_eq!(is_special_token_at(&s), Some(8));
+        assert_eq!(char_prefix("aé", 2), "a");
+    }
 
     #[test]
     fn special_token_ids_follow_upstream_order() {

@@ -28,11 +28,9 @@ use crate::store::Review;
 /// Shown in the title bar when the bundled tiny model is loaded.
 pub const TINY_MODEL_NOTICE: &str = "tiny random-weight model — proves the pipeline, not the voice";
 
-/// Bounds of the live parameters.
-pub const NFE_MAX: usize = 64;
+/// Bounds of the live parameters: the same as the CLI's (`crate::limits`).
+pub use crate::limits::{GROUP_MAX_FRAMES, LANES_MAX, NFE_MAX};
 pub const GROUP_STEP_FRAMES: usize = 250;
-pub const GROUP_MAX_FRAMES: usize = 8000;
-pub const LANES_MAX: usize = 32;
 /// Telemetry samples kept for the charts.
 pub const HISTORY_LEN: usize = 240;
 /// Log lines kept.

@@ -24,10 +24,11 @@ use super::action::Action;
 /// Errors reading a keymap file.
 #[derive(Debug, thiserror::Error)]
 pub enum KeymapError {
-    #[error("keymap {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    // `cause`, not `source`: the message shows it (see `text::TextError::Io`).
+    #[error("keymap {path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
     #[error("keymap: {0}")]
-    Toml(#[from] toml::de::Error),
+    Toml(toml::de::Error),
     #[error("keymap: unknown key {0:?}")]
     UnknownKey(String),
     #[error("keymap: unknown action {0:?}")]
@@ -208,7 +209,7 @@ impl KeyMap {
 
     /// Applies a TOML patch (see the module docs) over the current bindings.
     pub fn patch(&mut self, text: &str) -> Result<(), KeymapError> {
-        let file: KeymapFile = toml::from_str(text)?;
+        let file: KeymapFile = toml::from_str(text).map_err(KeymapError::Toml)?;
         for (key, action) in file.bindings {
             let chord = KeyChord::parse(&key)?;
             if action == "none" {
@@ -226,7 +227,7 @@ impl KeyMap {
     /// The defaults patched by the file at `path`.
     pub fn from_file(path: &Path) -> Result<Self, KeymapError> {
         let text = std::fs::read_to_string(path)
-            .map_err(|source| KeymapError::Io { path: path.display().to_string(), source })?;
+            .map_err(|cause| KeymapError::Io { path: path.display().to_string(), cause })?;
         let mut map = Self::default();
         map.patch(&text)?;
         Ok(map)

@@ -23,10 +23,11 @@ use serde::Deserialize;
 /// Errors loading a theme file.
 #[derive(Debug, thiserror::Error)]
 pub enum ThemeError {
-    #[error("theme {path}: {source}")]
-    Io { path: String, source: std::io::Error },
-    #[error("theme {path}: {source}")]
-    Toml { path: String, source: toml::de::Error },
+    // `cause`, not `source`: the message shows it (see `text::TextError::Io`).
+    #[error("theme {path}: {cause}")]
+    Io { path: String, cause: std::io::Error },
+    #[error("theme {path}: {cause}")]
+    Toml { path: String, cause: toml::de::Error },
     #[error("theme {path}: unknown role {role:?}")]
     UnknownRole { path: String, role: String },
     #[error("theme {path}: role {role}: bad colour {value:?}")]
@@ -34,7 +35,7 @@ pub enum ThemeError {
     #[error("theme {path}: unknown base theme {base:?}")]
     UnknownBase { path: String, base: String },
     #[error("theme watcher: {0}")]
-    Watch(#[from] notify::Error),
+    Watch(notify::Error),
 }
 
 macro_rules! roles {
@@ -236,8 +237,8 @@ impl Theme {
 
     /// Applies a TOML patch; `path` only names the source in errors.
     pub fn patch(&mut self, text: &str, path: &str) -> Result<(), ThemeError> {
-        let file: ThemeFile = toml::from_str(text)
-            .map_err(|source| ThemeError::Toml { path: path.into(), source })?;
+        let file: ThemeFile =
+            toml::from_str(text).map_err(|cause| ThemeError::Toml { path: path.into(), cause })?;
         for (role, spec) in file.roles {
             let Some(style) = self.role_mut(&role) else {
                 return Err(ThemeError::UnknownRole { path: path.into(), role });
@@ -254,8 +255,8 @@ impl Theme {
     /// Parses a theme file: its `base` (default: the built-in named like the file, else dark)
     /// patched with its roles.
     pub fn from_toml(name: &str, text: &str, path: &str) -> Result<Self, ThemeError> {
-        let file: ThemeFile = toml::from_str(text)
-            .map_err(|source| ThemeError::Toml { path: path.into(), source })?;
+        let file: ThemeFile =
+            toml::from_str(text).map_err(|cause| ThemeError::Toml { path: path.into(), cause })?;
         let mut theme = match &file.base {
             Some(base) => Self::builtin(base)
                 .ok_or_else(|| ThemeError::UnknownBase { path: path.into(), base: base.clone() })?,
@@ -272,12 +273,12 @@ impl Theme {
         match path {
             Some(p) if p.exists() => {
                 let text = std::fs::read_to_string(&p)
-                    .map_err(|source| ThemeError::Io { path: p.display().to_string(), source })?;
+                    .map_err(|cause| ThemeError::Io { path: p.display().to_string(), cause })?;
                 Self::from_toml(name, &text, &p.display().to_string())
             }
             _ => Self::builtin(name).ok_or_else(|| ThemeError::Io {
                 path: name.to_string(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such theme"),
+                cause: std::io::Error::new(std::io::ErrorKind::NotFound, "no such theme"),
             }),
         }
     }
@@ -370,17 +371,17 @@ impl ThemeWatcher {
     pub fn new(dir: &Path) -> Result<(Self, mpsc::Receiver<()>), ThemeError> {
         use notify::Watcher;
         let (tx, rx) = mpsc::channel();
-        let mut watcher =
-            notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-                if let Ok(ev) = res {
-                    let relevant = !ev.kind.is_access()
-                        && ev.paths.iter().any(|p| p.extension().is_some_and(|x| x == "toml"));
-                    if relevant {
-                        let _ = tx.send(());
-                    }
+        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            if let Ok(ev) = res {
+                let relevant = !ev.kind.is_access()
+                    && ev.paths.iter().any(|p| p.extension().is_some_and(|x| x == "toml"));
+                if relevant {
+                    let _ = tx.send(());
                 }
-            })?;
-        watcher.watch(dir, notify::RecursiveMode::NonRecursive)?;
+            }
+        })
+        .map_err(ThemeError::Watch)?;
+        watcher.watch(dir, notify::RecursiveMode::NonRecursive).map_err(ThemeError::Watch)?;
         Ok((Self { _watcher: watcher, dir: dir.to_path_buf() }, rx))
     }
 }

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use super::extract::{PromptModels, VoiceInfo, build_voice, extract_features};
-use super::reference::load_reference;
+use super::reference::{Reference, load_reference};
+use super::speech::SpeechEvidence;
 use super::{ModelSignature, Voice, rfc3339_utc};
 
 /// One `voice add` request.
@@ -24,6 +25,8 @@ pub struct AddRequest {
     pub voices_dir: PathBuf,
     /// Replace an existing voice of the same name.
     pub force: bool,
+    /// Use a reference that does not sound like speech (a warning instead of a refusal).
+    pub allow_non_speech: bool,
 }
 
 /// What `voice add` did, for the report it prints.
@@ -33,6 +36,9 @@ pub struct Added {
     /// Tokens and mel frames before the alignment cut (P0, T_mel).
     pub raw_tokens: usize,
     pub raw_mel_frames: usize,
+    /// Things the user should know about the voice (a reference let through with
+    /// `allow_non_speech`).
+    pub warnings: Vec<String>,
 }
 
 /// Extracts the prompt and writes the voice. Nothing is written when anything fails.
@@ -52,6 +58,7 @@ pub fn add_voice(req: &AddRequest) -> anyhow::Result<Added> {
     }
     let model = ModelSignature::from_model_dir(&req.model_dir)?;
     let reference = load_reference(&req.reference)?;
+    let warnings = check_speech(&reference, req.allow_non_speech)?;
     let models = PromptModels::load(&req.model_dir)?;
     let features = extract_features(&reference, &models)?;
     let info = VoiceInfo {
@@ -67,7 +74,23 @@ pub fn add_voice(req: &AddRequest) -> anyhow::Result<Added> {
         voice,
         raw_tokens: features.speech_tokens.len(),
         raw_mel_frames: features.mel_frames,
+        warnings,
     })
+}
+
+/// Refuses a reference without speech ([`SpeechEvidence`]), or returns it as a warning when
+/// `allow` is set.
+fn check_speech(reference: &Reference, allow: bool) -> anyhow::Result<Vec<String>> {
+    let evidence = SpeechEvidence::measure(&reference.samples, reference.sample_rate_hz);
+    let Some(problem) = evidence.problem() else { return Ok(Vec::new()) };
+    let file = reference.source.display();
+    if allow {
+        return Ok(vec![format!("{file} does not sound like speech: {problem}")]);
+    }
+    bail!(
+        "{file}: no speech found: {problem}. A voice is cloned from a recording of one person \
+         speaking; pass --allow-non-speech to use this file anyway"
+    )
 }
 
 /// A voice name becomes a directory name: no separators, no leading dot.

@@ -25,6 +25,7 @@ pub mod dsp;
 pub mod extract;
 pub mod onnx;
 pub mod reference;
+pub mod speech;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

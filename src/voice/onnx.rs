@@ -39,12 +39,9 @@ pub const EMBEDDING_SIZE: usize = 192;
 /// Errors from loading or running the prompt ONNX models. Every message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum OnnxError {
-    #[error("{path}: cannot read ONNX model: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    // `cause`, not a `#[source]`: the message shows it (see `text::TextError::Io`).
+    #[error("{path}: cannot read ONNX model: {cause}")]
+    Io { path: PathBuf, cause: std::io::Error },
     #[error("{path}: not an ONNX model ({reason})")]
     NotOnnx { path: PathBuf, reason: String },
     #[error("{path}: not a {expected} model: {reason}")]
@@ -282,7 +279,7 @@ fn attr_mut<'a>(
 /// Reads and decodes the protobuf, turning a missing file and a non-ONNX file into clear errors.
 fn read_proto(path: &Path) -> Result<pb::ModelProto, OnnxError> {
     let bytes =
-        std::fs::read(path).map_err(|source| OnnxError::Io { path: path.to_path_buf(), source })?;
+        std::fs::read(path).map_err(|cause| OnnxError::Io { path: path.to_path_buf(), cause })?;
     let not_onnx = |reason: String| OnnxError::NotOnnx { path: path.to_path_buf(), reason };
     let proto = tract_onnx::onnx()
         .proto_model_for_read(&mut bytes.as_slice())

@@ -1,0 +1,112 @@
+//! A voice reference must hold speech (issue #17: white noise was accepted as a voice). The
+//! measure (`voice::speech`) runs on the audio itself: the voiced-frame ratio (YIN) and the
+//! syllabic (2–8 Hz) modulation of the loudness. Speech is `fixtures/voice-prompt/prompt.wav`
+//! (espeak-ng, see fixtures/voice-prompt/README.md); noise, a tone and a tone melody are
+//! generated here. `voice add` refuses them, or warns with `--allow-non-speech`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use lectern::voice::reference::load_reference;
+use lectern::voice::speech::SpeechEvidence;
+use rand::{Rng, SeedableRng};
+
+const SPEECH: &str = "fixtures/voice-prompt/prompt.wav";
+const RATE: u32 = 22_050;
+const SECONDS: f64 = 4.0;
+
+fn white_noise(seed: u64) -> Vec<f32> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..(SECONDS * f64::from(RATE)) as usize).map(|_| rng.gen_range(-0.3f32..0.3)).collect()
+}
+
+fn tone(hz: f64) -> Vec<f32> {
+    let n = (SECONDS * f64::from(RATE)) as usize;
+    (0..n)
+        .map(|i| (0.3 * (std::f64::consts::TAU * hz * i as f64 / f64::from(RATE)).sin()) as f32)
+        .collect()
+}
+
+/// A melody of plucked notes, four a second, each decaying: tonal and loudness-modulated at a
+/// syllable-like rate, but pitched without a break — music, not speech.
+fn melody() -> Vec<f32> {
+    let notes = [220.0, 247.0, 262.0, 294.0, 330.0, 294.0, 262.0, 247.0];
+    let note_len = RATE as usize / 4;
+    let n = (SECONDS * f64::from(RATE)) as usize;
+    (0..n)
+        .map(|i| {
+            let (k, j) = (i / note_len, i % note_len);
+            let t = j as f64 / f64::from(RATE);
+            let hz = notes[k % notes.len()];
+            (0.3 * (-6.0 * t).exp() * (std::f64::consts::TAU * hz * t).sin()) as f32
+        })
+        .collect()
+}
+
+fn write_wav(path: &Path, samples: &[f32]) {
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: RATE,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut w = hound::WavWriter::create(path, spec).unwrap();
+    for &x in samples {
+        w.write_sample((x * 32767.0) as i16).unwrap();
+    }
+    w.finalize().unwrap();
+}
+
+#[test]
+fn speech_passes_and_noise_tone_and_melody_do_not() {
+    let speech = load_reference(Path::new(SPEECH)).unwrap();
+    let e = SpeechEvidence::measure(&speech.samples, speech.sample_rate_hz);
+    eprintln!("speech: {e:?}");
+    assert!(e.is_speech(), "the fixture's speech was refused: {e:?} {:?}", e.problem());
+    for (what, samples, why) in [
+        ("white noise", white_noise(7), "noise"),
+        ("220 Hz tone", tone(220.0), "tone"),
+        ("1 kHz tone", tone(1000.0), "tone"),
+        ("melody", melody(), "instrument"),
+    ] {
+        let e = SpeechEvidence::measure(&samples, RATE);
+        eprintln!("{what}: {e:?}");
+        let problem = e.problem().unwrap_or_else(|| panic!("{what} passed as speech: {e:?}"));
+        assert!(problem.contains(why), "{what}: {problem}");
+    }
+}
+
+fn add(voices: &Path, reference: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lectern"))
+        .env("LECTERN_VOICES", voices)
+        .args(["voice", "add"])
+        .arg(reference)
+        .args(["--text", "Hello there.", "--name", "v"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn voice_add_refuses_noise_unless_allowed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let voices = tmp.path().join("voices");
+    let noise = tmp.path().join("noise.wav");
+    write_wav(&noise, &white_noise(3));
+    let o = add(&voices, &noise, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains(&noise.display().to_string()) && err.contains("no speech"), "{err}");
+    assert!(err.contains("--allow-non-speech"), "{err}");
+    assert!(!voices.join("v").exists());
+    let tone_wav = tmp.path().join("tone.wav");
+    write_wav(&tone_wav, &tone(220.0));
+    let o = add(&voices, &tone_wav, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    // The override makes the voice and says what is wrong with it.
+    let o = add(&voices, &noise, &["--allow-non-speech"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("warning:") && err.contains("does not sound like speech"), "{err}");
+    assert!(voices.join("v").is_dir());
+}
