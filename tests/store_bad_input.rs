@@ -247,3 +247,24 @@ fn a_version_1_project_migrates_and_keeps_its_takes() {
     // Takes from before take keys have no content key: they are stale, kept in the history.
     assert!(p.all_takes().unwrap().iter().all(|t| t.content_key.is_empty()));
 }
+
+#[test]
+fn an_empty_or_missing_database_beside_takes_is_refused_not_restarted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = saved_project(tmp.path());
+    let db = tmp.path().join(DB_FILE);
+    let saved = std::fs::read(&db).unwrap();
+    for damage in ["truncate", "delete"] {
+        match damage {
+            "truncate" => std::fs::write(&db, b"").unwrap(),
+            _ => std::fs::remove_file(&db).unwrap(),
+        }
+        let _ = std::fs::remove_file(tmp.path().join(format!("{DB_FILE}-wal")));
+        let err = Project::open(tmp.path()).unwrap_err();
+        assert!(matches!(err, StoreError::LostDatabase { take_files: 3, .. }), "{damage}: {err}");
+        assert!(err.to_string().contains("backup"), "{err}");
+        assert_eq!(take_files(tmp.path()).unwrap().len(), 3, "no take moved or removed");
+        std::fs::write(&db, &saved).unwrap();
+    }
+    assert_takes_intact(tmp.path(), &ids);
+}

@@ -66,6 +66,13 @@ pub enum StoreError {
     DiskFull { path: PathBuf },
     #[error("project {pathd} is open in another Lectern process", pathd = .path.display())]
     Locked { path: PathBuf },
+    #[error(
+        "project database {pathd} is missing or empty, but {take_files} take file(s) are beside \
+         it: the database was lost (it holds the takes' records, choices and notes), so the \
+         project is not opened as a new one. Restore {pathd} from a backup; or, to start \
+         afresh, move the project's `takes` folder aside. Nothing was modified"
+    , pathd = .path.display())]
+    LostDatabase { path: PathBuf, take_files: usize },
     // `cause`, not `source`: the message shows it (see `text::TextError::Io`).
     #[error("{context} {pathd}: {cause}", pathd = .path.display())]
     Io { context: &'static str, path: PathBuf, cause: io::Error },
@@ -307,6 +314,7 @@ impl Project {
             .open(&lock_path)
             .map_err(|e| StoreError::io("opening lock file", &lock_path, e))?;
         lock_with_grace(&lock).map_err(|_| StoreError::Locked { path: dir.clone() })?;
+        refuse_lost_database(&dir)?;
         let conn = db::open(&dir.join(DB_FILE))?;
         let mut project = Self { dir, conn, report: OpenReport::default(), _lock: lock };
         project.report = takes::check_files(&project.conn, &project.dir)?;
@@ -652,6 +660,22 @@ impl Project {
             .map_err(|e| self.sql_err(e))?
             .ok_or(StoreError::UnknownSegment(id))
     }
+}
+
+/// A missing or empty database beside take files is a lost database, not a new project:
+/// opening it as new would orphan (quarantine) every take and render everything again.
+fn refuse_lost_database(dir: &Path) -> Result<()> {
+    let db = dir.join(DB_FILE);
+    let empty = fs::metadata(&db).map_or(true, |m| m.len() == 0);
+    if !empty {
+        return Ok(());
+    }
+    let takes = takes::take_files(dir).unwrap_or_default();
+    let wavs = takes.iter().filter(|p| p.extension().is_some_and(|e| e == "wav")).count();
+    if wavs == 0 {
+        return Ok(());
+    }
+    Err(StoreError::LostDatabase { path: db, take_files: wavs })
 }
 
 /// Takes the project lock, retrying for up to a second: a process that forked while it held
