@@ -23,6 +23,7 @@
 
 pub mod cfm;
 pub mod cpu_attention;
+pub mod cpu_ops;
 pub mod dit;
 pub mod kernels;
 pub mod tf32x3;
