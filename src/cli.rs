@@ -176,6 +176,7 @@ impl WorkloadArgs {
 pub enum FlowMatmulArg {
     F32,
     Tf32x3,
+    Bf16,
 }
 
 impl From<FlowMatmulArg> for FlowMatmul {
@@ -183,6 +184,7 @@ impl From<FlowMatmulArg> for FlowMatmul {
         match m {
             FlowMatmulArg::F32 => FlowMatmul::F32,
             FlowMatmulArg::Tf32x3 => FlowMatmul::Tf32x3,
+            FlowMatmulArg::Bf16 => FlowMatmul::Bf16,
         }
     }
 }

@@ -4,6 +4,7 @@
 use candle::Device;
 
 pub mod flow;
+pub mod gemm;
 pub mod hift;
 pub mod lm;
 pub mod workload;
@@ -14,6 +15,8 @@ pub enum BenchStage {
     Lm,
     Flow,
     Hift,
+    /// The DiT's projection products alone (CPU): GFLOP/s per shape and way of running them.
+    Gemm,
 }
 
 /// Options shared by every stage benchmark.
@@ -55,6 +58,7 @@ pub fn run_stage(stage: BenchStage, opts: &BenchOptions) -> anyhow::Result<serde
         BenchStage::Lm => lm::run(opts),
         BenchStage::Flow => flow::run(opts),
         BenchStage::Hift => hift::run(opts),
+        BenchStage::Gemm => gemm::run(opts),
     }
 }
 
