@@ -238,6 +238,7 @@ impl WorkloadArgs {
 pub enum FlowMatmulArg {
     F32,
     Tf32x3,
+    Bf16,
 }
 
 impl From<FlowMatmulArg> for FlowMatmul {
@@ -245,6 +246,7 @@ impl From<FlowMatmulArg> for FlowMatmul {
         match m {
             FlowMatmulArg::F32 => FlowMatmul::F32,
             FlowMatmulArg::Tf32x3 => FlowMatmul::Tf32x3,
+            FlowMatmulArg::Bf16 => FlowMatmul::Bf16,
         }
     }
 }

@@ -29,6 +29,7 @@ use crate::model::flow::dit::{
     CONV_POS_GROUPS, CONV_POS_KERNEL, DiT, FREQ_EMBED_DIM, attend, attend_materialised, modulate,
 };
 use crate::model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
+use crate::model::hift::Hift;
 use crate::model::{Checkpoint, Weights};
 
 /// Voice prompt of the standard workloads (bench/README.md): 294 tokens, 588 frames.
@@ -192,7 +193,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     let other = match matmul {
         FlowMatmul::F32 if dev.is_cuda() => Some(FlowMatmul::Tf32x3),
         FlowMatmul::F32 => None,
-        FlowMatmul::Tf32x3 => Some(FlowMatmul::F32),
+        FlowMatmul::Tf32x3 | FlowMatmul::Bf16 => Some(FlowMatmul::F32),
     };
     let prompt_frames = 2 * prompt_tokens;
     println!(
@@ -402,6 +403,12 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         );
     }
 
+    let bf16_deviation = if matmul == FlowMatmul::Bf16 {
+        Some(bf16_deviation(&cfg, &weights, &prompt, dev, opts.weights_seed)?)
+    } else {
+        None
+    };
+
     let (a, b) = fit_linear_quadratic(&fit_points);
     println!(
         "\nPer-block fit over total frames n: t(n) = {:.4} ms·n + {:.3e} ms·n²  \
@@ -438,5 +445,66 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         "dtype": format!("{:?}", DType::F32),
         "matmul": matmul.name(),
         "other_matmul": other.map(FlowMatmul::name),
+        "bf16_backend": crate::model::flow::bf16::backend(dev),
+        "bf16_deviation": bf16_deviation,
+    }))
+}
+
+/// Tokens of the bf16 deviation's flow call (200 mel frames, 4 s of audio).
+const DEVIATION_TOKENS: usize = 100;
+
+/// bf16 products against f32 on full-size random weights: one whole flow call (NFE 10, CFG
+/// 0.7, the standard voice prompt, [`DEVIATION_TOKENS`] tokens) each way, and both mels through
+/// the full-size random vocoder. Mel: largest and RMS difference (log-mel units) against the
+/// mel's own RMS; waveform: SNR of the bf16 waveform against the f32 one.
+fn bf16_deviation(
+    cfg: &FlowConfig,
+    weights: &Weights,
+    prompt: &FlowPrompt,
+    dev: &Device,
+    seed: u64,
+) -> anyhow::Result<serde_json::Value> {
+    let tokens: Vec<u32> = (0..DEVIATION_TOKENS as u32).map(|i| (i * 101 + 7) % 6561).collect();
+    let mel_of = |m: FlowMatmul| -> anyhow::Result<(Tensor, f64)> {
+        let mut flow = CausalMaskedDiffWithDiT::new(cfg, weights, &NoiseSource::Rebuilt)?;
+        flow.set_matmul(m)?;
+        sync(dev)?;
+        let t = Instant::now();
+        let mel = flow.inference(prompt, &tokens, 10)?;
+        sync(dev)?;
+        Ok((mel, t.elapsed().as_secs_f64()))
+    };
+    let (mel32, t32) = mel_of(FlowMatmul::F32)?;
+    let (mel16, t16) = mel_of(FlowMatmul::Bf16)?;
+    let diff = (&mel16 - &mel32)?;
+    let max_abs = diff.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+    let rms = |t: &Tensor| -> anyhow::Result<f64> {
+        Ok(f64::from(t.sqr()?.mean_all()?.to_scalar::<f32>()?).sqrt())
+    };
+    let (rms_diff, rms_mel) = (rms(&diff)?, rms(&mel32)?);
+    let mean_abs = f64::from(diff.abs()?.mean_all()?.to_scalar::<f32>()?);
+    let full = ModelConfig::full_size();
+    let hift = Hift::new(&full, &super::hift::random_weights(&full, seed, dev)?)?;
+    let wav32 = hift.forward(&mel32)?;
+    let wav16 = hift.forward(&mel16)?;
+    let signal: f64 = wav32.iter().map(|&v| f64::from(v).powi(2)).sum();
+    let noise: f64 = wav32.iter().zip(&wav16).map(|(&a, &b)| f64::from(a - b).powi(2)).sum();
+    let snr_db = 10.0 * (signal / noise.max(f64::MIN_POSITIVE)).log10();
+    let wav_max_abs = wav32.iter().zip(&wav16).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    println!(
+        "\nbf16 ({}) against f32, one whole flow call (NFE 10, {} frames generated), full-size \
+         random weights:\n  mel: largest |Δ| {max_abs:.3e}, mean |Δ| {mean_abs:.3e}, RMS Δ \
+         {rms_diff:.3e} (mel RMS {rms_mel:.3}); waveform through the random vocoder: SNR \
+         {snr_db:.1} dB, largest |Δ| {wav_max_abs:.3e}; flow call {t32:.1} s (f32) vs {t16:.1} s \
+         (bf16)",
+        crate::model::flow::bf16::backend(dev),
+        2 * DEVIATION_TOKENS
+    );
+    Ok(json!({
+        "backend": crate::model::flow::bf16::backend(dev),
+        "generated_frames": 2 * DEVIATION_TOKENS, "nfe": 10,
+        "mel_max_abs": max_abs, "mel_mean_abs": mean_abs, "mel_rms_diff": rms_diff,
+        "mel_rms": rms_mel, "wave_snr_db": snr_db, "wave_max_abs": wav_max_abs,
+        "flow_call_f32_s": t32, "flow_call_bf16_s": t16,
     }))
 }

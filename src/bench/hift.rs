@@ -15,6 +15,8 @@ use serde_json::{Value, json};
 use super::{BenchOptions, sync};
 use crate::model::config::{ModelConfig, SAMPLES_PER_FRAME};
 use crate::model::hift::Hift;
+use crate::model::hift::cpu;
+use crate::model::hift::kernels::{self, ConvGeometry};
 use crate::model::weights::{Checkpoint, Weights};
 
 /// Mel frames of each workload (50 frames per second of audio).
@@ -93,12 +95,12 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         "runs": rows, "conv_comparison": convs, "kernel_comparison": kernels }))
 }
 
-/// On CUDA: the 10 s call with and without Lectern's vocoder kernels (time, and the largest
-/// difference in the waveform).
+/// The 10 s call with and without Lectern's vocoder kernels (CUDA: [`kernels`]; CPU: the
+/// stacked-tap convs and Snake of [`cpu`]), time and the largest difference in the waveform.
+///
+/// [`kernels`]: crate::model::hift::kernels
+/// [`cpu`]: crate::model::hift::cpu
 fn kernel_comparison(hift: &Hift, mel: &Tensor, device: &Device) -> anyhow::Result<Value> {
-    if !device.is_cuda() {
-        return Ok(Value::Null);
-    }
     let timed = |on: bool| -> anyhow::Result<(f64, Vec<f32>)> {
         crate::model::hift::kernels::SWITCH.with(on, || {
             hift.forward(mel)?; // warm
@@ -123,10 +125,13 @@ fn kernel_comparison(hift: &Hift, mel: &Tensor, device: &Device) -> anyhow::Resu
 
 /// One resblock conv of each stage at 10 s of audio, candle conv1d vs tap-major matmuls.
 fn conv_comparison(device: &Device, seed: u64) -> anyhow::Result<serde_json::Value> {
-    println!("\nresblock conv (10 s of audio), dilation 3: candle conv1d vs tap-major matmuls");
     println!(
-        "{:>8} {:>8} {:>4} {:>12} {:>12}",
-        "channels", "frames", "k", "conv1d s", "tap-major s"
+        "\nresblock conv (10 s of audio), dilation 3: candle conv1d vs tap-major matmuls vs \
+         one stacked-tap GEMM + tap sum (Lectern's, CPU and CUDA)"
+    );
+    println!(
+        "{:>8} {:>8} {:>4} {:>12} {:>12} {:>12}",
+        "channels", "frames", "k", "conv1d s", "tap-major s", "stacked s"
     );
     let mut rng = ChaCha8Rng::seed_from_u64(seed + 2);
     let mut out = Vec::new();
@@ -145,10 +150,33 @@ fn conv_comparison(device: &Device, seed: u64) -> anyhow::Result<serde_json::Val
         };
         let (t_conv, y1) = time(&|| x.conv1d(&w, 0, 1, d, 1))?;
         let (t_taps, y2) = time(&|| crate::model::hift::conv::conv1d_tap_major(&x, &w_taps, d))?;
-        let diff = (y1 - y2)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
-        println!("{c:>8} {frames:>8} {k:>4} {t_conv:>12.4} {t_taps:>12.4}   (max diff {diff:.1e})");
+        let diff = (&y1 - y2)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+        let stacked = w_taps.flatten_to(1)?;
+        let bias = Tensor::zeros(c, DType::F32, device)?;
+        let geometry = ConvGeometry { k, dilation: d, pad_left: 0, pad_right: 0 };
+        let stacked_conv = || -> candle::Result<Tensor> {
+            if device.is_cpu() {
+                return cpu::conv1d(&x, &stacked, &bias, geometry, None);
+            }
+            match kernels::conv1d(&x, &stacked, &bias, geometry, None)? {
+                Some(y) => Ok(y),
+                None => candle::bail!("no stacked-tap conv on {device:?}"),
+            }
+        };
+        let (t_stacked, diff_stacked) = match time(&stacked_conv) {
+            Ok((t, y3)) => {
+                (Some(t), Some((&y1 - y3)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?))
+            }
+            Err(_) => (None, None),
+        };
+        println!(
+            "{c:>8} {frames:>8} {k:>4} {t_conv:>12.4} {t_taps:>12.4} {:>12}   (max diff {diff:.1e}, \
+             stacked {:.1e})",
+            t_stacked.map_or("-".into(), |t| format!("{t:.4}")),
+            diff_stacked.unwrap_or(f32::NAN)
+        );
         out.push(json!({"channels": c, "frames": frames, "k": k, "dilation": d,
-            "conv1d_s": t_conv, "tap_major_s": t_taps}));
+            "conv1d_s": t_conv, "tap_major_s": t_taps, "stacked_s": t_stacked}));
     }
     Ok(serde_json::Value::Array(out))
 }

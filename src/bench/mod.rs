@@ -5,6 +5,7 @@ use candle::Device;
 
 pub mod checkpoint;
 pub mod flow;
+pub mod gemm;
 pub mod hift;
 pub mod lm;
 pub mod workload;
@@ -17,6 +18,8 @@ pub enum BenchStage {
     Hift,
     /// What the checkpoint integrity checks cost at load.
     Checkpoint,
+    /// The DiT's projection products alone (CPU): GFLOP/s per shape and way of running them.
+    Gemm,
 }
 
 /// Options shared by every stage benchmark.
@@ -59,6 +62,7 @@ pub fn run_stage(stage: BenchStage, opts: &BenchOptions) -> anyhow::Result<serde
         BenchStage::Flow => flow::run(opts),
         BenchStage::Hift => hift::run(opts),
         BenchStage::Checkpoint => checkpoint::run(opts),
+        BenchStage::Gemm => gemm::run(opts),
     }
 }
 

@@ -166,7 +166,7 @@ fn sum_f32(xs: &[f32]) -> f32 {
 /// through the exponent bits: within 2 ulp of `expf` (tested below). Below −87 (where `eˣ`
 /// leaves the normal range) it returns 0.
 #[inline(always)]
-fn exp_nonpositive(x: f32) -> f32 {
+pub(crate) fn exp_nonpositive(x: f32) -> f32 {
     const ROUND: f32 = 12_582_912.0; // 1.5·2²³: adding and subtracting rounds to an integer
     let xc = x.max(-87.0);
     let n = (xc * std::f32::consts::LOG2_E + ROUND) - ROUND;

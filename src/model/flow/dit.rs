@@ -13,6 +13,7 @@
 
 use candle::{D, DType, Device, Tensor};
 
+use super::bf16::Bf16Weight;
 use super::kernels;
 use super::tf32x3::{self, FlowMatmul};
 use crate::model::config::DitConfig;
@@ -36,6 +37,8 @@ pub struct Linear {
     bias: Tensor,   // (out)
     /// `[W_hi | W_lo | W_hi]` `(out, 3·in)` when the product runs as 3xTF32 ([`tf32x3`]).
     split: Option<Tensor>,
+    /// The weight for bf16 products ([`bf16`]), when the product runs in bf16.
+    bf16: Option<Bf16Weight>,
 }
 
 impl Linear {
@@ -44,22 +47,27 @@ impl Linear {
             weight: w.get("weight", &[out_dim, in_dim])?,
             bias: w.get("bias", &[out_dim])?,
             split: None,
+            bf16: None,
         })
     }
 
     /// Builds from tensors (used to fuse q/k/v and to fold the attention scale).
     pub fn from_parts(weight: Tensor, bias: Tensor) -> Self {
-        Self { weight, bias, split: None }
+        Self { weight, bias, split: None, bf16: None }
     }
 
     /// This projection with its product computed as `matmul` says (the split weight of
     /// 3xTF32 is built here, once).
     fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
         let split = match matmul {
-            FlowMatmul::F32 => None,
             FlowMatmul::Tf32x3 => Some(tf32x3::rhs(&self.weight)?),
+            FlowMatmul::F32 | FlowMatmul::Bf16 => None,
         };
-        Ok(Self { split, ..self.clone() })
+        let bf16 = match matmul {
+            FlowMatmul::Bf16 => Some(Bf16Weight::new(&self.weight)?),
+            FlowMatmul::F32 | FlowMatmul::Tf32x3 => None,
+        };
+        Ok(Self { split, bf16, ..self.clone() })
     }
 
     pub fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
@@ -72,9 +80,10 @@ impl Linear {
         let in_dim = dims[dims.len() - 1];
         let rows = xs.elem_count() / in_dim;
         let flat = xs.reshape((rows, in_dim))?;
-        let ys = match &self.split {
-            None => flat.matmul(&self.weight.t()?)?,
-            Some(split) => tf32x3::matmul_t(&tf32x3::lhs(&flat)?, split)?,
+        let ys = match (&self.split, &self.bf16) {
+            (Some(split), _) => tf32x3::matmul_t(&tf32x3::lhs(&flat)?, split)?,
+            (None, Some(w)) => w.matmul_t(&flat)?,
+            (None, None) => flat.matmul(&self.weight.t()?)?,
         };
         let mut out_dims = dims.to_vec();
         *out_dims.last_mut().expect("rank ≥ 1") = self.weight.dim(0)?;
@@ -340,7 +349,8 @@ pub(crate) fn attend(
     v: &Tensor,
     matmul: FlowMatmul,
 ) -> candle::Result<Tensor> {
-    if matmul == FlowMatmul::F32 && super::cpu_attention::applies(q) {
+    // bf16 covers the projections only: the attention core stays f32.
+    if matmul != FlowMatmul::Tf32x3 && super::cpu_attention::applies(q) {
         return super::cpu_attention::attend(q, k, v);
     }
     // The CUDA kernel computes the scores in f32 whatever `matmul` says (3xTF32 is an f32
@@ -362,7 +372,7 @@ pub(crate) fn attend_materialised(
 ) -> candle::Result<Tensor> {
     let (b, h, t, dh) = q.dims4()?;
     let (q, k) = match matmul {
-        FlowMatmul::F32 => (q.clone(), k.clone()),
+        FlowMatmul::F32 | FlowMatmul::Bf16 => (q.clone(), k.clone()),
         FlowMatmul::Tf32x3 => (tf32x3::lhs(q)?, tf32x3::rhs(k)?),
     };
     let k_t = k.t()?; // (b, h, dh, t), a view
@@ -372,7 +382,7 @@ pub(crate) fn attend_materialised(
         let len = chunk.min(t - start);
         let q = q.narrow(2, start, len)?;
         let scores = match matmul {
-            FlowMatmul::F32 => q.matmul(&k_t)?,
+            FlowMatmul::F32 | FlowMatmul::Bf16 => q.matmul(&k_t)?,
             FlowMatmul::Tf32x3 => tf32x3::on_tensor_cores(|| q.matmul(&k_t))?,
         }; // (b, h, len, t)
         let probs = candle_nn::ops::softmax_last_dim(&scores)?;

@@ -16,10 +16,12 @@
 //!
 //! Plain f32, sums in a fixed order. Each function returns `None` where it does not apply (not
 //! CUDA, not f32, other layouts, or switched off with [`SWITCH`]); the caller then runs
-//! candle's ops.
+//! candle's ops. On the CPU, [`modulate`], [`gated_residual`], [`bias_gelu`] and
+//! [`qkv_bias_rope`] run [`super::cpu_ops`] instead (same switch).
 
 use candle::{D, Tensor};
 
+use super::cpu_ops;
 use crate::model::kernel_switch::{KernelSwitch, is_f32_vector};
 
 /// Turns the DiT's kernels off and on for the whole process (benchmarks compare the two).
@@ -33,7 +35,13 @@ pub fn modulate(
     shift: &Tensor,
     eps: f32,
 ) -> candle::Result<Option<Tensor>> {
-    if !applies(xs) || !per_batch_rows(xs, scale) || !per_batch_rows(xs, shift) {
+    if !per_batch_rows(xs, scale) || !per_batch_rows(xs, shift) {
+        return Ok(None);
+    }
+    if cpu_ops::applies(xs) {
+        return cpu_ops::modulate(xs, scale, shift, eps).map(Some);
+    }
+    if !applies(xs) {
         return Ok(None);
     }
     imp::modulate(xs, scale, shift, eps)
@@ -48,12 +56,17 @@ pub fn gated_residual(
     bias: &Tensor,
     gate: &Tensor,
 ) -> candle::Result<Option<Tensor>> {
-    if !applies(x)
-        || x.dims() != y.dims()
+    if x.dims() != y.dims()
         || !y.is_contiguous()
         || !is_f32_vector(bias, x.dim(D::Minus1)?)
         || !per_batch_rows(x, gate)
     {
+        return Ok(None);
+    }
+    if cpu_ops::applies(x) {
+        return cpu_ops::gated_residual(x, y, bias, gate).map(Some);
+    }
+    if !applies(x) {
         return Ok(None);
     }
     imp::gated_residual(x, y, bias, gate)
@@ -61,7 +74,13 @@ pub fn gated_residual(
 
 /// `GELU_tanh(x + bias)` for `x` `(…, dim)` contiguous and `bias` `(dim,)`.
 pub fn bias_gelu(x: &Tensor, bias: &Tensor) -> candle::Result<Option<Tensor>> {
-    if !applies(x) || !is_f32_vector(bias, x.dim(D::Minus1)?) {
+    if !is_f32_vector(bias, x.dim(D::Minus1)?) {
+        return Ok(None);
+    }
+    if cpu_ops::applies(x) {
+        return cpu_ops::bias_gelu(x, bias).map(Some);
+    }
+    if !applies(x) {
         return Ok(None);
     }
     imp::bias_gelu(x, bias)
@@ -81,7 +100,13 @@ pub fn qkv_bias_rope(
     };
     let dh = width / (3 * heads).max(1);
     let fits = width == 3 * heads * dh && dh % 2 == 0 && two == 2 && rt == t && half == dh / 2;
-    if !applies(qkv) || !fits || !is_f32_vector(bias, width) || !cos_sin.is_contiguous() {
+    if !fits || !is_f32_vector(bias, width) || !cos_sin.is_contiguous() {
+        return Ok(None);
+    }
+    if cpu_ops::applies(qkv) {
+        return cpu_ops::qkv_bias_rope(qkv, bias, cos_sin, heads).map(Some);
+    }
+    if !applies(qkv) {
         return Ok(None);
     }
     let Some(joined) = imp::qkv_bias_rope(qkv, bias, cos_sin, heads)? else { return Ok(None) };

@@ -34,6 +34,11 @@ pub enum FlowMatmul {
     /// makes H200 `short` 1.17× faster end to end (docs/benchmarks.md), for 1.9 GB more
     /// device memory (the split weights).
     Tf32x3,
+    /// The blocks' projections with bf16 inputs and f32 accumulation ([`super::bf16`]): Intel
+    /// AMX on CPUs that have it, the same rounding before an f32 product elsewhere. A reduced
+    /// precision, recorded per take; never a default (its deviation from f32:
+    /// docs/benchmarks.md).
+    Bf16,
 }
 
 impl FlowMatmul {
@@ -47,6 +52,7 @@ impl FlowMatmul {
         match self {
             Self::F32 => "f32",
             Self::Tf32x3 => "tf32x3",
+            Self::Bf16 => "bf16",
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use candle::Tensor;
 
+use super::cpu;
 use super::kernels::{self, ConvGeometry};
 use crate::model::weights::{Result, Weights};
 
@@ -92,6 +93,9 @@ impl CausalConv1d {
             if let Some(y) = kernels::conv1d(x, &stacked, &self.bias, geometry, residual)? {
                 return Ok(y);
             }
+            if cpu::applies(x) {
+                return Ok(cpu::conv1d(x, &stacked, &self.bias, geometry, residual)?);
+            }
         }
         let y = self.forward_padded(x)?;
         Ok(match residual {
@@ -111,6 +115,16 @@ impl CausalConv1d {
 
     /// The convolution without any padding (streaming look-ahead taken from the input).
     pub fn forward_unpadded(&self, x: &Tensor) -> Result<Tensor> {
+        if self.stride == 1 && cpu::applies(x) {
+            let geometry = ConvGeometry {
+                k: self.weight_taps.dim(0)?,
+                dilation: self.dilation,
+                pad_left: 0,
+                pad_right: 0,
+            };
+            let stacked = self.weight_taps.flatten_to(1)?;
+            return Ok(cpu::conv1d(x, &stacked, &self.bias, geometry, None)?);
+        }
         // Stride 1: a sum of per-tap matmuls on shifted views beats candle's im2col conv1d at
         // full size and needs no (k·in, t) column buffer (docs/refutations.md).
         let y = if self.stride == 1 {

@@ -6,6 +6,7 @@
 //! channels are log-magnitude and "phase" of an n_fft 16 / hop 4 iSTFT.
 
 pub mod conv;
+pub mod cpu;
 pub mod f0;
 pub mod kernels;
 pub mod source;
@@ -43,6 +44,9 @@ impl Snake {
         let (alpha, inv_alpha) = (self.alpha.flatten_all()?, self.inv_alpha.flatten_all()?);
         if let Some(y) = kernels::snake(x, &alpha, &inv_alpha)? {
             return Ok(y);
+        }
+        if cpu::applies(x) && x.dims3()?.0 == 1 {
+            return Ok(cpu::snake(x, &alpha, &inv_alpha)?);
         }
         let s = x.broadcast_mul(&self.alpha)?.sin()?.sqr()?;
         Ok((x + s.broadcast_mul(&self.inv_alpha)?)?)

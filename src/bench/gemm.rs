@@ -1,0 +1,125 @@
+//! `lectern bench --stage gemm`: GFLOP/s of the DiT's four projection products on the CPU, at
+//! the row counts of real flow calls (CFG batch 2 × frames), each way Lectern can run them:
+//! * `candle`: what the f32 flow runs (`x.matmul(&w.t())`, the `gemm` crate's kernels, with
+//!   the AVX-512 ones where the build enables its `x86-v4` feature);
+//! * `tract_avx512_f32`: tract-linalg's AVX-512 f32 kernel, weight packed once (a candidate
+//!   measured beside it);
+//! * `bf16`: the `--flow-matmul bf16` product ([`crate::model::flow::bf16`]): AMX where the CPU
+//!   has it, bf16-rounded inputs through the f32 product elsewhere.
+//!
+//! Pair it with `docs/bench-runs/2026-12-01d/torch_gemm.py` (PyTorch's `F.linear`, same shapes)
+//! in the same run for a ratio.
+
+use std::time::Instant;
+
+use candle::{Device, Tensor};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use super::BenchOptions;
+use crate::model::flow::bf16::{self, Bf16Weight};
+use crate::model::flow::cpu_gemm::{Kernel, PackedWeight};
+
+/// The DiT's projections: (name, in, out).
+const SHAPES: [(&str, usize, usize); 4] =
+    [("qkv", 1024, 3072), ("out", 1024, 1024), ("ff0", 1024, 2048), ("ff2", 2048, 1024)];
+/// Rows: CFG batch 2 × (588 prompt frames + 620 generated: `smoke`'s one flow call; + 1000).
+const ROWS: [usize; 2] = [2416, 3176];
+
+fn best(reps: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
+    f()?;
+    let mut t = f64::INFINITY;
+    for _ in 0..reps {
+        let s = Instant::now();
+        f()?;
+        t = t.min(s.elapsed().as_secs_f64());
+    }
+    Ok(t)
+}
+
+fn random(rng: &mut ChaCha8Rng, shape: (usize, usize), scale: f32) -> candle::Result<Tensor> {
+    let v: Vec<f32> = (0..shape.0 * shape.1).map(|_| rng.gen_range(-scale..scale)).collect();
+    Tensor::from_vec(v, shape, &Device::Cpu)
+}
+
+pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
+    anyhow::ensure!(opts.device.is_cpu(), "--stage gemm measures the CPU's products");
+    let reps = if opts.quick { 2 } else { 5 };
+    let rows_list: &[usize] = if opts.quick { &ROWS[..1] } else { &ROWS };
+    let mut rng = ChaCha8Rng::seed_from_u64(opts.weights_seed);
+    println!(
+        "gemm bench: the DiT's projections x·Wᵀ, best of {reps}, {} threads; bf16 runs as {}",
+        candle::utils::get_num_threads(),
+        bf16::backend(&opts.device)
+    );
+    println!(
+        "{:>6} {:>5} {:>6} {:>6} {:>12} {:>12} {:>12}",
+        "name", "rows", "in", "out", "candle GF/s", "tract f32", "bf16 GF/s"
+    );
+    let mut out = Vec::new();
+    for &rows in rows_list {
+        for (name, inp, outd) in SHAPES {
+            let x = random(&mut rng, (rows, inp), 1.0)?;
+            let w = random(&mut rng, (outd, inp), 1.0 / (inp as f32).sqrt())?;
+            let flop = 2.0 * (rows * inp * outd) as f64;
+            let t_candle = best(reps, || {
+                x.matmul(&w.t()?)?;
+                Ok(())
+            })?;
+            let want = x.matmul(&w.t()?)?;
+            let w_vec = w.flatten_all()?.to_vec1::<f32>()?;
+            let x_vec = x.flatten_all()?.to_vec1::<f32>()?;
+            let (t_tract, tract_diff) =
+                match PackedWeight::new(Kernel::Avx512F32, &w_vec, outd, inp)? {
+                    Some(p) => {
+                        let t = best(reps, || {
+                            p.matmul_t(&x_vec, rows)?;
+                            Ok(())
+                        })?;
+                        let y = Tensor::from_vec(
+                            p.matmul_t(&x_vec, rows)?,
+                            (rows, outd),
+                            &Device::Cpu,
+                        )?;
+                        let d = (y - &want)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+                        (Some(t), Some(d))
+                    }
+                    None => (None, None),
+                };
+            let wb = Bf16Weight::new(&w)?;
+            let t_bf16 = best(reps, || {
+                wb.matmul_t(&x)?;
+                Ok(())
+            })?;
+            let got = wb.matmul_t(&x)?;
+            let bf16_diff = (&got - &want)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+            // AMX against the same rounding through the f32 product: only the order of the
+            // f32 sums may differ (the check that the AMX kernel computes what it should).
+            let rounded = Bf16Weight::Rounded(bf16::round(&w)?).matmul_t(&x)?;
+            let bf16_vs_rounded =
+                (&got - rounded)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+            let gf = |t: f64| flop / t / 1e9;
+            println!(
+                "{name:>6} {rows:>5} {inp:>6} {outd:>6} {:>12.1} {:>12} {:>12.1}",
+                gf(t_candle),
+                t_tract.map_or("-".into(), |t| format!("{:.1}", gf(t))),
+                gf(t_bf16)
+            );
+            out.push(json!({
+                "name": name, "rows": rows, "in": inp, "out": outd,
+                "candle_s": t_candle, "candle_gflops": gf(t_candle),
+                "tract_avx512_f32_s": t_tract, "tract_avx512_f32_gflops": t_tract.map(gf),
+                "tract_avx512_f32_max_abs_vs_candle": tract_diff,
+                "bf16_s": t_bf16, "bf16_gflops": gf(t_bf16),
+                "bf16_max_abs_vs_f32": bf16_diff,
+                "bf16_max_abs_vs_rounded_f32": bf16_vs_rounded,
+                "f32_max_abs_output": want.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?,
+            }));
+        }
+    }
+    Ok(json!({
+        "stage": "gemm", "threads": candle::utils::get_num_threads(),
+        "bf16_backend": bf16::backend(&opts.device), "reps": reps, "shapes": out,
+    }))
+}

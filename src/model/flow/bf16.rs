@@ -1,0 +1,75 @@
+//! `--flow-matmul bf16`: the DiT blocks' projections with their inputs rounded to bf16 and
+//! the products accumulated in f32 — what Intel AMX (`TDPBF16PS`) computes, at up to 16× a
+//! core's f32 FMA rate.
+//!
+//! Two ways to the same numbers:
+//! * on a CPU with AMX, tract-linalg's AMX kernel ([`super::cpu_gemm`]), weights packed to bf16
+//!   once, at load;
+//! * elsewhere, the same rounding (round to nearest even) applied to both operands and an f32
+//!   product. A product of two bf16 values is exact in f32, so this differs from the AMX one
+//!   only in the order of the f32 sums: the fixture tests measure the option's deviation on any
+//!   machine. It is not faster than f32 there (AVX512-BF16's `VDPBF16PS` measured no faster
+//!   than f32 FMA on an AVX-512 Xeon core: docs/refutations.md), so the option only pays on
+//!   AMX.
+//!
+//! The attention's scores and weighted values, the AdaLN projection and everything outside the
+//! blocks stay f32. A reduced precision, so an option recorded per take (like `tf32x3`), never
+//! the default; its deviation from f32 is stated in the README and docs/benchmarks.md.
+
+use candle::{DType, Storage, Tensor};
+
+use super::cpu_gemm::{Kernel, PackedWeight};
+
+/// A projection's weight `(out, in)` for bf16 products.
+#[derive(Debug, Clone)]
+pub enum Bf16Weight {
+    /// Packed for AMX (CPU with AMX).
+    Amx(PackedWeight),
+    /// Rounded to bf16 and kept as f32 (anywhere else).
+    Rounded(Tensor),
+}
+
+/// Whether bf16 products run on AMX on this machine.
+pub fn on_amx() -> bool {
+    Kernel::AmxBf16.available()
+}
+
+/// How bf16 products run on `device`: "amx" or "rounded f32".
+pub fn backend(device: &candle::Device) -> &'static str {
+    if device.is_cpu() && on_amx() { "amx" } else { "rounded f32" }
+}
+
+/// `x` rounded to bf16 (round to nearest even) and widened back to f32.
+pub fn round(x: &Tensor) -> candle::Result<Tensor> {
+    x.to_dtype(DType::BF16)?.to_dtype(DType::F32)
+}
+
+impl Bf16Weight {
+    pub fn new(weight: &Tensor) -> candle::Result<Self> {
+        let (out, inp) = weight.dims2()?;
+        if weight.device().is_cpu() && on_amx() {
+            let w = weight.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+            if let Some(p) = PackedWeight::new(Kernel::AmxBf16, &w, out, inp)? {
+                return Ok(Self::Amx(p));
+            }
+        }
+        Ok(Self::Rounded(round(weight)?))
+    }
+
+    /// `xs (rows, in) · Wᵀ` → `(rows, out)`.
+    pub fn matmul_t(&self, xs: &Tensor) -> candle::Result<Tensor> {
+        match self {
+            Self::Rounded(w) => round(xs)?.matmul(&w.t()?),
+            Self::Amx(p) => {
+                let (rows, _) = xs.dims2()?;
+                let xs = xs.contiguous()?;
+                let (g, l) = xs.storage_and_layout();
+                let Storage::Cpu(s) = &*g else { candle::bail!("bf16 AMX product needs the CPU") };
+                let x = &s.as_slice::<f32>()?[l.start_offset()..][..xs.elem_count()];
+                let y = p.matmul_t(x, rows)?;
+                drop(g);
+                Tensor::from_vec(y, (rows, p.out_dim()), xs.device())
+            }
+        }
+    }
+}
