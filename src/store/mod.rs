@@ -557,22 +557,12 @@ impl Project {
 
     /// The chosen take of a segment, if any (usable or not: check `status`).
     pub fn chosen_take(&self, segment: SegmentId) -> Result<Option<TakeInfo>> {
-        let key = self.segment_key(segment)?;
-        let id: Option<i64> = self
-            .conn
-            .query_row("SELECT take_id FROM chosen_takes WHERE segment_key = ?1", [key], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(|e| self.sql_err(e))?;
-        id.map(|id| self.take(id as TakeId)).transpose()
+        self.chosen_of_key(self.segment_key(segment)?)
     }
 
     /// Every take of a segment (any status), oldest first.
     pub fn takes_of(&self, segment: SegmentId) -> Result<Vec<TakeInfo>> {
-        let key = self.segment_key(segment)?;
-        takes::takes_where(&self.conn, &self.dir, "segment_key = ?1", key)
-            .map_err(|e| self.sql_err(e))
+        self.takes_of_key(self.segment_key(segment)?)
     }
 
     /// Every take in the project, oldest first.
