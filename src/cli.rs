@@ -387,6 +387,10 @@ pub enum Command {
         /// Normalise each file to this integrated loudness, LUFS (-70 to -5, e.g. -18).
         #[arg(long, allow_hyphen_values = true, value_parser = limits::parse_loudness)]
         loudness: Option<f64>,
+        /// Export chosen takes made for an earlier text, voice or model anyway (a warning names
+        /// each); without it such takes are refused.
+        #[arg(long)]
+        allow_stale: bool,
     },
     /// Voice prompts: make one from a recording, list them, or show one.
     Voice {
@@ -503,8 +507,16 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Some(Command::Export { project, out, split, format, bits, loudness }) => {
-            run_export(&project, out, split.is_some(), format, bits, loudness)
+        Some(Command::Export { project, out, split, format, bits, loudness, allow_stale }) => {
+            let opts = ExportArgs {
+                out,
+                split_chapters: split.is_some(),
+                format,
+                bits,
+                loudness,
+                allow_stale,
+            };
+            run_export(&project, opts)
         }
         Some(Command::Voice { action }) => run_voice(action),
         Some(Command::Render {
@@ -572,34 +584,52 @@ pub fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn run_export(
-    project: &std::path::Path,
+/// What `lectern export` was asked for, besides the project.
+struct ExportArgs {
     out: PathBuf,
     split_chapters: bool,
     format: ExportFormatArg,
     bits: u32,
-    loudness_lufs: Option<f64>,
-) -> Result<()> {
+    loudness: Option<f64>,
+    allow_stale: bool,
+}
+
+fn run_export(project: &std::path::Path, args: ExportArgs) -> Result<()> {
     use store::export::{ExportFormat, ExportOptions, SampleFormat};
+    let sample_format = match args.bits {
+        16 => SampleFormat::Int16,
+        24 => SampleFormat::Int24,
+        32 => SampleFormat::Float32,
+        other => anyhow::bail!("--bits {other}: use 16, 24 or 32"),
+    };
+    let format = match args.format {
+        ExportFormatArg::Wav => ExportFormat::Wav,
+        ExportFormatArg::Flac => ExportFormat::Flac,
+    };
     let dir = if project.is_file() {
         store::Project::dir_for_manuscript(project)
     } else {
         project.to_path_buf()
     };
     anyhow::ensure!(dir.join(store::DB_FILE).is_file(), "no Lectern project at {}", dir.display());
-    let sample_format = match bits {
-        16 => SampleFormat::Int16,
-        24 => SampleFormat::Int24,
-        32 => SampleFormat::Float32,
-        other => anyhow::bail!("--bits {other}: use 16, 24 or 32"),
-    };
-    let format = match format {
-        ExportFormatArg::Wav => ExportFormat::Wav,
-        ExportFormatArg::Flac => ExportFormat::Flac,
-    };
+    if project.is_file() {
+        // Given the manuscript, export what it says now: edits since the last render show up
+        // as stale or missing segments instead of the old text exported silently.
+        crate::session::resync_for_export(project, &dir)?;
+    }
     let project = store::Project::open(&dir)?;
-    let opts = ExportOptions { out, format, sample_format, split_chapters, loudness_lufs };
+    let opts = ExportOptions {
+        out: args.out,
+        format,
+        sample_format,
+        split_chapters: args.split_chapters,
+        loudness_lufs: args.loudness,
+        allow_stale: args.allow_stale,
+    };
     let report = store::export::export(&project, &opts)?;
+    for s in &report.stale {
+        eprintln!("warning: stale take exported (--allow-stale) for {s}");
+    }
     for f in &report.files {
         let lufs = f
             .measured_lufs

@@ -140,9 +140,57 @@ fn a_voice_with_other_content_makes_takes_stale_a_renamed_one_does_not() {
     // Export refuses stale takes, naming them.
     let err = lectern::store::export::export(s.project(), &export_opts(dir.path())).unwrap_err();
     assert!(err.to_string().contains("other content"), "{err}");
+    assert!(err.to_string().contains("segment 1 at line 1"), "{err}");
+    // `--allow-stale` exports them anyway and the report names every one.
+    let opts =
+        lectern::store::export::ExportOptions { allow_stale: true, ..export_opts(dir.path()) };
+    let report = lectern::store::export::export(s.project(), &opts).unwrap();
+    assert_eq!(report.stale.len(), n);
+    assert!(report.total_samples > 0);
     // The stale takes stay in the history.
     let key = s.segments()[0].key;
     assert_eq!(s.project().takes_of_key(key).unwrap().len(), 1);
+}
+
+/// `lectern export book.md` exports what the manuscript says now: a sentence added after the
+/// render is named (line and text) and nothing is written, instead of the old version.
+#[test]
+fn export_of_an_edited_manuscript_names_the_new_sentence() {
+    use clap::Parser;
+    let dir = tempfile::tempdir().unwrap();
+    let path = book_in(dir.path(), BOOK);
+    let mut s = open_session(&path, 1000);
+    render_all(&mut s, RenderParams::default());
+    drop(s);
+    let export = |out: &str| {
+        let cli = lectern::cli::Cli::try_parse_from([
+            "lectern",
+            "export",
+            path.to_str().unwrap(),
+            "-o",
+            dir.path().join(out).to_str().unwrap(),
+        ])
+        .unwrap();
+        lectern::cli::run(cli)
+    };
+    export("before.wav").unwrap();
+    assert!(dir.path().join("before.wav").is_file());
+
+    let edited = BOOK.replacen("\n\n", "\n\nA sentence the narrator added later.\n\n", 1);
+    std::fs::write(&path, &edited).unwrap();
+    let line = edited.lines().position(|l| l.starts_with("A sentence the narrator")).unwrap() + 1;
+    let err = export("after.wav").unwrap_err();
+    let message = format!("{err:#}");
+    assert!(message.contains("no take yet"), "{message}");
+    assert!(message.contains(&format!("at line {line}: \"A sentence the narrator")), "{message}");
+    assert!(!dir.path().join("after.wav").exists());
+    // The takes are all still there; rendering the edit makes the export work again.
+    let mut s = open_session(&path, 1000);
+    assert_eq!(s.work().unwrap().render.len(), 1);
+    render_all(&mut s, RenderParams::default());
+    drop(s);
+    export("after.wav").unwrap();
+    assert!(dir.path().join("after.wav").is_file());
 }
 
 fn export_opts(dir: &Path) -> lectern::store::export::ExportOptions {
@@ -152,6 +200,7 @@ fn export_opts(dir: &Path) -> lectern::store::export::ExportOptions {
         sample_format: lectern::store::export::SampleFormat::Float32,
         split_chapters: false,
         loudness_lufs: None,
+        allow_stale: false,
     }
 }
 

@@ -157,7 +157,15 @@ fn export_refuses_segments_without_takes() {
     p.save_take(&synthetic_take(0, &segments[0], 1)).unwrap();
     let opts = ExportOptions { out: tmp.path().join("b.wav"), ..Default::default() };
     let err = export(&p, &opts).unwrap_err();
-    assert!(matches!(&err, StoreError::MissingTakes { count: 2, first } if first == &vec![2, 3]));
+    let StoreError::MissingTakes { count: 2, first } = &err else { panic!("{err}") };
+    assert_eq!(first.iter().map(|s| s.id).collect::<Vec<_>>(), vec![2, 3]);
+    // The message names each segment by number, manuscript line and text.
+    let message = err.to_string();
+    for s in &segments[1..] {
+        let line = format!("segment {} at line {}", s.id + 1, s.span.0);
+        assert!(message.contains(&line), "{message}");
+        assert!(message.contains(&s.text[..20]), "{message}");
+    }
     assert!(!tmp.path().join("b.wav").exists());
 }
 
@@ -248,9 +256,11 @@ fn export_subcommand_parses_and_writes() {
         let (_, got) = read_flac(&tmp.path().join(format!("cli/book-{:02}.flac", i + 1)));
         assert_eq!(got.len(), ch.len());
     }
-    assert!(tmp.path().join("cli/book.cue").is_file());
-    assert!(tmp.path().join("cli/book.chapters.json").is_file());
-    // A manuscript path resolves to its project beside it.
+    assert!(tmp.path().join("cli/book.flac.cue").is_file());
+    assert!(tmp.path().join("cli/book.flac.chapters.json").is_file());
+    // A manuscript path resolves to its project beside it; the manuscript is checked against
+    // the takes with the model and voice of the last render, which this project (made through
+    // the store alone, like one of an older Lectern) does not record: refused, saying why.
     std::fs::write(tmp.path().join("book.txt"), "text").unwrap();
     let cli = lectern::cli::Cli::try_parse_from([
         "lectern",
@@ -260,6 +270,41 @@ fn export_subcommand_parses_and_writes() {
         tmp.path().join("m.wav").to_str().unwrap(),
     ])
     .unwrap();
+    let err = lectern::cli::run(cli).unwrap_err();
+    assert!(format!("{err:#}").contains("does not record the model and voice"), "{err:#}");
+    assert!(!tmp.path().join("m.wav").exists());
+    // The project directory exports the takes as they are.
+    let cli = lectern::cli::Cli::try_parse_from([
+        "lectern",
+        "export",
+        dir.to_str().unwrap(),
+        "-o",
+        tmp.path().join("m.wav").to_str().unwrap(),
+    ])
+    .unwrap();
     lectern::cli::run(cli).unwrap();
     assert!(tmp.path().join("m.wav").is_file());
+}
+
+#[test]
+fn wav_and_flac_exports_of_one_name_keep_their_own_chapter_lists() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, _, _) = project_with_takes(&tmp.path().join("p"));
+    let wav = export(&p, &ExportOptions { out: tmp.path().join("book.wav"), ..Default::default() })
+        .unwrap();
+    let flac = ExportOptions {
+        out: tmp.path().join("book.flac"),
+        format: ExportFormat::Flac,
+        ..Default::default()
+    };
+    let flac = export(&p, &flac).unwrap();
+    assert_ne!(wav.cue_path, flac.cue_path);
+    assert_ne!(wav.json_path, flac.json_path);
+    let wav_cue = std::fs::read_to_string(&wav.cue_path).unwrap();
+    let flac_cue = std::fs::read_to_string(&flac.cue_path).unwrap();
+    assert!(wav_cue.contains("FILE \"book.wav\" WAVE"), "{wav_cue}");
+    assert!(flac_cue.contains("book.flac"), "{flac_cue}");
+    assert!(!flac_cue.contains("book.wav"), "{flac_cue}");
+    let json = std::fs::read_to_string(&wav.json_path).unwrap();
+    assert!(json.contains("book.wav") && !json.contains("book.flac"), "{json}");
 }

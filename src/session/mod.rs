@@ -105,3 +105,47 @@ pub fn backend(
     CosyVoiceBackend::load(&model.dir, voice, device, precision, flow_matmul)
         .with_context(|| format!("loading the model in {}", model.dir.display()))
 }
+
+/// Brings a project up to date with its manuscript before `export book.md`, using the model
+/// and voice of the project's last sync: a segment edited, added or removed since the last
+/// render becomes stale or missing, so the export names it instead of exporting the old text.
+/// Takes are never touched.
+pub fn resync_for_export(manuscript: &Path, project_dir: &Path) -> anyhow::Result<()> {
+    let sources = crate::store::Project::open(project_dir)
+        .with_context(|| format!("opening the project {}", project_dir.display()))?
+        .sources()?;
+    let Some(sources) = sources else {
+        bail!(
+            "the project {} does not record the model and voice it was rendered with (it was \
+             made by an older Lectern), so {} cannot be checked against its takes: run `lectern \
+             render` on it once, or export the project directory to export the takes as they are",
+            project_dir.display(),
+            manuscript.display()
+        );
+    };
+    let unavailable = |what: &str, dir: &Path| {
+        format!(
+            "the {what} the project was last rendered with ({}) is not available, so {} cannot \
+             be checked against its takes: render it again with the {what} you use now, or \
+             export the project directory to export the takes as they are",
+            dir.display(),
+            manuscript.display()
+        )
+    };
+    if !sources.model_dir.is_dir() {
+        bail!(unavailable("model", &sources.model_dir));
+    }
+    let voice = Voice::load_dir(&sources.voice_dir)
+        .with_context(|| unavailable("voice", &sources.voice_dir))?;
+    let tokenizer = Tokenizer::from_model_dir(&sources.model_dir)
+        .with_context(|| format!("loading the tokenizer of {}", sources.model_dir.display()))?;
+    let book = crate::text::Manuscript::load(
+        manuscript,
+        &crate::text::ParseOptions::default().with_tokenizer(&tokenizer),
+    )
+    .with_context(|| format!("reading {}", manuscript.display()))?;
+    // The base seed only sets default seeds of takes to come; the sync records none.
+    let choice = ProjectChoice::Dir(project_dir.to_path_buf());
+    let mut session = Session::open(&choice, manuscript, &voice, &sources.model_dir, 0)?;
+    session.sync(&book, &tokenizer)
+}

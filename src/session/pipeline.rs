@@ -15,8 +15,8 @@ use super::plan::{PlannedSegment, render_specs};
 use super::seed;
 use crate::engine::protocol::{SegmentSpec, Take, TakeId, TakeRecord, TakeSettings};
 use crate::store::{
-    OpenReport, Project, ProofedSegment, Review, SegmentKey, StoreError, StoredSegment, TakeInfo,
-    TakeStatus,
+    OpenReport, Project, ProofedSegment, Review, SegmentKey, Sources, StoreError, StoredSegment,
+    TakeInfo, TakeStatus,
 };
 use crate::text::{Manuscript, Tokenizer};
 use crate::voice::Voice;
@@ -90,6 +90,8 @@ pub struct Session {
     /// The scratch directory of `--no-project` (removed on drop, after the project closes).
     scratch: Option<tempfile::TempDir>,
     basis: ContentBasis,
+    /// The model and voice directories, recorded in the project at each sync.
+    sources: Sources,
     voice_name: String,
     base_seed: u64,
     segments: Vec<PlannedSegment>,
@@ -128,10 +130,13 @@ impl Session {
         let mut project = Project::open(&dir)
             .with_context(|| format!("opening the project {}", dir.display()))?;
         let basis = ContentBasis::compute(voice, model_dir, &mut project)?;
+        let absolute = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let sources = Sources { model_dir: absolute(model_dir), voice_dir: absolute(&voice.dir) };
         Ok(Self {
             project,
             scratch,
             basis,
+            sources,
             voice_name: voice.manifest.name.clone(),
             base_seed,
             segments: Vec::new(),
@@ -194,6 +199,7 @@ impl Session {
         }
         self.project.sync_manuscript(&stored).context("recording the manuscript")?;
         self.project.set_lead_in_ms(book.lead_in_ms)?;
+        self.project.set_sources(&self.sources)?;
         let proofed = self.project.proofed_segments()?;
         if proofed.len() != stored.len() {
             bail!(

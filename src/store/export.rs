@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{Project, Result, SAMPLE_RATE_HZ, SAMPLES_PER_MS, StoreError, TakeInfo, TakeStatus};
+use super::{
+    Project, Result, SAMPLE_RATE_HZ, SAMPLES_PER_MS, SegmentRef, StoreError, TakeInfo, TakeStatus,
+};
 use crate::engine::protocol::SegmentId;
 
 /// Output container.
@@ -70,6 +72,9 @@ pub struct ExportOptions {
     pub split_chapters: bool,
     /// Target integrated loudness, LUFS (e.g. −18); each output file is gained to it.
     pub loudness_lufs: Option<f64>,
+    /// Export chosen takes made for other content (stale) instead of refusing; the report
+    /// lists them.
+    pub allow_stale: bool,
 }
 
 /// One chapter's place in the export.
@@ -107,6 +112,8 @@ pub struct ExportedFile {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExportReport {
     pub files: Vec<ExportedFile>,
+    /// Segments exported with a stale take (only with `allow_stale`).
+    pub stale: Vec<SegmentRef>,
     pub chapters: Vec<ChapterMark>,
     pub cue_path: PathBuf,
     pub json_path: PathBuf,
@@ -181,8 +188,15 @@ impl Meter {
     }
 }
 
-/// Plans the export: chapters of pieces. Fails when any segment lacks a usable chosen take.
-fn plan(project: &Project) -> Result<Vec<ChapterPlan>> {
+/// The export's chapters, and the stale takes it uses (only when allowed).
+struct ExportPlan {
+    chapters: Vec<ChapterPlan>,
+    stale: Vec<SegmentRef>,
+}
+
+/// Plans the export: chapters of pieces. Fails when a segment has no usable chosen take, or
+/// a stale one (made for other content) unless `allow_stale`.
+fn plan(project: &Project, allow_stale: bool) -> Result<ExportPlan> {
     let segments = project.segments()?;
     if segments.is_empty() {
         return Err(StoreError::Export("the manuscript has no segments".into()));
@@ -194,12 +208,14 @@ fn plan(project: &Project) -> Result<Vec<ChapterPlan>> {
     for s in &segments {
         let take = project.chosen_take(s.id)?.filter(|t| t.status == TakeStatus::Ok);
         let Some(take) = take else {
-            missing.push(s.id);
+            missing.push(SegmentRef::of(s));
             continue;
         };
         if take.content_key != s.content_key {
-            stale.push(s.id);
-            continue;
+            stale.push(SegmentRef::of(s));
+            if !allow_stale {
+                continue;
+            }
         }
         if chapters.last().is_none_or(|c| c.chapter != s.chapter) {
             chapters.push(ChapterPlan {
@@ -223,16 +239,16 @@ fn plan(project: &Project) -> Result<Vec<ChapterPlan>> {
     if !missing.is_empty() {
         return Err(StoreError::MissingTakes {
             count: missing.len(),
-            first: missing.into_iter().take(10).collect(),
+            first: missing.into_iter().take(SegmentRef::LISTED).collect(),
         });
     }
-    if !stale.is_empty() {
+    if !stale.is_empty() && !allow_stale {
         return Err(StoreError::StaleTakes {
             count: stale.len(),
-            first: stale.into_iter().take(10).collect(),
+            first: stale.into_iter().take(SegmentRef::LISTED).collect(),
         });
     }
-    Ok(chapters)
+    Ok(ExportPlan { chapters, stale })
 }
 
 /// Feeds the pieces' samples, verified against their hashes, to `f` in order.
@@ -386,7 +402,7 @@ fn file_name(path: &Path) -> String {
 
 /// Exports the project's current manuscript; see the module docs.
 pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
-    let chapters = plan(project)?;
+    let ExportPlan { chapters, stale } = plan(project, opts.allow_stale)?;
     let (stem, dir) = stem_and_dir(&opts.out);
     if !dir.as_os_str().is_empty() {
         fs::create_dir_all(&dir)
@@ -423,8 +439,10 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
         });
         book_start += duration;
     }
-    let cue_path = dir.join(format!("{stem}.cue"));
-    let json_path = dir.join(format!("{stem}.chapters.json"));
+    // Named after the format too, so a FLAC export beside a WAV export of the same name keeps
+    // the WAV's chapter list (each lists its own files).
+    let cue_path = dir.join(format!("{stem}.{ext}.cue"));
+    let json_path = dir.join(format!("{stem}.{ext}.chapters.json"));
     write_atomically(&cue_path, |tmp| {
         fs::write(tmp, cue_sheet(&marks)).map_err(|e| StoreError::io("writing cue sheet", tmp, e))
     })?;
@@ -441,7 +459,14 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     write_atomically(&json_path, |tmp| {
         fs::write(tmp, text).map_err(|e| StoreError::io("writing chapter list", tmp, e))
     })?;
-    Ok(ExportReport { files, chapters: marks, cue_path, json_path, total_samples: book_start })
+    Ok(ExportReport {
+        files,
+        stale,
+        chapters: marks,
+        cue_path,
+        json_path,
+        total_samples: book_start,
+    })
 }
 
 /// A cue sheet: one track per chapter; consecutive chapters in one file share its FILE line.

@@ -89,14 +89,17 @@ pub enum StoreError {
     #[error("take {take}'s file {pathd} does not match its recorded audio hash", pathd = .path.display())]
     HashMismatch { take: TakeId, path: PathBuf },
     #[error(
-        "{count} segment(s) have no usable chosen take (first ids: {first:?}); render them first"
+        "{count} segment(s) have no take yet ({list}); render them first (`lectern render`)",
+        list = SegmentRef::list(.first, .count)
     )]
-    MissingTakes { count: usize, first: Vec<SegmentId> },
+    MissingTakes { count: usize, first: Vec<SegmentRef> },
     #[error(
-        "{count} segment(s) have a chosen take made for other content (the text, voice or \
-         model changed since; first ids: {first:?}); render them again first"
+        "{count} segment(s) have a chosen take made for other content — the text, the voice or \
+         the model changed since ({list}); render them again first (`lectern render`), or pass \
+         --allow-stale to export the old takes",
+        list = SegmentRef::list(.first, .count)
     )]
-    StaleTakes { count: usize, first: Vec<SegmentId> },
+    StaleTakes { count: usize, first: Vec<SegmentRef> },
     #[error("invalid input: {0}")]
     InvalidInput(String),
     #[error("export: {0}")]
@@ -104,6 +107,46 @@ pub enum StoreError {
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// A segment as an error or a warning names it: number, manuscript line and the start of its
+/// text, so the narrator finds it in their manuscript.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentRef {
+    pub id: SegmentId,
+    /// Manuscript line (1-based) where the segment starts.
+    pub line: u32,
+    pub text: String,
+}
+
+impl SegmentRef {
+    /// How many segments an error lists before it says "and N more".
+    pub const LISTED: usize = 10;
+
+    pub fn of(s: &StoredSegment) -> Self {
+        Self { id: s.id, line: s.span.0, text: s.text.clone() }
+    }
+
+    /// `first`, shown, then how many more of `count` there are.
+    fn list(first: &[SegmentRef], count: &usize) -> String {
+        let count = *count;
+        let mut out: Vec<String> = first.iter().map(ToString::to_string).collect();
+        if count > first.len() {
+            out.push(format!("and {} more", count - first.len()));
+        }
+        out.join("; ")
+    }
+}
+
+impl std::fmt::Display for SegmentRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const SHOWN: usize = 40;
+        let mut text: String = self.text.chars().take(SHOWN).collect();
+        if self.text.chars().count() > SHOWN {
+            text.push('…');
+        }
+        write!(f, "segment {} at line {}: \"{text}\"", self.id + 1, self.line)
+    }
+}
 
 impl StoreError {
     /// Classifies an I/O error: a full disk and a read-only file system get their own variants.
@@ -293,6 +336,14 @@ impl std::fmt::Debug for Project {
 
 const SETTINGS_RENDER_PARAMS: &str = "render_params";
 const SETTINGS_LEAD_IN_MS: &str = "lead_in_ms";
+const SETTINGS_SOURCES: &str = "sources";
+
+/// What a project's last sync was made with (absolute directories).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sources {
+    pub model_dir: PathBuf,
+    pub voice_dir: PathBuf,
+}
 
 impl Project {
     /// The default project directory of a manuscript: `book.txt` → `book.lectern`.
@@ -616,23 +667,46 @@ impl Project {
 
     /// The manuscript's lead-in (silence before its first segment), milliseconds.
     pub fn lead_in_ms(&self) -> Result<u32> {
-        let value: Option<String> = self
-            .conn
-            .query_row("SELECT value FROM settings WHERE key = ?1", [SETTINGS_LEAD_IN_MS], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(|e| self.sql_err(e))?;
-        Ok(value.and_then(|v| v.parse().ok()).unwrap_or(0))
+        Ok(self.setting(SETTINGS_LEAD_IN_MS)?.and_then(|v| v.parse().ok()).unwrap_or(0))
     }
 
     /// Records the manuscript's lead-in (export puts it before the first segment).
     pub fn set_lead_in_ms(&mut self, ms: u32) -> Result<()> {
+        self.set_setting(SETTINGS_LEAD_IN_MS, &ms.to_string())
+    }
+
+    /// The model and voice directories the project was last synced with, if recorded.
+    pub fn sources(&self) -> Result<Option<Sources>> {
+        match self.setting(SETTINGS_SOURCES)? {
+            None => Ok(None),
+            Some(json) => serde_json::from_str(&json).map(Some).map_err(|e| StoreError::Corrupt {
+                path: self.db_path(),
+                detail: format!("settings.{SETTINGS_SOURCES}: {e}"),
+            }),
+        }
+    }
+
+    /// Records the model and voice a sync used, so `export book.md` can check the manuscript
+    /// against the takes with the same tokenizer, voice and model hashes.
+    pub fn set_sources(&mut self, sources: &Sources) -> Result<()> {
+        let json = serde_json::to_string(sources)
+            .map_err(|e| StoreError::InvalidInput(format!("sources: {e}")))?;
+        self.set_setting(SETTINGS_SOURCES, &json)
+    }
+
+    fn setting(&self, key: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.sql_err(e))
+    }
+
+    fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
         self.conn
             .execute(
                 "INSERT INTO settings (key, value) VALUES (?1, ?2)
                  ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                params![SETTINGS_LEAD_IN_MS, ms.to_string()],
+                params![key, value],
             )
             .map_err(|e| self.sql_err(e))?;
         Ok(())
