@@ -53,9 +53,45 @@ pub struct ProjectArgs {
     /// reused or kept.
     #[arg(long)]
     pub no_project: bool,
+    /// The project's database was lost (missing or empty beside take files): rebuild it from
+    /// the records the take files carry, then go on.
+    #[arg(long, conflicts_with = "no_project")]
+    pub rebuild: bool,
 }
 
 impl ProjectArgs {
+    /// With `--rebuild`, rebuilds the project's lost database and says what came back.
+    pub fn rebuild_if_asked(&self, manuscript: &std::path::Path) -> Result<()> {
+        if !self.rebuild {
+            return Ok(());
+        }
+        let Some(dir) = self.choice().dir(manuscript) else { return Ok(()) };
+        let r = store::Project::rebuild(&dir)?;
+        eprintln!(
+            "rebuilt {}: {} take(s) of {} segment(s) re-attached from their files; each \
+             segment's first take is chosen again (other choices, review states and notes were \
+             only in the lost database)",
+            dir.display(),
+            r.takes,
+            r.segments
+        );
+        if let Some(lost) = &r.lost_database {
+            eprintln!("the lost database is kept as {}", lost.display());
+        }
+        for (what, paths) in
+            [("carry no record (older files)", &r.without_record), ("are damaged", &r.damaged)]
+        {
+            if !paths.is_empty() {
+                eprintln!(
+                    "{} take file(s) {what}; they go to {}/takes/orphans/",
+                    paths.len(),
+                    dir.display()
+                );
+            }
+        }
+        Ok(())
+    }
+
     pub fn choice(&self) -> crate::session::ProjectChoice {
         use crate::session::ProjectChoice;
         match (&self.project, self.no_project) {
@@ -530,6 +566,7 @@ pub fn run(cli: Cli) -> Result<()> {
             dry_run,
             rerender_settings,
         }) => {
+            project.rebuild_if_asked(&manuscript)?;
             let opts = render::RenderOptions {
                 manuscript,
                 out,
@@ -569,6 +606,9 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         None => {
             let w = cli.workstation;
+            if let Some(manuscript) = &w.manuscript {
+                w.project.rebuild_if_asked(manuscript)?;
+            }
             workstation::run(workstation::WorkstationOptions {
                 manuscript: w.manuscript,
                 model: w.synth.model.clone(),

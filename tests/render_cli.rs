@@ -392,3 +392,36 @@ fn a_render_killed_inside_group_saves_resumes_to_the_same_bytes() {
         "the resumed render differs from the uninterrupted one"
     );
 }
+
+/// A lost database: `render` refuses and says `--rebuild`; `render --rebuild` re-attaches every
+/// take from its file, renders nothing and writes the same bytes; `export book.txt` then works.
+#[test]
+fn a_lost_database_is_refused_then_rebuilt_from_the_take_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "One bird sang.\n\nTwo dogs barked.\n\nThree cats slept.\n";
+    let book = write(dir.path(), "book.txt", text);
+    let (out, rep) = (dir.path().join("book.wav"), dir.path().join("report.json"));
+    ok_report(&render(&book, &out, &rep, &[]), &rep);
+    let first = std::fs::read(&out).unwrap();
+
+    let db = dir.path().join("book.lectern/project.db");
+    std::fs::write(&db, b"").unwrap();
+    let _ = std::fs::remove_file(dir.path().join("book.lectern/project.db-wal"));
+    let o = render(&book, &out, &rep, &[]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--rebuild"), "{}", stderr(&o));
+
+    let o = render(&book, &out, &rep, &["--rebuild"]);
+    let rebuilt = ok_report(&o, &rep);
+    assert!(stderr(&o).contains("3 take(s) of 3 segment(s) re-attached"), "{}", stderr(&o));
+    assert_eq!((n(&rebuilt["reused"]), n(&rebuilt["rendered"])), (3, 0));
+    assert_eq!(std::fs::read(&out).unwrap(), first, "same takes, same bytes");
+
+    let exported = dir.path().join("export.wav");
+    let o = lectern().arg("export").arg(&book).arg("-o").arg(&exported).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // An intact database is not rebuilt again.
+    let o = render(&book, &out, &rep, &["--rebuild"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("nothing to rebuild"), "{}", stderr(&o));
+}

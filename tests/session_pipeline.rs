@@ -286,12 +286,17 @@ fn an_approved_choice_is_locked() {
 fn a_group_is_saved_all_or_nothing() {
     struct FailSecond(usize);
     impl lectern::store::takes::TakeWriter for FailSecond {
-        fn write_wav(&mut self, path: &Path, samples: &[f32]) -> std::io::Result<()> {
+        fn write_wav(
+            &mut self,
+            path: &Path,
+            samples: &[f32],
+            record: &[u8],
+        ) -> std::io::Result<()> {
             self.0 += 1;
             if self.0 == 2 {
                 return Err(std::io::Error::other("disk trouble"));
             }
-            lectern::store::takes::FsWriter.write_wav(path, samples)
+            lectern::store::takes::FsWriter.write_wav(path, samples, record)
         }
     }
     let dir = tempfile::tempdir().unwrap();
@@ -328,8 +333,8 @@ fn damaged_and_deleted_takes_are_regenerated_bit_for_bit() {
     let deleted = s.project().chosen_of_key(s.segments()[2].key).unwrap().unwrap();
     // Damage one file's samples (same length), delete another.
     let mut bytes = std::fs::read(&damaged.wav_path).unwrap();
-    let n = bytes.len();
-    bytes[n - 8..].copy_from_slice(&[0x11; 8]);
+    let data = bytes.windows(4).position(|w| w == b"data").unwrap() + 8;
+    bytes[data..data + 8].copy_from_slice(&[0x11; 8]);
     std::fs::write(&damaged.wav_path, bytes).unwrap();
     std::fs::remove_file(&deleted.wav_path).unwrap();
     let err = s.load_samples(damaged.id).unwrap_err().to_string();

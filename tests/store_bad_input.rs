@@ -116,7 +116,7 @@ fn tampered_take_file_fails_its_hash_check() {
     let mut f = std::fs::File::create(&info.wav_path).unwrap();
     let mut other = synthetic_samples(1, 5);
     other[10] += 0.25;
-    lectern::store::takes::write_wav_to(&mut f, &other).unwrap();
+    lectern::store::takes::write_wav_to(&mut f, &other, &[]).unwrap();
     drop(f);
     assert!(matches!(p.load_samples(ids[0]), Err(StoreError::HashMismatch { .. })));
 }
@@ -125,7 +125,7 @@ fn tampered_take_file_fails_its_hash_check() {
 struct FullDiskWriter;
 
 impl TakeWriter for FullDiskWriter {
-    fn write_wav(&mut self, path: &Path, _samples: &[f32]) -> io::Result<()> {
+    fn write_wav(&mut self, path: &Path, _samples: &[f32], _record: &[u8]) -> io::Result<()> {
         std::fs::File::create(path)?.write_all(b"RIFF\0\0\0\0WAVE")?;
         Err(io::Error::from_raw_os_error(28)) // ENOSPC
     }
@@ -267,4 +267,63 @@ fn an_empty_or_missing_database_beside_takes_is_refused_not_restarted() {
         std::fs::write(&db, &saved).unwrap();
     }
     assert_takes_intact(tmp.path(), &ids);
+}
+
+/// `--rebuild`: a lost database comes back from the records in the take files — segments,
+/// takes, records and choices as the default rule makes them — and the export is the same
+/// bytes as before the loss. A take file made without a record is left out and orphaned.
+#[test]
+fn a_lost_database_is_rebuilt_from_the_take_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    let segments = manuscript(&sentences(4), 2, 1);
+    let mut p = Project::open(&dir).unwrap();
+    p.sync_manuscript(&segments).unwrap();
+    for s in &segments {
+        p.save_take(&synthetic_take(0, s, 5)).unwrap();
+        p.save_take(&synthetic_take(0, s, 6)).unwrap();
+    }
+    let before_takes = p.takes_of(segments[1].id).unwrap();
+    drop(p);
+    let export_bytes = |name: &str| {
+        let p = Project::open(&dir).unwrap();
+        let out = tmp.path().join(name);
+        export(&p, &ExportOptions { out: out.clone(), ..Default::default() }).unwrap();
+        std::fs::read(out).unwrap()
+    };
+    let before = export_bytes("before.wav");
+    // A file without a record, as older versions wrote them.
+    let old = dir.join("takes/old-take.wav");
+    let mut f = std::fs::File::create(&old).unwrap();
+    lectern::store::takes::write_wav_to(&mut f, &[0.1, 0.2], &[]).unwrap();
+    drop(f);
+
+    let db = dir.join(DB_FILE);
+    std::fs::write(&db, b"").unwrap();
+    let _ = std::fs::remove_file(dir.join(format!("{DB_FILE}-wal")));
+    assert!(matches!(Project::open(&dir), Err(StoreError::LostDatabase { .. })));
+    let report = Project::rebuild(&dir).unwrap();
+    assert_eq!((report.takes, report.segments), (8, 4));
+    assert_eq!(report.without_record, vec![old.clone()]);
+    assert!(report.damaged.is_empty());
+    assert!(report.lost_database.as_ref().is_some_and(|p| p.exists()));
+
+    let mut p = Project::open(&dir).unwrap();
+    p.integrity_check().unwrap();
+    p.sync_manuscript(&segments).unwrap();
+    let after_takes = p.takes_of(segments[1].id).unwrap();
+    assert_eq!(after_takes.len(), 2);
+    for (a, b) in before_takes.iter().zip(&after_takes) {
+        assert_eq!(
+            (&a.record, &a.audio_hash, &a.wav_path),
+            (&b.record, &b.audio_hash, &b.wav_path)
+        );
+    }
+    assert!(p.segments_needing_takes().unwrap().is_empty());
+    drop(p);
+    assert_eq!(export_bytes("after.wav"), before, "the rebuilt project exports the same bytes");
+    assert!(!old.exists(), "the file without a record went to the orphans");
+    // An intact database is not rebuilt.
+    let err = Project::rebuild(&dir).unwrap_err();
+    assert!(err.to_string().contains("nothing to rebuild"), "{err}");
 }

@@ -149,7 +149,7 @@ fn startup_check_removes_temp_files_and_quarantines_orphans() {
     let takes = tmp.path().join("takes");
     std::fs::write(takes.join(".abc.wav.tmp"), b"partial").unwrap();
     let mut f = std::fs::File::create(takes.join("feedbeef-0000000000000001.wav")).unwrap();
-    lectern::store::takes::write_wav_to(&mut f, &[0.1, 0.2]).unwrap();
+    lectern::store::takes::write_wav_to(&mut f, &[0.1, 0.2], &[]).unwrap();
     drop(f);
     let p = Project::open(tmp.path()).unwrap();
     let r = p.open_report();

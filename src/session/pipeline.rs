@@ -33,6 +33,18 @@ pub enum ProjectChoice {
     Off,
 }
 
+impl ProjectChoice {
+    /// The project directory for `manuscript` (`None` for a scratch session).
+    #[must_use]
+    pub fn dir(&self, manuscript: &Path) -> Option<PathBuf> {
+        match self {
+            Self::NextToManuscript => Some(Project::dir_for_manuscript(manuscript)),
+            Self::Dir(d) => Some(d.clone()),
+            Self::Off => None,
+        }
+    }
+}
+
 /// The engine's work to bring the project up to date, in the order to request it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Work {
@@ -116,16 +128,15 @@ impl Session {
         model_dir: &Path,
         base_seed: u64,
     ) -> anyhow::Result<Self> {
-        let (dir, scratch) = match choice {
-            ProjectChoice::Off => {
+        let (dir, scratch) = match choice.dir(manuscript) {
+            None => {
                 let tmp = tempfile::Builder::new()
                     .prefix("lectern-scratch-")
                     .tempdir()
                     .context("creating a scratch project")?;
                 (tmp.path().join("scratch.lectern"), Some(tmp))
             }
-            ProjectChoice::Dir(d) => (d.clone(), None),
-            ProjectChoice::NextToManuscript => (Project::dir_for_manuscript(manuscript), None),
+            Some(dir) => (dir, None),
         };
         let mut project = Project::open(&dir)
             .with_context(|| format!("opening the project {}", dir.display()))?;

@@ -105,7 +105,7 @@ const MIGRATIONS: &[&str] = &[V1, V2];
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The one manuscript row of a project (kept as a table so a project can grow more).
-const MANUSCRIPT_ID: i64 = 1;
+pub(crate) const MANUSCRIPT_ID: i64 = 1;
 
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)

@@ -18,6 +18,7 @@
 
 pub mod db;
 pub mod export;
+pub mod rebuild;
 pub mod takes;
 
 use std::fs::{self, File};
@@ -69,8 +70,10 @@ pub enum StoreError {
     #[error(
         "project database {pathd} is missing or empty, but {take_files} take file(s) are beside \
          it: the database was lost (it holds the takes' records, choices and notes), so the \
-         project is not opened as a new one. Restore {pathd} from a backup; or, to start \
-         afresh, move the project's `takes` folder aside. Nothing was modified"
+         project is not opened as a new one. Restore {pathd} from a backup; or run again with \
+         --rebuild to re-attach the takes from the records their files carry (choices of \
+         another take, review states and notes are not in the files); or, to start afresh, \
+         move the project's `takes` folder aside. Nothing was modified"
     , pathd = .path.display())]
     LostDatabase { path: PathBuf, take_files: usize },
     // `cause`, not `source`: the message shows it (see `text::TextError::Io`).
@@ -355,21 +358,34 @@ impl Project {
     /// database, then reconciles take files with rows (see [`OpenReport`]).
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
-        fs::create_dir_all(dir.join(TAKES_DIR))
-            .map_err(|e| StoreError::io("creating project directory", &dir, e))?;
-        let lock_path = dir.join(LOCK_FILE);
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| StoreError::io("opening lock file", &lock_path, e))?;
-        lock_with_grace(&lock).map_err(|_| StoreError::Locked { path: dir.clone() })?;
+        let lock = lock_project(&dir)?;
         refuse_lost_database(&dir)?;
         let conn = db::open(&dir.join(DB_FILE))?;
         let mut project = Self { dir, conn, report: OpenReport::default(), _lock: lock };
         project.report = takes::check_files(&project.conn, &project.dir)?;
         Ok(project)
+    }
+
+    /// Rebuilds a lost database (missing or empty, with take files beside it) from the records
+    /// the take files carry ([`rebuild`]); the lost file is kept as `project.db.lost-…`. A
+    /// database that is present is left alone: there is nothing to rebuild.
+    pub fn rebuild(dir: impl AsRef<Path>) -> Result<rebuild::RebuildReport> {
+        let dir = dir.as_ref().to_path_buf();
+        let _lock = lock_project(&dir)?;
+        if refuse_lost_database(&dir).is_ok() {
+            let db = dir.join(DB_FILE);
+            return Err(StoreError::InvalidInput(
+                if fs::metadata(&db).is_ok_and(|m| m.len() > 0) {
+                    format!("--rebuild: {} is present; there is nothing to rebuild", db.display())
+                } else {
+                    format!("--rebuild: {} has no take files to rebuild from", dir.display())
+                },
+            ));
+        }
+        let lost_database = rebuild::move_lost_database(&dir)?;
+        let mut conn = db::open(&dir.join(DB_FILE))?;
+        let report = rebuild::reattach(&mut conn, &dir)?;
+        Ok(rebuild::RebuildReport { lost_database, ..report })
     }
 
     pub fn dir(&self) -> &Path {
@@ -740,6 +756,21 @@ fn refuse_lost_database(dir: &Path) -> Result<()> {
         return Ok(());
     }
     Err(StoreError::LostDatabase { path: db, take_files: wavs })
+}
+
+/// Creates the project directory if needed and takes its lock.
+fn lock_project(dir: &Path) -> Result<File> {
+    fs::create_dir_all(dir.join(TAKES_DIR))
+        .map_err(|e| StoreError::io("creating project directory", dir, e))?;
+    let lock_path = dir.join(LOCK_FILE);
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| StoreError::io("opening lock file", &lock_path, e))?;
+    lock_with_grace(&lock).map_err(|_| StoreError::Locked { path: dir.to_path_buf() })?;
+    Ok(lock)
 }
 
 /// Takes the project lock, retrying for up to a second: a process that forked while it held

@@ -14,26 +14,27 @@ use rusqlite::{Connection, params};
 use sha2::{Digest, Sha256};
 
 use super::db::{now_ms, parse_hash};
+use super::rebuild::{self, SegmentIdentity, TakeFileRecord};
 use super::{
     ORPHANS_DIR, OpenReport, Project, QUARANTINE_DIR, Result, SAMPLE_RATE_HZ, SegmentKey,
     StoreError, TAKES_DIR, TakeInfo, TakeStatus,
 };
-use crate::engine::protocol::{Take, TakeId};
+use crate::engine::protocol::{Take, TakeId, TakeRecord};
 
-/// Writes a take's samples to a file and makes them durable. The store uses [`FsWriter`];
-/// tests inject failures (a full disk) through this trait.
+/// Writes a take's samples and its record ([`super::rebuild`]) to a file and makes them
+/// durable. The store uses [`FsWriter`]; tests inject failures (a full disk) through this trait.
 pub trait TakeWriter {
-    fn write_wav(&mut self, path: &Path, samples: &[f32]) -> io::Result<()>;
+    fn write_wav(&mut self, path: &Path, samples: &[f32], record: &[u8]) -> io::Result<()>;
 }
 
 /// The real writer: a 32-bit float WAV, fsynced before returning.
 pub struct FsWriter;
 
 impl TakeWriter for FsWriter {
-    fn write_wav(&mut self, path: &Path, samples: &[f32]) -> io::Result<()> {
+    fn write_wav(&mut self, path: &Path, samples: &[f32], record: &[u8]) -> io::Result<()> {
         let file = File::create(path)?;
         let mut buf = BufWriter::new(file);
-        write_wav_to(&mut buf, samples)?;
+        write_wav_to(&mut buf, samples, record)?;
         let file = buf.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()
     }
@@ -49,13 +50,18 @@ pub fn take_spec() -> hound::WavSpec {
     }
 }
 
-/// Writes `samples` as a take WAV into any seekable writer.
-pub fn write_wav_to<W: Write + Seek>(w: &mut W, samples: &[f32]) -> io::Result<()> {
-    let mut wav = hound::WavWriter::new(w, take_spec()).map_err(hound_to_io)?;
+/// Writes `samples` as a take WAV into any seekable writer, followed by the take's `record`
+/// as a RIFF chunk (none when empty).
+pub fn write_wav_to<W: Write + Seek>(w: &mut W, samples: &[f32], record: &[u8]) -> io::Result<()> {
+    let mut wav = hound::WavWriter::new(&mut *w, take_spec()).map_err(hound_to_io)?;
     for &s in samples {
         wav.write_sample(s).map_err(hound_to_io)?;
     }
-    wav.finalize().map_err(hound_to_io)
+    wav.finalize().map_err(hound_to_io)?;
+    if !record.is_empty() {
+        rebuild::append_chunk(w, rebuild::RECORD_CHUNK, record)?;
+    }
+    Ok(())
 }
 
 fn hound_to_io(e: hound::Error) -> io::Error {
@@ -112,9 +118,26 @@ pub(crate) fn save_group(
     for (_, take) in group {
         check_finite(take)?;
     }
+    let created_ms = now_ms();
+    let mut hashes = Vec::with_capacity(group.len());
+    let mut records = Vec::with_capacity(group.len());
+    for (key, take) in group {
+        let hash = audio_hash(&take.samples);
+        let identity = SegmentIdentity::of(&project.conn, *key).map_err(|e| project.sql_err(e))?;
+        let row = NewRow {
+            engine_take_id: take.id,
+            record: &take.record,
+            audio_hash: &hash,
+            rel_path: "",
+            num_samples: take.samples.len() as u64,
+            created_ms,
+        };
+        records.push(TakeFileRecord::new(identity, &row).to_bytes());
+        hashes.push(hash);
+    }
     let mut written: Vec<WrittenFile> = Vec::with_capacity(group.len());
-    for (_, take) in group {
-        match write_file(project, &take.samples, writer) {
+    for (((_, take), hash), record) in group.iter().zip(hashes).zip(&records) {
+        match write_file(project, &take.samples, hash, record, writer) {
             Ok(f) => written.push(f),
             Err(e) => {
                 remove_files(&written);
@@ -128,7 +151,7 @@ pub(crate) fn save_group(
         return Err(StoreError::io("syncing take directory", &takes_dir, e));
     }
     fault_point(FaultPoint::BeforeGroupCommit);
-    match insert_rows(&mut project.conn, group, &written) {
+    match insert_rows(&mut project.conn, group, &written, created_ms) {
         Ok(ids) => Ok(ids),
         Err(e) => {
             // No rows: the files would be orphans; remove them now rather than at next open.
@@ -152,14 +175,15 @@ fn check_finite(take: &Take) -> Result<()> {
 fn write_file(
     project: &Project,
     samples: &[f32],
+    hash: String,
+    record: &[u8],
     writer: &mut dyn TakeWriter,
 ) -> Result<WrittenFile> {
-    let hash = audio_hash(samples);
     let name = format!("{}-{:016x}.wav", &hash[..16], rand::random::<u64>());
     let takes_dir = project.dir.join(TAKES_DIR);
     let tmp = takes_dir.join(format!(".{name}.tmp"));
     let path = takes_dir.join(&name);
-    if let Err(e) = writer.write_wav(&tmp, samples) {
+    if let Err(e) = writer.write_wav(&tmp, samples, record) {
         let _ = fs::remove_file(&tmp);
         return Err(StoreError::io("writing take file", &tmp, e));
     }
@@ -204,24 +228,43 @@ fn insert_rows(
     conn: &mut Connection,
     group: &[(SegmentKey, &Take)],
     written: &[WrittenFile],
+    created_ms: i64,
 ) -> rusqlite::Result<Vec<TakeId>> {
     let tx = conn.transaction()?;
     let mut ids = Vec::with_capacity(group.len());
     for ((key, take), file) in group.iter().zip(written) {
-        ids.push(insert_row(&tx, *key, take, &file.hash, &file.rel_path)?);
+        let row = NewRow {
+            engine_take_id: take.id,
+            record: &take.record,
+            audio_hash: &file.hash,
+            rel_path: &file.rel_path,
+            num_samples: take.samples.len() as u64,
+            created_ms,
+        };
+        ids.push(insert_row(&tx, *key, &row)?);
     }
     tx.commit()?;
     Ok(ids)
 }
 
-fn insert_row(
+/// A take row to insert.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NewRow<'a> {
+    pub engine_take_id: u64,
+    pub record: &'a TakeRecord,
+    pub audio_hash: &'a str,
+    /// The file's path relative to the project directory.
+    pub rel_path: &'a str,
+    pub num_samples: u64,
+    pub created_ms: i64,
+}
+
+pub(crate) fn insert_row(
     tx: &rusqlite::Transaction<'_>,
     key: SegmentKey,
-    take: &Take,
-    hash: &str,
-    rel_path: &str,
+    row: &NewRow<'_>,
 ) -> rusqlite::Result<TakeId> {
-    let r = &take.record;
+    let r = row.record;
     let record_json = serde_json::to_string(r)
         .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
     let group_json = serde_json::to_string(&r.group)
@@ -237,7 +280,7 @@ fn insert_row(
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'ok', ?14, ?15, ?16)",
         params![
             key,
-            take.id as i64,
+            row.engine_take_id as i64,
             r.seed as i64,
             r.nfe as i64,
             precision,
@@ -246,11 +289,11 @@ fn insert_row(
             r.timings.lm_s,
             r.timings.flow_s,
             r.timings.vocoder_s,
-            hash,
-            rel_path,
-            take.samples.len() as i64,
+            row.audio_hash,
+            row.rel_path,
+            row.num_samples as i64,
             record_json,
-            now_ms(),
+            row.created_ms,
             content_key
         ],
     )?;
@@ -326,7 +369,8 @@ pub(crate) fn restore_file(
         ".{}",
         tmp.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
     ));
-    if let Err(e) = writer.write_wav(&tmp, samples) {
+    let record = restored_record(project, id, &info).map_err(|e| project.sql_err(e))?;
+    if let Err(e) = writer.write_wav(&tmp, samples, &record.to_bytes()) {
         let _ = fs::remove_file(&tmp);
         return Err(StoreError::io("writing take file", &tmp, e));
     }
@@ -339,6 +383,29 @@ pub(crate) fn restore_file(
         .execute("UPDATE takes SET status = 'ok' WHERE id = ?1", [id as i64])
         .map_err(|e| project.sql_err(e))?;
     Ok(())
+}
+
+/// The record a restored take file carries: the row's, as the original file carried it.
+fn restored_record(
+    project: &Project,
+    id: TakeId,
+    info: &TakeInfo,
+) -> rusqlite::Result<TakeFileRecord> {
+    let (key, engine_take_id, created_ms): (i64, i64, i64) = project.conn.query_row(
+        "SELECT segment_key, engine_take_id, created_ms FROM takes WHERE id = ?1",
+        [id as i64],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let identity = SegmentIdentity::of(&project.conn, key)?;
+    let row = NewRow {
+        engine_take_id: engine_take_id as u64,
+        record: &info.record,
+        audio_hash: &info.audio_hash,
+        rel_path: "",
+        num_samples: info.num_samples,
+        created_ms,
+    };
+    Ok(TakeFileRecord::new(identity, &row))
 }
 
 /// Takes matching `cond` (an SQL condition on `takes` with one parameter `?1`), by id.
