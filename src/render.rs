@@ -234,7 +234,10 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
             Ok(())
         });
         handle.shutdown();
-        result?;
+        let failed = result?;
+        if !failed.is_empty() {
+            bail!(failure_message(session.segments(), &failed, work.len()));
+        }
         if let Some(s) = report.first_audio_s {
             eprintln!("first audio after {s:.2} s");
         }
@@ -357,15 +360,34 @@ fn joined_segments(
     Ok(out)
 }
 
-/// Waits for one take per segment, handing each to `on_take` as it arrives with the seconds
-/// since the wait began; fails on the first failed segment (takes handed over before stay
-/// handed over).
+/// What a render says when segments failed: which (number, line, text) and why, and that the
+/// other takes are kept.
+fn failure_message(segments: &[PlannedSegment], failed: &[(u64, String)], asked: usize) -> String {
+    let mut lines = vec![format!(
+        "{} of {asked} segment(s) failed; no output written. The {} other take(s) are saved in \
+         the project: render again to retry only the failed ones",
+        failed.len(),
+        asked - failed.len()
+    )];
+    for (id, why) in failed {
+        let where_ = match segments.iter().find(|s| s.key as u64 == *id) {
+            Some(s) => format!("segment {} at line {}", s.position + 1, s.span.0),
+            None => format!("segment key {id}"),
+        };
+        lines.push(format!("  {where_}: {why}"));
+    }
+    lines.join("\n")
+}
+
+/// Waits for one take or failure per segment, handing each take to `on_take` as it arrives
+/// with the seconds since the wait began. A failed segment does not stop the others: the
+/// failures are returned, with why, once every segment is done or failed.
 fn collect_takes(
     rx: &std::sync::mpsc::Receiver<EngineEvent>,
     n_segments: usize,
     progress: bool,
     mut on_take: impl FnMut(&Take, f64) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Vec<(u64, String)>> {
     let bar = if progress { ProgressBar::new(n_segments as u64) } else { ProgressBar::hidden() };
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} segments · {msg} · ETA {eta}")
@@ -373,8 +395,9 @@ fn collect_takes(
     );
     let started = Instant::now();
     let mut done = std::collections::HashSet::new();
+    let mut failed = Vec::new();
     let mut audio_s = 0.0;
-    while done.len() < n_segments {
+    while done.len() + failed.len() < n_segments {
         let event = match rx.recv_timeout(Duration::from_secs(3600)) {
             Ok(e) => e,
             Err(_) => bail!("the engine stopped before every segment was rendered"),
@@ -392,15 +415,15 @@ fn collect_takes(
                 bar.set_position(done.len() as u64);
             }
             EngineEvent::SegmentState { id, state: SegmentState::Failed(why) } => {
-                bar.abandon();
-                bail!("segment {id} failed: {why}");
+                bar.println(format!("a segment failed: {why}"));
+                failed.push((id, why));
             }
             EngineEvent::Log(line) => bar.println(line),
             _ => {}
         }
     }
     bar.finish();
-    Ok(())
+    Ok(failed)
 }
 
 /// Joins takes and pauses into one signal per output file and writes them atomically.

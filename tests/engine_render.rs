@@ -247,3 +247,76 @@ fn lanes_and_group_size_never_change_tokens_and_audio_follows_group_composition(
     }
     assert!(big_1.iter().any(|t| t.record.group.segment_ids.len() > 1));
 }
+
+/// The fake backend, with its `fail_call`-th flow call failing (a device error in one group).
+struct FlakyFlow {
+    inner: FakeBackend,
+    calls: usize,
+    fail_call: usize,
+}
+
+impl lectern::engine::SynthBackend for FlakyFlow {
+    fn lm_generate(
+        &mut self,
+        voice: &str,
+        jobs: &[lectern::engine::LmJob],
+    ) -> lectern::engine::Result<Vec<Vec<u32>>> {
+        self.inner.lm_generate(voice, jobs)
+    }
+    fn flow_group(
+        &mut self,
+        voice: &str,
+        tokens: &[Vec<u32>],
+        nfe: usize,
+    ) -> lectern::engine::Result<lectern::engine::Mel> {
+        self.calls += 1;
+        if self.calls == self.fail_call {
+            let why = format!("simulated device error in flow call {}", self.calls);
+            return Err(lectern::engine::EngineError::Backend(why));
+        }
+        self.inner.flow_group(voice, tokens, nfe)
+    }
+    fn vocode(&mut self, mel: &lectern::engine::Mel) -> lectern::engine::Result<Vec<f32>> {
+        self.inner.vocode(mel)
+    }
+    fn synchronize(&self) -> lectern::engine::Result<()> {
+        self.inner.synchronize()
+    }
+    fn kv_lane_memory(&self) -> Vec<lectern::engine::protocol::LaneMemory> {
+        self.inner.kv_lane_memory()
+    }
+    fn describe(&self) -> lectern::engine::BackendInfo {
+        self.inner.describe()
+    }
+}
+
+/// A backend error in one group fails that group's segment, names the error, and the engine
+/// goes on with the rest — and renders the failed segment when it is asked again.
+#[test]
+fn a_backend_error_in_one_segment_fails_it_and_the_engine_goes_on() {
+    let backend = FlakyFlow { inner: FakeBackend::new(), calls: 0, fail_call: 3 };
+    // Group target 0: one segment per flow group, so exactly one segment meets the error.
+    let h = Engine::spawn(backend, "narrator", params(4, 0));
+    let segments = manuscript(8);
+    h.tx.send(Request::Enqueue(segments.clone())).unwrap();
+    let events = until_idle(&h);
+    let failed: Vec<(u64, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::SegmentState { id, state: SegmentState::Failed(why) } => {
+                Some((*id, why.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(failed[0].1.contains("simulated device error"), "{failed:?}");
+    let done = ids(&takes(&events));
+    assert_eq!(done.len(), 7);
+    assert!(!done.contains(&failed[0].0));
+    // Asked again, the failed segment renders.
+    let again: Vec<SegmentSpec> = segments.into_iter().filter(|s| s.id == failed[0].0).collect();
+    h.tx.send(Request::Enqueue(again)).unwrap();
+    assert_eq!(ids(&takes(&until_idle(&h))), vec![failed[0].0]);
+    h.shutdown();
+}

@@ -425,3 +425,27 @@ fn a_lost_database_is_refused_then_rebuilt_from_the_take_files() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("nothing to rebuild"), "{}", stderr(&o));
 }
+
+/// A segment whose flow fails (an injected device error) does not stop the render: the other
+/// segments are rendered and saved, the run exits non-zero naming the failed segment (number
+/// and line) and writes no output; the next render renders only that segment.
+#[test]
+fn a_failed_segment_is_named_and_the_rest_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "One bird sang.\n\nTwo dogs barked.\n\nThree cats slept.\n\nFour owls watched.\n";
+    let book = write(dir.path(), "book.txt", text);
+    let (out, rep) = (dir.path().join("book.wav"), dir.path().join("report.json"));
+    let mut cmd = lectern();
+    cmd.arg("render").arg(&book).arg("-o").arg(&out).arg("--quiet");
+    cmd.args(["--group-target", "0"]).env("LECTERN_FAULT", "fail-flow-call:2");
+    let o = cmd.output().unwrap();
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("1 of 4 segment(s) failed"), "{err}");
+    assert!(err.contains("injected fault in flow call 2"), "{err}");
+    assert!(err.contains("at line"), "{err}");
+    assert!(!out.exists(), "no output with a segment missing");
+    assert_eq!(take_files(&dir.path().join("book.lectern")), 3);
+    let again = ok_report(&render(&book, &out, &rep, &["--group-target", "0"]), &rep);
+    assert_eq!((n(&again["reused"]), n(&again["rendered"])), (3, 1));
+}

@@ -655,6 +655,7 @@ impl<B: SynthBackend> Worker<B> {
             self.state(id, SegmentState::Flow);
         }
         let timer = StageTimer::start(|| self.backend.synchronize())?;
+        injected_flow_fault()?;
         let mel = self.backend.flow_group(&self.voice, tokens, nfe)?;
         let flow_s = timer.stop(|| self.backend.synchronize())?;
         if mel.frames != n_tokens * TOKEN_MEL_RATIO {
@@ -751,4 +752,20 @@ impl<B: SynthBackend> Worker<B> {
         let sample = self.telemetry.group_done(fig, self.kv_lanes.clone(), memory);
         self.emit(EngineEvent::Telemetry(sample));
     }
+}
+
+/// Test-only fault injection: with `LECTERN_FAULT=fail-flow-call:N` in the environment, the
+/// N-th flow group of the process fails like a device error, so the CLI tests can check that a
+/// render goes on with the other segments and then reports the failed one. Unset, it costs one
+/// environment read per flow group.
+fn injected_flow_fault() -> Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    let Ok(spec) = std::env::var("LECTERN_FAULT") else { return Ok(()) };
+    let Some(n) = spec.strip_prefix("fail-flow-call:") else { return Ok(()) };
+    let call = CALLS.fetch_add(1, Ordering::SeqCst) + 1;
+    if n.trim().parse::<u64>().is_ok_and(|n| n == call) {
+        return Err(EngineError::Backend(format!("injected fault in flow call {call}")));
+    }
+    Ok(())
 }
