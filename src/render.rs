@@ -101,11 +101,13 @@ pub struct RenderReport {
     pub wall_s: f64,
 }
 
-/// A chosen take's audio and what the report says of it.
-struct TakeAudio {
+/// A segment's chosen take, as the output and the report need it (its samples are read, and
+/// checked against their hash, only while its stretch of the output is written).
+struct ChosenTake {
+    id: crate::engine::protocol::TakeId,
     tokens: usize,
     seed: u64,
-    samples: Vec<f32>,
+    num_samples: u64,
     reused: bool,
 }
 
@@ -244,10 +246,11 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     }
 
     // The output comes from the store's chosen takes, exactly what export would use.
-    let takes = chosen_audio(&mut session, &rendered_keys)?;
+    let takes = chosen_takes(&session, &rendered_keys)?;
     report.segments = joined_segments(session.segments(), &takes)?;
-    report.files =
-        write_outputs(opts, &book, &report.segments, session.segments(), &takes, lead_in_samples)?;
+    let planned = session.segments().to_vec();
+    let output = Output { rendered: &report.segments, planned: &planned, takes: &takes };
+    report.files = write_outputs(opts, &book, &output, &mut session, lead_in_samples)?;
     let total: usize = report.files.iter().map(|f| f.1).sum();
     report.audio_s = total as f64 / f64::from(SAMPLE_RATE_HZ);
     report.wall_s = started.elapsed().as_secs_f64();
@@ -303,46 +306,45 @@ fn planned_segments(book: &Manuscript) -> Vec<RenderedSegment> {
     out
 }
 
-/// Loads every segment's chosen take from the store (checked against its audio hash).
-fn chosen_audio(
-    session: &mut Session,
+/// Every segment's chosen take (records only; no samples are read here).
+fn chosen_takes(
+    session: &Session,
     rendered: &HashSet<SegmentKey>,
-) -> anyhow::Result<HashMap<SegmentKey, TakeAudio>> {
+) -> anyhow::Result<HashMap<SegmentKey, ChosenTake>> {
     let mut out = HashMap::new();
-    let keys: Vec<SegmentKey> = session.segments().iter().map(|s| s.key).collect();
-    for key in keys {
+    for s in session.segments() {
         let info = session
             .project()
-            .chosen_of_key(key)?
-            .with_context(|| format!("segment {key} has no chosen take"))?;
-        let samples = session.load_samples(info.id)?;
+            .chosen_of_key(s.key)?
+            .with_context(|| format!("segment {} has no chosen take", s.position + 1))?;
         out.insert(
-            key,
-            TakeAudio {
+            s.key,
+            ChosenTake {
+                id: info.id,
                 tokens: info.record.tokens.len(),
                 seed: info.record.seed,
-                samples,
-                reused: !rendered.contains(&key),
+                num_samples: info.num_samples,
+                reused: !rendered.contains(&s.key),
             },
         );
     }
     Ok(out)
 }
 
-/// The output's segments in manuscript order; checks each take is exactly tokens × 960.
+/// What the report says of each segment; checks each take's length against its tokens.
 fn joined_segments(
     segments: &[PlannedSegment],
-    takes: &HashMap<SegmentKey, TakeAudio>,
+    takes: &HashMap<SegmentKey, ChosenTake>,
 ) -> anyhow::Result<Vec<RenderedSegment>> {
     let mut out = Vec::new();
     for s in segments {
         let take =
             takes.get(&s.key).with_context(|| format!("no take for segment {}", s.position))?;
-        if take.samples.len() != take.tokens * SAMPLES_PER_TOKEN {
+        let samples = take.num_samples as usize;
+        if samples != take.tokens * SAMPLES_PER_TOKEN {
             bail!(
-                "the take of segment {} has {} samples for {} tokens (expected {})",
+                "the take of segment {} has {samples} samples for {} tokens (expected {})",
                 s.position,
-                take.samples.len(),
                 take.tokens,
                 take.tokens * SAMPLES_PER_TOKEN
             );
@@ -351,7 +353,7 @@ fn joined_segments(
             id: s.position,
             chapter: s.chapter,
             tokens: take.tokens,
-            samples: take.samples.len(),
+            samples,
             pause_samples: master::ms_to_samples(s.pause_after_ms),
             reused: take.reused,
             seed: take.seed,
@@ -426,36 +428,48 @@ fn collect_takes(
     Ok(failed)
 }
 
-/// Joins takes and pauses into one signal per output file and writes them atomically.
+/// The output's segments: what the report says of them, the plan, and their chosen takes.
+struct Output<'a> {
+    rendered: &'a [RenderedSegment],
+    planned: &'a [PlannedSegment],
+    takes: &'a HashMap<SegmentKey, ChosenTake>,
+}
+
+impl Output<'_> {
+    /// The segments of one chapter (all of them for `None`).
+    fn members(&self, chapter: Option<usize>) -> Vec<(&RenderedSegment, &PlannedSegment)> {
+        self.rendered
+            .iter()
+            .zip(self.planned)
+            .filter(|(r, _)| chapter.is_none_or(|c| r.chapter == c))
+            .collect()
+    }
+}
+
+/// Writes the output file(s), streaming: one take's samples in memory at a time, so a long
+/// book renders in bounded memory.
 fn write_outputs(
     opts: &RenderOptions,
     book: &Manuscript,
-    rendered: &[RenderedSegment],
-    planned: &[PlannedSegment],
-    takes: &HashMap<SegmentKey, TakeAudio>,
+    output: &Output<'_>,
+    session: &mut Session,
     lead_in_samples: usize,
 ) -> anyhow::Result<Vec<(PathBuf, usize)>> {
-    let mut outputs: Vec<(PathBuf, Vec<f32>)> = Vec::new();
-    let members = |chapter: Option<usize>| -> Vec<(&RenderedSegment, &PlannedSegment)> {
-        rendered
-            .iter()
-            .zip(planned)
-            .filter(|(r, _)| chapter.is_none_or(|c| r.chapter == c))
+    let files: Vec<(PathBuf, Option<usize>, usize)> = if opts.split_chapters {
+        (0..book.chapters.len())
+            .map(|c| {
+                (chapter_path(&opts.out, c + 1), Some(c), if c == 0 { lead_in_samples } else { 0 })
+            })
             .collect()
-    };
-    if opts.split_chapters {
-        for chapter in 0..book.chapters.len() {
-            let lead = if chapter == 0 { lead_in_samples } else { 0 };
-            let joined = join(&members(Some(chapter)), takes, lead);
-            outputs.push((chapter_path(&opts.out, chapter + 1), joined));
-        }
     } else {
-        outputs.push((opts.out.clone(), join(&members(None), takes, lead_in_samples)));
-    }
+        vec![(opts.out.clone(), None, lead_in_samples)]
+    };
     let mut written = Vec::new();
-    for (path, samples) in outputs {
-        write_atomically(&path, &samples)?;
-        written.push((path, samples.len()));
+    for (path, chapter, lead_in) in files {
+        let members = output.members(chapter);
+        let n =
+            write_atomically(&path, |w| write_master(w, &members, output.takes, session, lead_in))?;
+        written.push((path, n));
     }
     Ok(written)
 }
@@ -467,32 +481,50 @@ pub fn chapter_path(out: &Path, chapter: usize) -> PathBuf {
     out.with_file_name(format!("{stem}-{chapter:02}.{ext}"))
 }
 
-/// The master of these segments: the lead-in, then each take with its pause
-/// ([`master::segment_master`]).
-fn join(
+/// Writes the master of these segments: the lead-in, then each take with its pause
+/// ([`master::segment_master`]). Returns the samples written.
+fn write_master<W: std::io::Write + std::io::Seek>(
+    w: &mut hound::WavWriter<W>,
     members: &[(&RenderedSegment, &PlannedSegment)],
-    takes: &HashMap<SegmentKey, TakeAudio>,
+    takes: &HashMap<SegmentKey, ChosenTake>,
+    session: &mut Session,
     lead_in: usize,
-) -> Vec<f32> {
-    let mut out = Vec::new();
+) -> anyhow::Result<usize> {
+    let mut n = 0;
+    if members.is_empty() {
+        for _ in 0..lead_in {
+            w.write_sample(0.0f32)?;
+        }
+        return Ok(lead_in);
+    }
     for (i, (r, p)) in members.iter().enumerate() {
         let lead = if i == 0 { lead_in } else { 0 };
-        out.extend(master::segment_master(&takes[&p.key].samples, lead, r.pause_samples));
+        let samples = session.load_samples(takes[&p.key].id)?;
+        for x in master::segment_master(&samples, lead, r.pause_samples) {
+            w.write_sample(x)?;
+            n += 1;
+        }
     }
-    if members.is_empty() {
-        out.resize(lead_in, 0.0);
-    }
-    out
+    Ok(n)
 }
 
-/// Writes `samples` to `path.partial`, then renames it over `path`.
-fn write_atomically(path: &Path, samples: &[f32]) -> anyhow::Result<()> {
+/// Writes a 24 kHz f32 WAV to `path.partial.wav` through `write`, then renames it over
+/// `path`. Returns what `write` returns.
+fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(
+        &mut hound::WavWriter<std::io::BufWriter<std::fs::File>>,
+    ) -> anyhow::Result<usize>,
+) -> anyhow::Result<usize> {
     let tmp = path.with_extension("partial.wav");
-    let result = wav::write(&tmp, samples, WavFormat::F32)
-        .with_context(|| format!("writing {}", tmp.display()))
-        .and_then(|()| {
-            std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
-        });
+    let result = (|| {
+        let mut w = hound::WavWriter::create(&tmp, wav::spec(WavFormat::F32))
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        let n = write(&mut w).with_context(|| format!("writing {}", tmp.display()))?;
+        w.finalize().with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+        Ok(n)
+    })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
