@@ -419,3 +419,127 @@ fn sigterm_quits_like_q_and_restores_the_terminal() {
     // The playback file was finalised: a valid WAV header whatever was played.
     assert!(hound::WavReader::open(&wav).is_ok(), "playback file not finalised");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Soak: 1,000 segments through `render` and through the workstation on the tiny model, with the
+// process's resident memory sampled as takes land. Minutes long, so ignored by default:
+//   cargo test --test e2e_tmux soak -- --ignored --nocapture
+// Each asserts RSS at take 1,000 within 50 MiB of RSS at take 200 and prints the figures.
+
+/// One RSS sample: take files in the project, resident KiB, seconds since the start.
+#[derive(Debug, Clone, Copy)]
+struct RssSample {
+    takes: usize,
+    rss_kib: u64,
+    t: f64,
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn finished_takes(project: &Path) -> usize {
+    std::fs::read_dir(project.join("takes")).map_or(0, |d| {
+        d.filter_map(Result::ok)
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".wav"))
+            .count()
+    })
+}
+
+/// Samples `pid` every 200 ms until `done` or the process is gone.
+fn sample_rss(pid: u32, project: &Path, done: impl Fn(usize) -> bool) -> Vec<RssSample> {
+    let start = Instant::now();
+    let mut samples = Vec::new();
+    while let Some(rss_kib) = rss_kib(pid) {
+        let takes = finished_takes(project);
+        samples.push(RssSample { takes, rss_kib, t: start.elapsed().as_secs_f64() });
+        if done(takes) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(3600), "soak took over an hour");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    samples
+}
+
+/// RSS at the first sample with at least 200 and with at least 1,000 takes, the peak; asserts
+/// the 50 MiB bound and prints the figures.
+fn check_soak(what: &str, samples: &[RssSample]) {
+    let at = |n: usize| samples.iter().find(|s| s.takes >= n).copied();
+    let (Some(s200), Some(s1000)) = (at(200), at(1000)) else {
+        panic!("{what}: the soak did not reach 1,000 takes: {:?}", samples.last());
+    };
+    let peak = samples.iter().map(|s| s.rss_kib).max().unwrap_or(0);
+    let growth_mib = (s1000.rss_kib as f64 - s200.rss_kib as f64) / 1024.0;
+    eprintln!(
+        "soak {what}: RSS {:.1} MiB at take {} ({:.0} s), {:.1} MiB at take {} ({:.0} s), \
+         growth {growth_mib:+.1} MiB, peak {:.1} MiB, {} samples",
+        s200.rss_kib as f64 / 1024.0,
+        s200.takes,
+        s200.t,
+        s1000.rss_kib as f64 / 1024.0,
+        s1000.takes,
+        s1000.t,
+        peak as f64 / 1024.0,
+        samples.len()
+    );
+    assert!(growth_mib <= 50.0, "{what}: RSS grew {growth_mib:.1} MiB from take 200 to 1,000");
+}
+
+/// 1,000 one-sentence paragraphs (each its own segment), all different.
+fn soak_book(dir: &Path) -> PathBuf {
+    let words = ["lamp", "keeper", "stairs", "rain", "roof", "night", "page", "river", "stone"];
+    let mut text = String::new();
+    for i in 0..1000usize {
+        let sentence: Vec<&str> = (0..6).map(|k| words[(i * 7 + k * 3 + i / 9) % 9]).collect();
+        text.push_str(&format!("Line {}: the {}.\n\n", i + 1, sentence.join(" ")));
+    }
+    let book = dir.join("book.txt");
+    std::fs::write(&book, text).unwrap();
+    book
+}
+
+#[test]
+#[ignore = "soak: minutes long; run with --ignored"]
+fn soak_render_1000_segments_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = soak_book(dir.path());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lectern"))
+        .arg("render")
+        .arg(&book)
+        .arg("-o")
+        .arg(dir.path().join("book.wav"))
+        .arg("--quiet")
+        .env("LECTERN_VOICES", "/nonexistent-lectern-voices")
+        .spawn()
+        .unwrap();
+    let project = dir.path().join("book.lectern");
+    let samples = sample_rss(child.id(), &project, |_| false);
+    assert!(child.wait().unwrap().success());
+    check_soak("render", &samples);
+}
+
+#[test]
+#[ignore = "soak: minutes long; run with --ignored"]
+fn soak_workstation_1000_segments_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = soak_book(dir.path());
+    let status = dir.path().join("status");
+    let wav = dir.path().join("play.wav");
+    let tmux = Tmux::named("soak");
+    let script = lectern_script(&[&book], &format!("--fallback-wav {}", quote(&wav)), &status);
+    tmux.open(dir.path(), &script);
+    tmux.wait_for("the workstation", |s| s.contains("segments"));
+    let shell = tmux.cmd(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
+    let shell = String::from_utf8_lossy(&shell.stdout).trim().to_string();
+    let pid = Command::new("pgrep").args(["-P", &shell, "lectern"]).output().unwrap();
+    let pid: u32 = String::from_utf8_lossy(&pid.stdout).trim().parse().expect("lectern's pid");
+    let project = dir.path().join("book.lectern");
+    let samples = sample_rss(pid, &project, |takes| takes >= 1000);
+    tmux.keys("q");
+    let s = tmux.close_after_exit();
+    assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0", "{s}");
+    check_soak("workstation", &samples);
+}

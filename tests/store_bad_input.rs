@@ -327,3 +327,22 @@ fn a_lost_database_is_rebuilt_from_the_take_files() {
     let err = Project::rebuild(&dir).unwrap_err();
     assert!(err.to_string().contains("nothing to rebuild"), "{err}");
 }
+
+/// A take row whose record is not valid JSON: the error names the take, its segment (number,
+/// line, text) and the way back (`--rebuild` from the take files).
+#[test]
+fn a_broken_take_record_names_the_take_and_its_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = saved_project(tmp.path());
+    let p = Project::open(tmp.path()).unwrap();
+    p.connection()
+        .execute("UPDATE takes SET record = '{broken' WHERE id = ?1", [ids[1] as i64])
+        .unwrap();
+    // Store ids start at 1 here: the second segment has id 2, shown as segment 3, on line 2.
+    let err = p.takes_of(2).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    let message = err.to_string();
+    assert!(message.contains(&format!("take {}", ids[1])), "{message}");
+    assert!(message.contains("segment 3 at line 2"), "{message}");
+    assert!(message.contains("--rebuild"), "{message}");
+}

@@ -518,3 +518,73 @@ fn keymap_patch_rebinds_and_unbinds() {
     assert!(km.patch("[bindings]\n\"x\" = \"fly\"\n").is_err());
     assert!(km.patch("[bindings]\n\"superkey\" = \"quit\"\n").is_err());
 }
+
+/// A book that renders faster than it plays is not queued whole: the player is handed about
+/// 20 s ahead of the playhead, at most 32 takes keep their samples, and the rest are read again
+/// from the project when the playhead reaches them (the 1,000-segment soak held ~170 MB in the
+/// player's queue and as much again in loaded takes before this).
+#[test]
+fn playback_runs_ahead_a_bounded_stretch_and_loaded_takes_are_bounded() {
+    let texts: Vec<String> = (0..100).map(|i| format!("segment {i}")).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let mut app = app_with(&refs);
+    app.update(code(KeyCode::Enter));
+    app.drain_audio();
+    // Every take arrives (4 s each), far faster than it plays.
+    for i in 0..100 {
+        let id = app.rows[i].id;
+        app.update(Msg::Saved {
+            segment: id,
+            take: Box::new(entry(1000 + i as u64, id, 1, 100, true)),
+            restored: false,
+        });
+    }
+    let handed: Vec<u64> = app
+        .drain_audio()
+        .iter()
+        .filter_map(|c| match c {
+            AudioCommand::Enqueue(c) => Some(c.segment_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(handed, [1, 2, 3, 4, 5], "20 s ahead: five 4-second takes");
+    let loaded = app.rows.iter().flat_map(|r| &r.takes).filter(|t| t.samples.is_some()).count();
+    assert_eq!(loaded, 32);
+    // The playhead reaches segment 3: the player is handed more, and the takes that were
+    // unloaded are asked for again.
+    let status = PlayerStatus {
+        state: PlayState::Playing,
+        now_playing: Some(NowPlaying {
+            take_id: 1002,
+            segment_id: 3,
+            pos_samples: 0,
+            len_samples: 96_000,
+        }),
+        queued: 2,
+        ..PlayerStatus::default()
+    };
+    let cmds = app.update(Msg::Player(status));
+    let loads = cmds.iter().filter(|c| matches!(c, Command::Load { .. })).count();
+    assert_eq!(loads, 1, "{cmds:?}");
+    assert!(app.drain_audio().is_empty(), "segment 6 waits for its samples");
+    let Command::Load { segment, take } =
+        cmds.iter().find(|c| matches!(c, Command::Load { .. })).unwrap()
+    else {
+        unreachable!()
+    };
+    assert_eq!(*segment, 6);
+    app.update(Msg::Loaded {
+        segment: *segment,
+        take: *take,
+        samples: Arc::new(vec![0.1; 96_000]),
+    });
+    let more: Vec<u64> = app
+        .drain_audio()
+        .iter()
+        .filter_map(|c| match c {
+            AudioCommand::Enqueue(c) => Some(c.segment_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(more, [6], "handed up to 20 s past the playhead again");
+}

@@ -189,6 +189,11 @@ impl StoreError {
                 _ => {}
             }
         }
+        if let rusqlite::Error::FromSqlConversionFailure(_, _, cause) = &e {
+            if let Some(broken) = cause.downcast_ref::<takes::BrokenRecord>() {
+                return Self::Corrupt { path: path.to_path_buf(), detail: broken.to_string() };
+            }
+        }
         Self::Db(e)
     }
 }

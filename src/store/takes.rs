@@ -417,14 +417,26 @@ pub(crate) fn takes_where(
 ) -> rusqlite::Result<Vec<TakeInfo>> {
     let sql = format!(
         "SELECT t.id, t.engine_take_id, t.record, t.audio_hash, t.wav_path, t.num_samples,
-         t.status, s.hash, t.content_key FROM takes t JOIN segments s ON s.key = t.segment_key
+         t.status, s.hash, t.content_key, s.segment_id, s.span_line, s.text
+         FROM takes t JOIN segments s ON s.key = t.segment_key
          WHERE {cond} ORDER BY t.id"
     );
     let mut stmt = conn.prepare(&sql)?;
     stmt.query_map([param], |r| {
         let json: String = r.get(2)?;
         let record = serde_json::from_str(&json).map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e))
+            let broken = BrokenRecord {
+                take: r.get::<_, i64>(0).unwrap_or(-1),
+                segment: r.get::<_, i64>(9).unwrap_or(-1) + 1,
+                line: r.get(10).unwrap_or(0),
+                text: r.get(11).unwrap_or_default(),
+                cause: e.to_string(),
+            };
+            rusqlite::Error::FromSqlConversionFailure(
+                2,
+                rusqlite::types::Type::Text,
+                Box::new(broken),
+            )
         })?;
         let status: String = r.get(6)?;
         Ok(TakeInfo {
@@ -441,6 +453,32 @@ pub(crate) fn takes_where(
     })?
     .collect()
 }
+
+/// A take row whose `record` column is not a readable record, named for the narrator.
+#[derive(Debug, Clone)]
+pub struct BrokenRecord {
+    pub take: i64,
+    /// 1-based segment number (as the workstation and the errors show it).
+    pub segment: i64,
+    pub line: i64,
+    pub text: String,
+    pub cause: String,
+}
+
+impl std::fmt::Display for BrokenRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text: String = self.text.chars().take(40).collect();
+        write!(
+            f,
+            "the record of take {} (segment {} at line {}: \"{text}\") is damaged ({}); its \
+             audio file also carries it: move the project's database aside and run with \
+             --rebuild to restore the records from the take files",
+            self.take, self.segment, self.line, self.cause
+        )
+    }
+}
+
+impl std::error::Error for BrokenRecord {}
 
 /// Reads a take WAV's samples.
 pub fn read_wav(path: &Path) -> std::result::Result<Vec<f32>, hound::Error> {

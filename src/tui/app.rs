@@ -323,7 +323,20 @@ pub struct App {
     loading: HashMap<TakeId, SegmentId>,
     /// Row whose take plays alone once its samples are loaded.
     replay_only: Option<usize>,
+    /// Cues handed to the player in order and not yet finished: (segment, length in samples).
+    handed: VecDeque<(SegmentId, u64)>,
+    /// Takes whose samples are loaded, least recently loaded first ([`LOADED_TAKES_MAX`]).
+    loaded: VecDeque<(SegmentId, TakeId)>,
 }
+
+/// Audio handed to the player ahead of the playhead, 24 kHz samples (20 s): enough to ride
+/// over a slow read, bounded so that a book rendering faster than it plays is not queued
+/// whole in memory (1,000 segments queued at once held ~170 MB).
+const PLAY_AHEAD_SAMPLES: u64 = 20 * 24_000;
+
+/// Takes that keep their samples in memory; older ones are read again from the project when
+/// they play. Bounds the workstation's memory over a book of any length.
+const LOADED_TAKES_MAX: usize = 32;
 
 impl App {
     #[must_use]
@@ -355,6 +368,8 @@ impl App {
             audio_out: Vec::new(),
             search_origin: 0,
             loading: HashMap::new(),
+            handed: VecDeque::new(),
+            loaded: VecDeque::new(),
             replay_only: None,
         }
     }
@@ -491,6 +506,7 @@ impl App {
                 self.loading.remove(&take);
                 if let Some(t) = self.take_mut(segment, take) {
                     t.samples = Some(samples);
+                    self.remember_loaded(segment, take);
                 }
                 match self.replay_only {
                     Some(i) if self.rows.get(i).is_some_and(|r| r.id == segment) => {
@@ -518,7 +534,11 @@ impl App {
                     self.push_log(format!("audio: {}", status.notice.clone().unwrap_or_default()));
                 }
                 self.player = status;
-                self.mark_heard()
+                self.retire_handed();
+                self.advance_playback();
+                let mut out = self.mark_heard();
+                out.extend(self.drain_loads());
+                out
             }
             Msg::EngineGone => {
                 if !self.engine_gone {
@@ -730,7 +750,7 @@ impl App {
             Action::ScrollLogDown => self.log_scroll = self.log_scroll.saturating_sub(1),
             Action::Quit => {
                 self.quit = true;
-                self.audio_out.push(AudioCommand::Stop);
+                self.stop_player();
                 return vec![Command::Engine(Request::Shutdown)];
             }
         }
@@ -827,7 +847,7 @@ impl App {
         if self.rows.is_empty() {
             return;
         }
-        self.audio_out.push(AudioCommand::Stop);
+        self.stop_player();
         self.audio_out.push(AudioCommand::Resume);
         self.replay_only = None;
         self.play_cursor = Some(i);
@@ -837,14 +857,64 @@ impl App {
         }
     }
 
-    /// Hands ready segments at the play cursor to the player, in order.
+    /// Stops the player and forgets what it was handed.
+    fn stop_player(&mut self) {
+        self.audio_out.push(AudioCommand::Stop);
+        self.handed.clear();
+    }
+
+    /// Drops the handed cues the player has finished: those before the one it plays, or all
+    /// when it has stopped with nothing queued.
+    fn retire_handed(&mut self) {
+        match self.player.now_playing {
+            Some(np) => {
+                if self.handed.iter().any(|(s, _)| *s == np.segment_id) {
+                    while self.handed.front().is_some_and(|(s, _)| *s != np.segment_id) {
+                        self.handed.pop_front();
+                    }
+                }
+            }
+            None if self.player.queued == 0 => self.handed.clear(),
+            None => {}
+        }
+    }
+
+    /// Audio handed to the player and not played yet, samples.
+    fn handed_ahead(&self) -> u64 {
+        let total: u64 = self.handed.iter().map(|(_, n)| n).sum();
+        let played = self
+            .player
+            .now_playing
+            .filter(|np| self.handed.front().is_some_and(|(s, _)| *s == np.segment_id));
+        total.saturating_sub(played.map_or(0, |np| np.pos_samples))
+    }
+
+    /// Remembers that a take's samples are loaded; unloads the least recent beyond
+    /// [`LOADED_TAKES_MAX`] (they are read again from the project when they play).
+    fn remember_loaded(&mut self, segment: SegmentId, take: TakeId) {
+        self.loaded.retain(|&(_, t)| t != take);
+        self.loaded.push_back((segment, take));
+        while self.loaded.len() > LOADED_TAKES_MAX {
+            let Some((s, t)) = self.loaded.pop_front() else { break };
+            if let Some(entry) = self.take_mut(s, t) {
+                entry.samples = None;
+            }
+        }
+    }
+
+    /// Hands ready segments at the play cursor to the player, in order, up to
+    /// [`PLAY_AHEAD_SAMPLES`] ahead of the playhead.
     fn advance_playback(&mut self) {
         while let Some(i) = self.play_cursor {
+            if self.handed_ahead() >= PLAY_AHEAD_SAMPLES {
+                break;
+            }
             let Some(row) = self.rows.get(i) else {
                 self.play_cursor = None;
                 break;
             };
             if let Some(cue) = self.cue(i) {
+                self.handed.push_back((cue.segment_id, cue.samples.len() as u64));
                 self.audio_out.push(AudioCommand::Enqueue(cue));
             } else if row.current().is_some() {
                 // Stored, not loaded yet: ask, and wait for it.
@@ -905,10 +975,12 @@ impl App {
             Some(cue) => {
                 self.replay_only = None;
                 self.play_cursor = None;
+                self.handed.clear();
+                self.handed.push_back((cue.segment_id, cue.samples.len() as u64));
                 self.audio_out.push(AudioCommand::Play(cue));
             }
             None => {
-                self.audio_out.push(AudioCommand::Stop);
+                self.stop_player();
                 self.play_cursor = None;
                 self.want_samples(i);
             }
@@ -1022,6 +1094,7 @@ impl App {
     fn on_saved(&mut self, segment: SegmentId, take: Box<TakeEntry>, restored: bool) {
         let take = *take;
         let Some(i) = self.position(segment) else { return };
+        let (id, loaded) = (take.id, take.samples.is_some());
         self.backend.clone_from(&take.record.backend);
         let flag = crate::session::implausible(&self.rows[i].text, take.record.tokens.len());
         let row = &mut self.rows[i];
@@ -1036,6 +1109,9 @@ impl App {
             if !row.has_usable_choice() {
                 row.chosen = Some(row.current_take);
             }
+        }
+        if loaded {
+            self.remember_loaded(segment, id);
         }
         if let Some(why) = flag {
             self.push_log(format!("segment {}: {why}", i + 1));
