@@ -3,7 +3,7 @@
 //! lanes are handed to the flow as soon as they finish, and a segment cancelled or re-seeded
 //! while the LM decodes it never gets the stale tokens.
 
-mod engine_common;
+use crate::engine_common;
 
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Resume and edits: reopening restores segments, chosen takes and settings; only segments
 //! without a usable take are queued again; editing one sentence keeps every other take.
 
-mod store_common;
+use crate::store_common;
 
 use lectern::engine::protocol::{Precision, RenderParams};
 use lectern::store::{Project, StoreError, TakeStatus};

@@ -5,7 +5,7 @@
 //!
 //! The child is this test binary itself, re-run with `--ignored --exact stress_child`.
 
-mod store_common;
+use crate::store_common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

@@ -423,7 +423,7 @@ fn sigterm_quits_like_q_and_restores_the_terminal() {
 // ---------------------------------------------------------------------------------------------
 // Soak: 1,000 segments through `render` and through the workstation on the tiny model, with the
 // process's resident memory sampled as takes land. Minutes long, so ignored by default:
-//   cargo test --test e2e_tmux soak -- --ignored --nocapture
+//   cargo test --test it soak -- --ignored --nocapture --test-threads 1
 // Each asserts RSS at take 1,000 within 50 MiB of RSS at take 200 and prints the figures.
 
 /// One RSS sample: take files in the project, resident KiB, seconds since the start.

@@ -2,7 +2,7 @@
 //! the seed policy, the take key (staleness by content, not settings), the plan's groups,
 //! all-or-nothing group saves, and damaged or deleted takes regenerated bit for bit.
 
-mod session_common;
+use crate::session_common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

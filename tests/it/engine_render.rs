@@ -2,7 +2,7 @@
 //! prioritise mid-render, live NFE and group changes, re-seed, regeneration, and the pipelining
 //! proof (lanes and group size never change tokens; audio only depends on group composition).
 
-mod engine_common;
+use crate::engine_common;
 
 use std::collections::HashMap;
 use std::time::Duration;

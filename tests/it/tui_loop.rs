@@ -4,7 +4,7 @@
 //! commands), that a reopened project renders nothing, and that a saved manuscript renders
 //! only what changed — not timing.
 
-mod session_common;
+use crate::session_common;
 
 use std::io;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! dev machines and CI); where mounting is refused they say so and test only the injected
 //! writer failure.
 
-mod store_common;
+use crate::store_common;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! Export: lengths are exactly the chosen takes plus pauses; FLAC decodes to the quantised PCM;
 //! chapter lists match; loudness is measured per BS.1770 and normalised to a target.
 
-mod store_common;
+use crate::store_common;
 
 use std::f32::consts::PI;
 use std::sync::Arc;
