@@ -136,71 +136,26 @@ pub fn slaney_mel_basis(sr: f64, n_fft: usize, n_mels: usize, fmax: f64) -> Vec<
     basis
 }
 
-/// A mixed-radix decimation-in-time complex FFT in f64 for sizes with small prime factors.
+/// A complex FFT of one size in f64 (`rustfft`: mixed-radix, any length — the mel's 1920
+/// points as well as whisper's 400 and Kaldi's 512).
 ///
-/// Shared with the voice front end (`crate::voice::dsp`: whisper's 400-point and Kaldi's
-/// 512-point transforms), so every feature uses the same f64 arithmetic.
+/// Shared with the voice front end (`crate::voice::dsp`), so every feature uses the same f64
+/// arithmetic.
 pub(crate) struct Fft {
-    n: usize,
-    /// `exp(−2πij/n)` for `j < n`.
-    twiddles: Vec<(f64, f64)>,
+    plan: std::sync::Arc<dyn rustfft::Fft<f64>>,
 }
 
 impl Fft {
     pub(crate) fn new(n: usize) -> Self {
-        let twiddles =
-            (0..n).map(|j| -2.0 * PI * j as f64 / n as f64).map(|a| (a.cos(), a.sin())).collect();
-        Self { n, twiddles }
+        Self { plan: rustfft::FftPlanner::new().plan_fft_forward(n) }
     }
 
+    /// The DFT `X_k = Σ_j x_j·exp(−2πijk/n)` of `input` (`n` values).
     pub(crate) fn forward(&self, input: &[(f64, f64)]) -> Vec<(f64, f64)> {
-        let mut out = vec![(0.0, 0.0); self.n];
-        self.rec(input, 0, 1, self.n, &mut out);
-        out
-    }
-
-    /// DFT of `input[offset + i·stride]`, `i < n`, into `out[..n]`.
-    fn rec(
-        &self,
-        input: &[(f64, f64)],
-        offset: usize,
-        stride: usize,
-        n: usize,
-        out: &mut [(f64, f64)],
-    ) {
-        if n == 1 {
-            out[0] = input[offset];
-            return;
-        }
-        let p = (2..=n).find(|p| n % p == 0).unwrap_or(n);
-        let m = n / p;
-        for r in 0..p {
-            self.rec(input, offset + r * stride, stride * p, m, &mut out[r * m..(r + 1) * m]);
-        }
-        let scale = self.n / n;
-        let mut tmp = [(0f64, 0f64); 8];
-        let mut big = Vec::new();
-        let ys: &mut [(f64, f64)] = if p <= 8 {
-            &mut tmp[..p]
-        } else {
-            big.resize(p, (0.0, 0.0));
-            &mut big
-        };
-        for k in 0..m {
-            for (r, y) in ys.iter_mut().enumerate() {
-                *y = out[r * m + k];
-            }
-            for q in 0..p {
-                let idx = k + q * m;
-                let (mut re, mut im) = (0.0, 0.0);
-                for (r, &(yr, yi)) in ys.iter().enumerate() {
-                    let (c, s) = self.twiddles[(r * idx % n) * scale];
-                    re += yr * c - yi * s;
-                    im += yr * s + yi * c;
-                }
-                out[idx] = (re, im);
-            }
-        }
+        let mut buf: Vec<rustfft::num_complex::Complex<f64>> =
+            input.iter().map(|&(re, im)| rustfft::num_complex::Complex::new(re, im)).collect();
+        self.plan.process(&mut buf);
+        buf.into_iter().map(|c| (c.re, c.im)).collect()
     }
 }
 

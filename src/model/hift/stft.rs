@@ -1,10 +1,13 @@
 //! The vocoder's short-time Fourier transforms (spec/COSYVOICE3.md §8.3, §8.5): `n_fft` 16,
 //! hop 4, periodic Hann, `center=True` with reflect padding, one-sided bins.
 //!
-//! With 16 points a direct DFT against a precomputed basis is cheaper than any FFT set-up;
-//! sums run in f64 and round once to f32, which keeps us within an ulp of PyTorch's f32 FFT.
+//! Transforms run in f64 through `rustfft` and round once to f32, which keeps us within an ulp
+//! of PyTorch's f32 FFT.
 
 use std::f64::consts::PI;
+use std::sync::Arc;
+
+use rustfft::num_complex::Complex;
 
 /// Periodic Hann window `0.5 − 0.5·cos(2πi/n)`, computed in f64 and rounded to f32.
 pub fn hann_periodic(n: usize) -> Vec<f32> {
@@ -12,31 +15,28 @@ pub fn hann_periodic(n: usize) -> Vec<f32> {
 }
 
 /// `torch.stft`/`torch.istft` with `center=True` for one window size.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Stft {
     pub n_fft: usize,
     pub hop: usize,
     window: Vec<f64>,
-    /// `cos(2πkn/N)`, `sin(2πkn/N)` for bins `k ≤ N/2`, row-major `(bins, n_fft)`.
-    cos: Vec<f64>,
-    sin: Vec<f64>,
+    forward: Arc<dyn rustfft::Fft<f64>>,
+    inverse: Arc<dyn rustfft::Fft<f64>>,
+}
+
+impl std::fmt::Debug for Stft {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stft").field("n_fft", &self.n_fft).field("hop", &self.hop).finish()
+    }
 }
 
 impl Stft {
     pub fn new(n_fft: usize, hop: usize) -> Self {
         let window = hann_periodic(n_fft).into_iter().map(f64::from).collect();
-        let bins = n_fft / 2 + 1;
-        let mut cos = Vec::with_capacity(bins * n_fft);
-        let mut sin = Vec::with_capacity(bins * n_fft);
-        for k in 0..bins {
-            for n in 0..n_fft {
-                // Reduce k·n mod N first so the angle stays in [0, 2π).
-                let ang = 2.0 * PI * ((k * n) % n_fft) as f64 / n_fft as f64;
-                cos.push(ang.cos());
-                sin.push(ang.sin());
-            }
-        }
-        Self { n_fft, hop, window, cos, sin }
+        let mut planner = rustfft::FftPlanner::new();
+        let forward = planner.plan_fft_forward(n_fft);
+        let inverse = planner.plan_fft_inverse(n_fft);
+        Self { n_fft, hop, window, forward, inverse }
     }
 
     pub fn bins(&self) -> usize {
@@ -56,21 +56,17 @@ impl Stft {
         let (bins, frames) = (self.bins(), self.frames(signal.len()));
         let mut re = vec![0f32; bins * frames];
         let mut im = vec![0f32; bins * frames];
-        let mut seg = vec![0f64; n_fft];
+        let mut buf = vec![Complex::new(0f64, 0f64); n_fft];
+        let mut scratch = vec![Complex::new(0f64, 0f64); self.forward.get_inplace_scratch_len()];
         for f in 0..frames {
             let start = f * self.hop;
-            for (i, s) in seg.iter_mut().enumerate() {
-                *s = f64::from(padded[start + i]) * self.window[i];
+            for (i, b) in buf.iter_mut().enumerate() {
+                *b = Complex::new(f64::from(padded[start + i]) * self.window[i], 0.0);
             }
-            for k in 0..bins {
-                let (c, s) = (&self.cos[k * n_fft..][..n_fft], &self.sin[k * n_fft..][..n_fft]);
-                let (mut r, mut j) = (0f64, 0f64);
-                for i in 0..n_fft {
-                    r += seg[i] * c[i];
-                    j -= seg[i] * s[i];
-                }
-                re[k * frames + f] = r as f32;
-                im[k * frames + f] = j as f32;
+            self.forward.process_with_scratch(&mut buf, &mut scratch);
+            for (k, x) in buf[..bins].iter().enumerate() {
+                re[k * frames + f] = x.re as f32;
+                im[k * frames + f] = x.im as f32;
             }
         }
         (re, im)
@@ -85,23 +81,26 @@ impl Stft {
         let total = n_fft + hop * (frames - 1);
         let mut acc = vec![0f64; total];
         let mut env = vec![0f64; total];
-        let mut re = vec![0f64; bins];
-        let mut im = vec![0f64; bins];
+        let mut buf = vec![Complex::new(0f64, 0f64); n_fft];
+        let mut scratch = vec![Complex::new(0f64, 0f64); self.inverse.get_inplace_scratch_len()];
         for f in 0..frames {
             for k in 0..bins {
                 let (m, p) = (mag[k * frames + f], phase[k * frames + f]);
                 // PyTorch forms the complex spectrum in f32.
-                re[k] = f64::from(m * p.cos());
-                im[k] = f64::from(m * p.sin());
-            }
-            for n in 0..n_fft {
-                let mut v = re[0] + if n % 2 == 0 { re[bins - 1] } else { -re[bins - 1] };
-                for k in 1..bins - 1 {
-                    let idx = k * n_fft + n;
-                    v += 2.0 * (re[k] * self.cos[idx] - im[k] * self.sin[idx]);
+                let x = Complex::new(f64::from(m * p.cos()), f64::from(m * p.sin()));
+                // A real inverse: the DC and Nyquist bins' imaginary parts are ignored and the
+                // upper half is the conjugate mirror.
+                if k == 0 || k == bins - 1 {
+                    buf[k] = Complex::new(x.re, 0.0);
+                } else {
+                    buf[k] = x;
+                    buf[n_fft - k] = x.conj();
                 }
+            }
+            self.inverse.process_with_scratch(&mut buf, &mut scratch);
+            for (n, v) in buf.iter().enumerate() {
                 let w = self.window[n];
-                acc[f * hop + n] += v / n_fft as f64 * w;
+                acc[f * hop + n] += v.re / n_fft as f64 * w;
                 env[f * hop + n] += w * w;
             }
         }
