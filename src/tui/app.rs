@@ -867,15 +867,13 @@ impl App {
     /// when it has stopped with nothing queued.
     fn retire_handed(&mut self) {
         match self.player.now_playing {
-            Some(np) => {
-                if self.handed.iter().any(|(s, _)| *s == np.segment_id) {
-                    while self.handed.front().is_some_and(|(s, _)| *s != np.segment_id) {
-                        self.handed.pop_front();
-                    }
+            Some(np) if self.handed.iter().any(|(s, _)| *s == np.segment_id) => {
+                while self.handed.front().is_some_and(|(s, _)| *s != np.segment_id) {
+                    self.handed.pop_front();
                 }
             }
             None if self.player.queued == 0 => self.handed.clear(),
-            None => {}
+            _ => {}
         }
     }
 
