@@ -1,9 +1,12 @@
 //! The terminal edge: raw mode + alternate screen + mouse capture, restored on exit, on error,
 //! on panic (a hook that runs before the default one), on Ctrl-C (a key in raw mode) and on
 //! SIGTERM / SIGHUP / SIGINT (which quit like `q`, so the playback file is finalised too). The
-//! loop drains engine events without blocking, hands takes to the session ([`Desk`]), polls
-//! input until the next frame, and draws from the App at a steady rate; engine requests go out
-//! over an unbounded channel, so the UI never waits for the engine.
+//! loop drains engine events without blocking, hands takes to the session ([`Desk`]), waits for
+//! input, and draws only when something changed (an engine event, a key, a resize, a reloaded
+//! file or theme, the player's status — the playhead while audio plays). It looks at the engine
+//! at the frame rate while the engine works or just after any event, at the playhead's rate
+//! while audio plays, and every [`IDLE_WAIT`] otherwise. Engine requests go out over an
+//! unbounded channel, so the UI never waits for the engine.
 
 use std::io;
 use std::path::PathBuf;
@@ -31,6 +34,15 @@ use crate::engine::protocol::{EngineEvent, Request};
 
 /// Engine events applied per frame at most, so a flood cannot stall drawing.
 const MAX_EVENTS_PER_FRAME: usize = 2000;
+/// After a key, an engine event or a reload, how long the loop keeps looking at the engine at
+/// the frame rate (a request's answer shows at once); then it waits for input [`IDLE_WAIT`].
+const ACTIVE_GRACE: Duration = Duration::from_secs(1);
+/// While audio plays and nothing else happens: the playhead's redraw period.
+const PLAYHEAD_TICK: Duration = Duration::from_millis(100);
+/// With nothing rendering, nothing playing and nothing typed, the loop waits this long for
+/// input before it looks at the engine's channel, the player and the watchers again. It
+/// draws only if one of them changed something.
+const IDLE_WAIT: Duration = Duration::from_millis(250);
 
 /// Errors of the terminal front end.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +71,9 @@ pub struct RunConfig {
     pub fps: u32,
     /// Set (by a signal handler) to quit as `q` does.
     pub quit_signal: Option<Arc<AtomicBool>>,
+    /// For measuring the loop (`LECTERN_REDRAW_LOG`): a file holding the frames drawn so far,
+    /// rewritten at each frame.
+    pub redraw_log: Option<PathBuf>,
 }
 
 impl Default for RunConfig {
@@ -70,6 +85,7 @@ impl Default for RunConfig {
             manuscript: None,
             fps: 30,
             quit_signal: None,
+            redraw_log: None,
         }
     }
 }
@@ -182,25 +198,49 @@ pub fn event_loop<B: Backend>(
     open_rows(&mut app, &mut io)?;
 
     let period = Duration::from_secs_f64(1.0 / f64::from(cfg.fps.clamp(1, 240)));
-    let mut next = Instant::now();
+    let mut dirty = true;
+    let mut last_player: Option<crate::audio::player::PlayerStatus> = None;
+    // Until then the loop looks at the engine at the frame rate: after any event, a request
+    // may be on its way to the engine and its answer should show without delay.
+    let mut active_until = Instant::now() + ACTIVE_GRACE;
     loop {
+        let mut activity = false;
         for _ in 0..MAX_EVENTS_PER_FRAME {
             match engine_rx.try_recv() {
-                Ok(ev) => io.engine_event(&mut app, ev),
+                Ok(ev) => {
+                    io.engine_event(&mut app, ev);
+                    activity = true;
+                }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
+                    if !app.engine_gone {
+                        activity = true;
+                    }
                     app.update(Msg::EngineGone);
                     break;
                 }
             }
         }
-        io.apply(&mut app, Msg::Player(io.player.status()));
+        let status = io.player.status();
+        if last_player.as_ref() != Some(&status) {
+            // A playhead move is a change to draw, not activity to watch for.
+            let state_changed = last_player.as_ref().is_none_or(|p| {
+                p.state != status.state
+                    || p.now_playing.map(|n| n.take_id) != status.now_playing.map(|n| n.take_id)
+            });
+            activity |= state_changed;
+            last_player = Some(status.clone());
+            io.apply(&mut app, Msg::Player(status));
+            dirty = true;
+        }
         if manuscript.as_mut().is_some_and(|w| w.poll(Instant::now())) {
             reload_manuscript(&mut app, &mut io);
+            activity = true;
         }
         if cfg.quit_signal.as_ref().is_some_and(|q| q.load(Ordering::Relaxed)) && !app.quit {
             app.push_log("signal: quitting");
             io.apply(&mut app, Msg::Action(Action::Quit));
+            activity = true;
         }
         let reload = watch.as_ref().is_some_and(|(_, rx)| rx.try_iter().count() > 0);
         if reload || app.theme_name != theme.name {
@@ -211,19 +251,42 @@ pub fn event_loop<B: Backend>(
                     app.theme_name.clone_from(&theme.name);
                 }
             }
+            activity = true;
         }
-        terminal.draw(|f| view::draw(&app, &theme, f))?;
+        if activity {
+            dirty = true;
+            active_until = Instant::now() + ACTIVE_GRACE;
+        }
+        if dirty {
+            terminal.draw(|f| view::draw(&app, &theme, f))?;
+            app.redraws += 1;
+            dirty = false;
+            if let Some(path) = &cfg.redraw_log {
+                let _ = std::fs::write(path, format!("{}\n", app.redraws));
+            }
+        }
         if app.quit {
             break;
         }
-        next += period;
+        let now = Instant::now();
+        let playing = app.player.state == crate::audio::player::PlayState::Playing;
+        let wait = if !app.engine_idle || now < active_until {
+            period
+        } else if playing {
+            period.max(PLAYHEAD_TICK)
+        } else {
+            IDLE_WAIT
+        };
+        let mut deadline = now + wait;
+        if let Some(due) = manuscript.as_ref().and_then(ManuscriptWatcher::due) {
+            deadline = deadline.min(due.max(now));
+        }
         loop {
             let now = Instant::now();
-            if now >= next {
-                next = now.max(next);
+            if now >= deadline {
                 break;
             }
-            let Some(ev) = input(next - now)? else { break };
+            let Some(ev) = input(deadline - now)? else { break };
             let msg = match ev {
                 Event::Key(k) => Msg::Key(k),
                 Event::Mouse(m) => Msg::Mouse(m),
@@ -231,9 +294,10 @@ pub fn event_loop<B: Backend>(
                 _ => continue,
             };
             io.apply(&mut app, msg);
-            if app.quit {
-                break;
-            }
+            dirty = true;
+            active_until = Instant::now() + ACTIVE_GRACE;
+            // Draw what the key did now; more keys wait for the next pass.
+            break;
         }
     }
     Ok(app)

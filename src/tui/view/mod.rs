@@ -153,6 +153,13 @@ fn draw_title(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     )];
     // The tiny-model notice comes first after the names, so a narrow terminal cuts the
     // engine state rather than the warning.
+    if !c.banner.is_empty() {
+        let n = c.banner.len();
+        spans.push(Span::styled(
+            format!(" config: {n} problem(s), defaults used — see log "),
+            theme.notice,
+        ));
+    }
     if c.tiny_model {
         spans.push(Span::styled(format!(" {TINY_MODEL_NOTICE} "), theme.title_notice));
     }
