@@ -133,7 +133,7 @@ fn workstation_in_tmux() {
     let script = format!(
         "{bin} {book} --fallback-wav {wav}; echo $? > {status}; stty -a > {stty}; \
          echo LECTERN-EXITED; sleep 60",
-        bin = quote(&PathBuf::from(env!("CARGO_BIN_EXE_lectern"))),
+        bin = isolated_bin(),
         book = quote(&book),
         wav = quote(&wav),
         status = quote(&status),
@@ -197,13 +197,14 @@ fn lectern_script(args: &[&Path], extra: &str, status: &Path) -> String {
     format!(
         "{bin} {} {extra}; echo $? > {status}; echo LECTERN-EXITED; sleep 60",
         quoted.join(" "),
-        bin = quote(&PathBuf::from(env!("CARGO_BIN_EXE_lectern"))),
+        bin = isolated_bin(),
         status = quote(status),
     )
 }
 
 fn run_lectern(args: &[&str], cwd: &Path) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_lectern"))
+        .envs(isolated_env())
         .args(args)
         .current_dir(cwd)
         .env("LECTERN_VOICES", "/nonexistent-lectern-voices")
@@ -238,6 +239,24 @@ climbed the stairs again, as he had done for thirty years.\n\n\
 Rain fell on the roof all night long, and the wind pulled at the shutters. Nobody in the \
 village slept.\n\n\
 She turned the page.\n";
+
+/// The developer's configuration and data stay out of the test: `HOME` and the XDG folders in
+/// the build's temp dir (the demo model is materialised there once).
+fn isolated_env() -> Vec<(&'static str, std::path::PathBuf)> {
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
+    vec![
+        ("XDG_CONFIG_HOME", home.join(".config")),
+        ("XDG_DATA_HOME", home.join(".local/share")),
+        ("HOME", home),
+    ]
+}
+
+/// The binary as a pane's shell runs it, with [`isolated_env`].
+fn isolated_bin() -> String {
+    let env: Vec<String> =
+        isolated_env().iter().map(|(k, v)| format!("{k}={}", quote(v))).collect();
+    format!("env {} {}", env.join(" "), quote(&PathBuf::from(env!("CARGO_BIN_EXE_lectern"))))
+}
 
 #[test]
 fn narrator_loop_in_tmux() {
@@ -400,7 +419,7 @@ fn sigterm_quits_like_q_and_restores_the_terminal() {
     let script = format!(
         "{bin} {book} --fallback-wav {wav}; echo $? > {status}; stty -a > {stty}; \
          echo LECTERN-EXITED; sleep 60",
-        bin = quote(&PathBuf::from(env!("CARGO_BIN_EXE_lectern"))),
+        bin = isolated_bin(),
         book = quote(&book),
         wav = quote(&wav),
         status = quote(&status),
