@@ -105,7 +105,16 @@ pub fn run(
     let mut terminal = enter()?;
     let _guard = RestoreGuard;
     let mut input = |timeout: Duration| -> io::Result<Option<Event>> {
-        if event::poll(timeout)? { event::read().map(Some) } else { Ok(None) }
+        // Events crossterm already holds first; then wait on the terminal ourselves, so a
+        // hang-up ends the loop instead of crossterm's read spinning on it (see `tty_wait`).
+        tty_wait(Duration::ZERO)?;
+        if event::poll(Duration::ZERO)? {
+            return event::read().map(Some);
+        }
+        if tty_wait(timeout)? && event::poll(Duration::ZERO)? {
+            return event::read().map(Some);
+        }
+        Ok(None)
     };
     let io = Io { engine_tx, player, desk };
     event_loop(&mut terminal, &cfg, keymap, engine_rx, io, &mut input).map(|_| ())
@@ -335,6 +344,33 @@ fn reload_manuscript(app: &mut App, io: &mut Io<'_>) {
         },
         Err(e) => app.push_log(format!("manuscript not reloaded: {e:#}")),
     }
+}
+
+/// Waits up to `timeout` for the terminal (stdin) to be readable. An error once the terminal
+/// has hung up (its window closed, its tmux pane killed): crossterm's reader would otherwise
+/// spin on the dead descriptor at 100 % of a core, its poll never returning
+/// (crossterm-rs/crossterm#793).
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn tty_wait(timeout: Duration) -> io::Result<bool> {
+    let mut fds = libc::pollfd { fd: libc::STDIN_FILENO, events: libc::POLLIN, revents: 0 };
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd, for the duration of the call.
+    let n = unsafe { libc::poll(&raw mut fds, 1, ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(e) };
+    }
+    if fds.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        return Err(io::Error::new(io::ErrorKind::BrokenPipe, "the terminal hung up"));
+    }
+    Ok(n > 0)
+}
+
+/// Elsewhere crossterm's own wait.
+#[cfg(not(unix))]
+fn tty_wait(timeout: Duration) -> io::Result<bool> {
+    event::poll(timeout)
 }
 
 fn enter() -> io::Result<Terminal<CrosstermBackend<io::Stdout>>> {
