@@ -21,7 +21,7 @@ use crate::{bench, limits, parity, render, store, workstation};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// CPU threads for the model's math (candle and its matmuls); every core when omitted.
+    /// CPU threads for the model's math [default: every core]
     #[arg(long, global = true)]
     pub threads: Option<usize>,
     /// The workstation's options (when no subcommand is given).
@@ -32,7 +32,7 @@ pub struct Cli {
 /// `lectern [MANUSCRIPT] [--voice V] [--model DIR]`: open the workstation.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WorkstationArgs {
-    /// Manuscript (plain text or Markdown); the bundled sample when omitted.
+    /// Manuscript (plain text or Markdown) [default: the sample manuscript]
     pub manuscript: Option<PathBuf>,
     #[command(flatten)]
     pub synth: SynthArgs,
@@ -72,7 +72,7 @@ impl UiArgs {
 /// Where the takes are kept, for the workstation and `render` alike.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProjectArgs {
-    /// Project directory keeping the takes (default: next to the manuscript, `book.lectern`).
+    /// Project directory keeping the takes [default: NAME.lectern next to the manuscript]
     #[arg(long, conflicts_with = "no_project")]
     pub project: Option<PathBuf>,
     /// A scratch session: takes live in a temporary project removed at the end; nothing is
@@ -134,8 +134,8 @@ pub struct SynthArgs {
     /// Decode the LM and run the flow one after the other instead of at the same time.
     #[arg(long)]
     pub no_overlap: bool,
-    /// How the flow's large matmuls run (default: tf32x3 on CUDA — three TF32 tensor-core
-    /// products, f32-exact — and f32 elsewhere). Each take records which ran.
+    /// How the flow's large matmuls run; tf32x3 is three TF32 tensor-core products, as exact
+    /// as f32. Each take records which ran [default: tf32x3 on CUDA, f32 elsewhere]
     #[arg(long, value_enum)]
     pub flow_matmul: Option<FlowMatmulArg>,
 }
@@ -174,8 +174,7 @@ pub struct WorkloadArgs {
     /// `--stage lm`: forced decode steps per run (default 8).
     #[arg(long)]
     pub steps: Option<usize>,
-    /// How the flow's large matmuls run (default: tf32x3 on CUDA — three TF32 tensor-core
-    /// products, f32-exact — and f32 elsewhere).
+    /// How the flow's large matmuls run [default: tf32x3 on CUDA, f32 elsewhere]
     #[arg(long, value_enum)]
     pub flow_matmul: Option<FlowMatmulArg>,
     /// Only the first N segments (quick runs).
@@ -440,12 +439,14 @@ pub enum Command {
         #[arg(long)]
         rerender_settings: bool,
     },
-    /// Run one model stage on a reference fixture case and write Lectern's outputs.
+    /// Run one model stage on a reference fixture case and write Lectern's outputs (a
+    /// developer's check against the upstream implementation; hidden from the help).
+    #[command(hide = true)]
     Parity {
         /// Model directory in upstream layout (llm.pt, flow.pt, hift.pt, CosyVoice-BlankEN/).
         #[arg(long)]
         model: PathBuf,
-        /// Case file (e.g. fixtures/cosyvoice3-tiny-a/llm.safetensors).
+        /// Case file (a reference fixture's safetensors).
         #[arg(long)]
         case: PathBuf,
         /// Where to write the outputs (safetensors).
@@ -470,7 +471,7 @@ pub enum Command {
         /// The stage to benchmark.
         #[arg(long, value_enum, required_unless_present = "workload")]
         stage: Option<bench::BenchStage>,
-        /// An end-to-end workload through the engine (../shared/bench/README.md).
+        /// An end-to-end workload through the engine.
         #[arg(long, value_enum, conflicts_with = "stage")]
         workload: Option<bench::workload::Workload>,
         #[command(flatten)]
@@ -496,12 +497,14 @@ pub enum Command {
         /// `chapters`: one file per chapter.
         #[arg(long, value_enum)]
         split: Option<ExportSplit>,
+        /// Audio format.
         #[arg(long, value_enum, default_value = "wav")]
         format: ExportFormatArg,
         /// Bits per sample: 16 or 24 (WAV also 32 = float).
         #[arg(long, default_value_t = 16)]
         bits: u32,
-        /// Normalise each file to this integrated loudness, LUFS (-70 to -5, e.g. -18).
+        /// Normalise each file to this integrated loudness, LUFS (-70 to -5, e.g. -18)
+        /// [default: no normalisation]
         #[arg(long, allow_hyphen_values = true, value_parser = limits::parse_loudness)]
         loudness: Option<f64>,
     },
