@@ -902,6 +902,26 @@ mod tests {
     }
 
     #[test]
+    fn flags_beat_config_which_beats_defaults() {
+        let path = std::path::Path::new("/c/config.toml");
+        let text = "nfe = 4\nlanes = 2\nprecision = \"f16\"\ntheme = \"light\"\nlanes_x = 1\n";
+        let (settings, errors) = crate::config::parse(text, path);
+        assert_eq!(errors.len(), 1, "the unknown key: {errors:?}");
+        let cfg = Config { path: Some(path.into()), exists: true, settings, errors };
+        let cli = Cli::try_parse_from(["lectern", "--lanes", "3", "--theme", "dark"]).unwrap();
+        let w = &cli.workstation;
+        let eff = w.synth.effective(&cfg, &w.ui.extra());
+        let file = Source::File(path.into());
+        assert_eq!((eff.nfe.value, &eff.nfe.source), (4, &file));
+        assert_eq!((eff.lanes.value, &eff.lanes.source), (3, &Source::Flag));
+        assert_eq!((eff.precision.value, &eff.precision.source), (Precision::F16, &file));
+        assert_eq!((eff.theme.value.as_str(), &eff.theme.source), ("dark", &Source::Flag));
+        assert_eq!((eff.group_target.value, &eff.group_target.source), (2000, &Source::Default));
+        let p = eff.params(&w.synth);
+        assert_eq!((p.nfe, p.lanes, p.precision), (4, 3, Precision::F16));
+    }
+
+    #[test]
     fn threads_and_overlap_parse_for_every_command() {
         let cli = Cli::try_parse_from(["lectern", "--threads", "1", "--no-overlap"]).unwrap();
         assert_eq!(cli.threads, Some(1));
