@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+use crate::config::{Config, Setting, Source, pick};
 use crate::engine::cosyvoice::lm_precision;
 use crate::engine::protocol::{MinLenRule, Precision, RenderParams};
 use crate::model::flow::FlowMatmul;
@@ -20,7 +21,7 @@ use crate::{bench, limits, parity, render, store, workstation};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// CPU threads for the model's math (candle and its matmuls); every core when omitted.
+    /// CPU threads for the model's math [default: every core]
     #[arg(long, global = true)]
     pub threads: Option<usize>,
     /// The workstation's options (when no subcommand is given).
@@ -31,22 +32,47 @@ pub struct Cli {
 /// `lectern [MANUSCRIPT] [--voice V] [--model DIR]`: open the workstation.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WorkstationArgs {
-    /// Manuscript (plain text or Markdown); the bundled sample when omitted.
+    /// Manuscript (plain text or Markdown) [default: the sample manuscript]
     pub manuscript: Option<PathBuf>,
     #[command(flatten)]
     pub synth: SynthArgs,
     #[command(flatten)]
     pub project: ProjectArgs,
-    /// Where playback is written when there is no audio device (default: a new numbered file
-    /// in the project's `playback/` folder, never one that exists).
+    /// Where playback is written when there is no audio device [default: a new numbered file
+    /// in the project's `playback/` folder, never one that exists]
     #[arg(long)]
     pub fallback_wav: Option<PathBuf>,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+/// The workstation's own settings (also in `config.toml`, except the keymap file).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct UiArgs {
+    /// Theme: dark, light, or a theme file's name in the configuration's themes/ folder
+    /// [default: dark]
+    #[arg(long)]
+    pub theme: Option<String>,
+    /// Audio output: `default`, a device name or cpal id, or `file` (write playback to a WAV)
+    /// [default: default]
+    #[arg(long)]
+    pub playback_device: Option<String>,
+    /// Key overrides (TOML, `action = "key"` lines) [default: keymap.toml in the configuration
+    /// directory, if there is one]
+    #[arg(long)]
+    pub keymap: Option<PathBuf>,
+}
+
+impl UiArgs {
+    fn extra(&self) -> ExtraFlags {
+        ExtraFlags { theme: self.theme.clone(), playback_device: self.playback_device.clone() }
+    }
 }
 
 /// Where the takes are kept, for the workstation and `render` alike.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProjectArgs {
-    /// Project directory keeping the takes (default: next to the manuscript, `book.lectern`).
+    /// Project directory keeping the takes [default: NAME.lectern next to the manuscript]
     #[arg(long, conflicts_with = "no_project")]
     pub project: Option<PathBuf>,
     /// A scratch session: takes live in a temporary project removed at the end; nothing is
@@ -102,45 +128,33 @@ impl ProjectArgs {
     }
 }
 
-/// Model, voice, device and engine parameters shared by the workstation and `render`.
+/// Model, voice, device and engine parameters shared by the workstation and `render`. Those
+/// left out come from `config.toml`, else from the defaults shown.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SynthArgs {
-    /// Upstream CosyVoice3 model directory; the bundled tiny random-weight model when omitted.
+    /// Upstream CosyVoice3 model directory [default: the demo tiny random-weight model]
     #[arg(long)]
     pub model: Option<PathBuf>,
-    /// Voice name (see `lectern voice list`) or voice directory.
+    /// Voice name (see `lectern voice list`) or voice directory [default: tiny-demo on the
+    /// demo model]
     #[arg(long)]
     pub voice: Option<String>,
-    /// cpu (default) or cuda / cuda:N / metal.
-    #[arg(long, default_value = "cpu")]
-    pub device: String,
-    /// Flow Euler steps (1–64).
-    #[arg(
-        long,
-        default_value_t = 10,
-        value_parser = limits::parse_nfe,
-        allow_negative_numbers = true
-    )]
-    pub nfe: usize,
-    /// Target generated mel frames per flow group (0 = one segment per group, else 50–8000).
-    #[arg(
-        long,
-        default_value_t = 2000,
-        value_parser = limits::parse_group_target,
-        allow_negative_numbers = true
-    )]
-    pub group_target: usize,
-    /// LM lanes decoded together (1–32).
-    #[arg(
-        long,
-        default_value_t = 8,
-        value_parser = limits::parse_lanes,
-        allow_negative_numbers = true
-    )]
-    pub lanes: usize,
-    /// LM weight precision.
-    #[arg(long, value_enum, default_value = "f32")]
-    pub precision: PrecisionArg,
+    /// cpu, cuda, cuda:N or metal [default: cpu]
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Flow Euler steps, 1–64 [default: 10]
+    #[arg(long, value_parser = limits::parse_nfe, allow_negative_numbers = true)]
+    pub nfe: Option<usize>,
+    /// Target generated mel frames per flow group: 0 (one segment per group) or 50–8000
+    /// [default: 2000]
+    #[arg(long, value_parser = limits::parse_group_target, allow_negative_numbers = true)]
+    pub group_target: Option<usize>,
+    /// LM lanes decoded together, 1–32 [default: 8]
+    #[arg(long, value_parser = limits::parse_lanes, allow_negative_numbers = true)]
+    pub lanes: Option<usize>,
+    /// LM weight precision [default: f32]
+    #[arg(long, value_enum)]
+    pub precision: Option<PrecisionArg>,
     /// Block every stop id below the minimum length (upstream blocks only id 6561).
     #[arg(long)]
     pub enforce_min_len: bool,
@@ -156,8 +170,8 @@ pub struct SynthArgs {
     /// Decode the LM and run the flow one after the other instead of at the same time.
     #[arg(long)]
     pub no_overlap: bool,
-    /// How the flow's large matmuls run (default: tf32x3 on CUDA — three TF32 tensor-core
-    /// products, f32-exact — and f32 elsewhere). Each take records which ran.
+    /// How the flow's large matmuls run; tf32x3 is three TF32 tensor-core products, as exact
+    /// as f32. Each take records which ran [default: tf32x3 on CUDA, f32 elsewhere]
     #[arg(long, value_enum)]
     pub flow_matmul: Option<FlowMatmulArg>,
 }
@@ -196,8 +210,7 @@ pub struct WorkloadArgs {
     /// `--stage lm`: forced decode steps per run (default 8).
     #[arg(long)]
     pub steps: Option<usize>,
-    /// How the flow's large matmuls run (default: tf32x3 on CUDA — three TF32 tensor-core
-    /// products, f32-exact — and f32 elsewhere).
+    /// How the flow's large matmuls run [default: tf32x3 on CUDA, f32 elsewhere]
     #[arg(long, value_enum)]
     pub flow_matmul: Option<FlowMatmulArg>,
     /// Only the first N segments (quick runs).
@@ -314,31 +327,133 @@ impl From<PrecisionArg> for Precision {
 }
 
 impl SynthArgs {
+    /// The engine parameters from the flags and the built-in defaults (no configuration file).
     pub fn params(&self) -> RenderParams {
+        self.effective(&Config::default(), &ExtraFlags::default()).params(self)
+    }
+
+    /// The effective settings: flags, else the configuration file, else the defaults.
+    pub fn effective(&self, cfg: &Config, extra: &ExtraFlags) -> Effective {
+        let f = &cfg.settings;
+        let p = cfg.path.as_deref();
+        let defaults = RenderParams::default();
+        Effective {
+            model: pick(self.model.clone().map(Some), f.model.clone().map(Some), p, None),
+            voice: pick(self.voice.clone().map(Some), f.voice.clone().map(Some), p, None),
+            device: pick(self.device.clone(), f.device.clone(), p, "cpu".into()),
+            nfe: pick(self.nfe, f.nfe, p, defaults.nfe),
+            group_target: pick(self.group_target, f.group_target, p, defaults.group_target_frames),
+            lanes: pick(self.lanes, f.lanes, p, defaults.lanes),
+            precision: pick(self.precision.map(Into::into), f.precision, p, Precision::F32),
+            theme: pick(extra.theme.clone(), f.theme.clone(), p, "dark".into()),
+            playback_device: pick(
+                extra.playback_device.clone(),
+                f.playback_device.clone(),
+                p,
+                "default".into(),
+            ),
+            output_dir: pick(None, f.output_dir.clone(), p, PathBuf::from(".")),
+        }
+    }
+}
+
+/// A precision as the flag and the configuration file spell it.
+pub fn precision_name(p: Precision) -> &'static str {
+    match p {
+        Precision::F32 => "f32",
+        Precision::F16 => "f16",
+        Precision::Bf16 => "bf16",
+        Precision::Q8_0 => "q8_0",
+    }
+}
+
+/// Flags of the workstation that `config.toml` can also set.
+#[derive(Debug, Clone, Default)]
+pub struct ExtraFlags {
+    pub theme: Option<String>,
+    pub playback_device: Option<String>,
+}
+
+/// The settings a run uses, each with where it came from (`lectern config` prints them).
+#[derive(Debug, Clone)]
+pub struct Effective {
+    pub model: Setting<Option<PathBuf>>,
+    pub voice: Setting<Option<String>>,
+    pub device: Setting<String>,
+    pub nfe: Setting<usize>,
+    pub group_target: Setting<usize>,
+    pub lanes: Setting<usize>,
+    pub precision: Setting<Precision>,
+    pub theme: Setting<String>,
+    pub playback_device: Setting<String>,
+    pub output_dir: Setting<PathBuf>,
+}
+
+impl Effective {
+    /// The engine parameters (`synth` gives the flag-only ones).
+    pub fn params(&self, synth: &SynthArgs) -> RenderParams {
         RenderParams {
-            nfe: self.nfe,
-            group_target_frames: self.group_target,
-            lanes: self.lanes.max(1),
-            precision: self.precision.into(),
-            min_len_rule: if self.enforce_min_len {
+            nfe: self.nfe.value,
+            group_target_frames: self.group_target.value,
+            lanes: self.lanes.value.max(1),
+            precision: self.precision.value,
+            min_len_rule: if synth.enforce_min_len {
                 MinLenRule::AllStopIds
             } else {
                 MinLenRule::Upstream
             },
-            overlap: !self.no_overlap,
+            overlap: !synth.no_overlap,
         }
+    }
+
+    /// `key  value  (source)` lines.
+    pub fn lines(&self) -> Vec<(String, String, String)> {
+        let row = |k: &str, v: String, s: &Source| (k.to_string(), v, s.to_string());
+        let or = |v: &Option<String>, d: &str| v.clone().unwrap_or_else(|| d.to_string());
+        vec![
+            row(
+                "model",
+                self.model
+                    .value
+                    .as_ref()
+                    .map_or_else(|| "demo tiny model".into(), |p| p.display().to_string()),
+                &self.model.source,
+            ),
+            row("voice", or(&self.voice.value, "tiny-demo (demo model)"), &self.voice.source),
+            row("device", self.device.value.clone(), &self.device.source),
+            row("nfe", self.nfe.value.to_string(), &self.nfe.source),
+            row("group_target", self.group_target.value.to_string(), &self.group_target.source),
+            row("lanes", self.lanes.value.to_string(), &self.lanes.source),
+            row("precision", precision_name(self.precision.value).into(), &self.precision.source),
+            row("theme", self.theme.value.clone(), &self.theme.source),
+            row(
+                "playback_device",
+                self.playback_device.value.clone(),
+                &self.playback_device.source,
+            ),
+            row("output_dir", self.output_dir.value.display().to_string(), &self.output_dir.source),
+        ]
     }
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Print the effective settings and where each came from (flag, config.toml, default),
+    /// and the configuration, data and voices folders.
+    Config {
+        #[command(flatten)]
+        synth: SynthArgs,
+        #[command(flatten)]
+        ui: UiArgs,
+    },
     /// Render a whole manuscript to WAV without the terminal UI.
     Render {
-        /// Manuscript (plain text or Markdown).
-        manuscript: PathBuf,
-        /// Output WAV (24 kHz mono float).
+        /// Manuscript (plain text or Markdown) [default: the sample manuscript]
+        manuscript: Option<PathBuf>,
+        /// Output WAV, 24 kHz mono float [default: NAME.wav in config.toml's output_dir, else
+        /// in the current directory]
         #[arg(short, long)]
-        out: PathBuf,
+        out: Option<PathBuf>,
         /// `chapters`: one file per chapter (`OUT-01.wav`, ...).
         #[arg(long, value_enum)]
         split: Option<ExportSplit>,
@@ -360,12 +475,14 @@ pub enum Command {
         #[arg(long)]
         rerender_settings: bool,
     },
-    /// Run one model stage on a reference fixture case and write Lectern's outputs.
+    /// Run one model stage on a reference fixture case and write Lectern's outputs (a
+    /// developer's check against the upstream implementation; hidden from the help).
+    #[command(hide = true)]
     Parity {
         /// Model directory in upstream layout (llm.pt, flow.pt, hift.pt, CosyVoice-BlankEN/).
         #[arg(long)]
         model: PathBuf,
-        /// Case file (e.g. fixtures/cosyvoice3-tiny-a/llm.safetensors).
+        /// Case file (a reference fixture's safetensors).
         #[arg(long)]
         case: PathBuf,
         /// Where to write the outputs (safetensors).
@@ -390,7 +507,7 @@ pub enum Command {
         /// The stage to benchmark.
         #[arg(long, value_enum, required_unless_present = "workload")]
         stage: Option<bench::BenchStage>,
-        /// An end-to-end workload through the engine (../shared/bench/README.md).
+        /// An end-to-end workload through the engine.
         #[arg(long, value_enum, conflicts_with = "stage")]
         workload: Option<bench::workload::Workload>,
         #[command(flatten)]
@@ -409,18 +526,21 @@ pub enum Command {
     Export {
         /// Project directory, or the manuscript (its project is `NAME.lectern` beside it).
         project: PathBuf,
-        /// Output file (`book.wav`); with `--split chapters`, `book-01.wav`, ... beside it.
+        /// Output file (`book.wav`); with `--split chapters`, `book-01.wav`, ... beside it
+        /// [default: NAME.wav in config.toml's output_dir, else in the current directory]
         #[arg(short, long)]
-        out: PathBuf,
+        out: Option<PathBuf>,
         /// `chapters`: one file per chapter.
         #[arg(long, value_enum)]
         split: Option<ExportSplit>,
+        /// Audio format.
         #[arg(long, value_enum, default_value = "wav")]
         format: ExportFormatArg,
         /// Bits per sample: 16 or 24 (WAV also 32 = float).
         #[arg(long, default_value_t = 16)]
         bits: u32,
-        /// Normalise each file to this integrated loudness, LUFS (-70 to -5, e.g. -18).
+        /// Normalise each file to this integrated loudness, LUFS (-70 to -5, e.g. -18)
+        /// [default: no normalisation]
         #[arg(long, allow_hyphen_values = true, value_parser = limits::parse_loudness)]
         loudness: Option<f64>,
         /// Export chosen takes made for an earlier text, voice or model anyway (a warning names
@@ -460,8 +580,8 @@ pub enum VoiceCommand {
         /// Name of the new voice (a directory under the voices directory).
         #[arg(long)]
         name: String,
-        /// Model directory holding speech_tokenizer_v3.onnx and campplus.onnx; the bundled tiny
-        /// model (with its stand-in ONNX models) when omitted.
+        /// Model directory holding speech_tokenizer_v3.onnx and campplus.onnx [default: the
+        /// demo tiny model, with its stand-in ONNX models]
         #[arg(long)]
         model: Option<PathBuf>,
         /// Replace an existing voice of the same name.
@@ -472,7 +592,8 @@ pub enum VoiceCommand {
         #[arg(long)]
         allow_non_speech: bool,
     },
-    /// List the voices in the voices directory ($LECTERN_VOICES or ./voices).
+    /// List the voices in the voices directory ($LECTERN_VOICES, else voices/ in the data
+    /// directory) and the demo voice.
     List,
     /// Show one voice: prompt text, duration, token count, source, model.
     Show {
@@ -544,6 +665,22 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Command::Export { project, out, split, format, bits, loudness, allow_stale }) => {
+            let cfg = Config::load_default();
+            cfg.check()?;
+            let out = match out {
+                Some(o) => o,
+                None => {
+                    let stem = project.file_stem().map_or_else(
+                        || "book".to_string(),
+                        |s| s.to_string_lossy().trim_end_matches(".lectern").to_string(),
+                    );
+                    let ext = match format {
+                        ExportFormatArg::Wav => "wav",
+                        ExportFormatArg::Flac => "flac",
+                    };
+                    output_dir(&cfg).join(format!("{stem}.{ext}"))
+                }
+            };
             let opts = ExportArgs {
                 out,
                 split_chapters: split.is_some(),
@@ -555,6 +692,7 @@ pub fn run(cli: Cli) -> Result<()> {
             run_export(&project, opts)
         }
         Some(Command::Voice { action }) => run_voice(action),
+        Some(Command::Config { synth, ui }) => run_config(&synth, &ui),
         Some(Command::Render {
             manuscript,
             out,
@@ -566,15 +704,28 @@ pub fn run(cli: Cli) -> Result<()> {
             dry_run,
             rerender_settings,
         }) => {
+            let cfg = Config::load_default();
+            cfg.check()?;
+            let eff = synth.effective(&cfg, &ExtraFlags::default());
+            let manuscript = match manuscript {
+                Some(m) => m,
+                None => crate::assets::sample_manuscript()?,
+            };
             project.rebuild_if_asked(&manuscript)?;
+            let out = out.unwrap_or_else(|| {
+                let stem = manuscript
+                    .file_stem()
+                    .map_or_else(|| "book".into(), |s| s.to_string_lossy().into_owned());
+                output_dir(&cfg).join(format!("{stem}.wav"))
+            });
             let opts = render::RenderOptions {
                 manuscript,
                 out,
                 split_chapters: split.is_some(),
-                model: synth.model.clone(),
-                voice: synth.voice.clone(),
-                device: parse_device(&synth.device)?,
-                params: synth.params(),
+                model: eff.model.value.clone(),
+                voice: eff.voice.value.clone(),
+                device: parse_device(&eff.device.value)?,
+                params: eff.params(&synth),
                 flow_matmul: synth.flow_matmul.map(Into::into),
                 base_seed: synth.seed,
                 progress: !quiet,
@@ -609,19 +760,76 @@ pub fn run(cli: Cli) -> Result<()> {
             if let Some(manuscript) = &w.manuscript {
                 w.project.rebuild_if_asked(manuscript)?;
             }
+            let cfg = Config::load_default();
+            let created = if cfg.exists { None } else { Config::create_default().ok().flatten() };
+            let eff = w.synth.effective(&cfg, &w.ui.extra());
+            let keymap =
+                w.ui.keymap.clone().map(workstation::KeymapChoice::Given).unwrap_or_else(|| {
+                    crate::assets::config_dir()
+                        .map(|d| d.join(crate::config::KEYMAP_FILE))
+                        .filter(|p| p.is_file())
+                        .map_or(
+                            workstation::KeymapChoice::Defaults,
+                            workstation::KeymapChoice::Found,
+                        )
+                });
             workstation::run(workstation::WorkstationOptions {
                 manuscript: w.manuscript,
-                model: w.synth.model.clone(),
-                voice: w.synth.voice.clone(),
-                device: parse_device(&w.synth.device)?,
-                params: w.synth.params(),
+                model: eff.model.value.clone(),
+                voice: eff.voice.value.clone(),
+                device: parse_device(&eff.device.value)?,
+                params: eff.params(&w.synth),
                 flow_matmul: w.synth.flow_matmul.map(Into::into),
                 base_seed: w.synth.seed,
                 fallback_wav: w.fallback_wav,
                 project: w.project.choice(),
+                theme: eff.theme.value.clone(),
+                playback_device: eff.playback_device.value.clone(),
+                keymap,
+                config_errors: cfg.errors.iter().map(ToString::to_string).collect(),
+                config_created: created,
             })
         }
     }
+}
+
+/// `config.toml`'s output_dir, else the current directory.
+fn output_dir(cfg: &Config) -> PathBuf {
+    cfg.settings.output_dir.clone().unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn run_config(synth: &SynthArgs, ui: &UiArgs) -> Result<()> {
+    let cfg = Config::load_default();
+    let eff = synth.effective(&cfg, &ui.extra());
+    let show = |p: Option<PathBuf>| {
+        p.map_or_else(|| "(none on this platform)".into(), |p| p.display().to_string())
+    };
+    let state = |p: &Option<PathBuf>| match p {
+        Some(p) if p.exists() => "",
+        Some(_) => " (not there)",
+        None => "",
+    };
+    let cfg_dir = crate::assets::config_dir();
+    let keymap =
+        ui.keymap.clone().or_else(|| cfg_dir.as_ref().map(|d| d.join(crate::config::KEYMAP_FILE)));
+    let themes = cfg_dir.as_ref().map(|d| d.join(crate::config::THEMES_DIR));
+    println!("config file   {}{}", show(cfg.path.clone()), state(&cfg.path));
+    println!("keymap file   {}{}", show(keymap.clone()), state(&keymap));
+    println!("themes        {}{}", show(themes.clone()), state(&themes));
+    println!("data          {}", show(crate::assets::data_dir()));
+    println!("voices        {}", crate::voice::voices_dir().display());
+    println!();
+    for (k, v, s) in eff.lines() {
+        println!("{k:<16} {v:<32} ({s})");
+    }
+    if !cfg.errors.is_empty() {
+        println!();
+        for e in &cfg.errors {
+            println!("error: {e} (the default is used)");
+        }
+        anyhow::bail!("{} error(s) in {}", cfg.errors.len(), show(cfg.path.clone()));
+    }
+    Ok(())
 }
 
 /// What `lectern export` was asked for, besides the project.
@@ -689,14 +897,25 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
             let dir = crate::voice::voices_dir();
             let voices = crate::voice::list(&dir)?;
             if voices.is_empty() {
-                println!("no voices in {}", dir.display());
+                println!("no voices in {} yet (`lectern voice add` makes one)", dir.display());
             }
-            for m in voices {
+            let line = |m: &crate::voice::Manifest, note: &str| {
                 let secs = m.prompt_tokens as f64 / crate::voice::TOKENS_PER_SECOND;
                 println!(
-                    "{:<20} {:>6.2} s  {:>5} tokens  {}",
+                    "{:<20} {:>6.2} s  {:>5} tokens  {}{note}",
                     m.name, secs, m.prompt_tokens, m.model.name
                 );
+            };
+            for m in &voices {
+                line(m, "");
+            }
+            let demo = crate::assets::DEMO_VOICE;
+            if !voices.iter().any(|m| m.name == demo) {
+                if let Some(d) = crate::voice::demo_voice_dir(demo) {
+                    if let Ok(v) = crate::voice::Voice::load_dir(&d) {
+                        line(&v.manifest, "  (demo voice, for the demo model)");
+                    }
+                }
             }
             Ok(())
         }
@@ -744,9 +963,32 @@ mod tests {
     fn q8_0_is_spelled_as_documented() {
         for spelling in ["q8_0", "q8-0"] {
             let cli = Cli::try_parse_from(["lectern", "--precision", spelling]).unwrap();
-            assert!(matches!(cli.workstation.synth.precision, PrecisionArg::Q8_0), "{spelling}");
+            assert!(
+                matches!(cli.workstation.synth.precision, Some(PrecisionArg::Q8_0)),
+                "{spelling}"
+            );
         }
         assert!(Cli::try_parse_from(["lectern", "--precision", "q8"]).is_err());
+    }
+
+    #[test]
+    fn flags_beat_config_which_beats_defaults() {
+        let path = std::path::Path::new("/c/config.toml");
+        let text = "nfe = 4\nlanes = 2\nprecision = \"f16\"\ntheme = \"light\"\nlanes_x = 1\n";
+        let (settings, errors) = crate::config::parse(text, path);
+        assert_eq!(errors.len(), 1, "the unknown key: {errors:?}");
+        let cfg = Config { path: Some(path.into()), exists: true, settings, errors };
+        let cli = Cli::try_parse_from(["lectern", "--lanes", "3", "--theme", "dark"]).unwrap();
+        let w = &cli.workstation;
+        let eff = w.synth.effective(&cfg, &w.ui.extra());
+        let file = Source::File(path.into());
+        assert_eq!((eff.nfe.value, &eff.nfe.source), (4, &file));
+        assert_eq!((eff.lanes.value, &eff.lanes.source), (3, &Source::Flag));
+        assert_eq!((eff.precision.value, &eff.precision.source), (Precision::F16, &file));
+        assert_eq!((eff.theme.value.as_str(), &eff.theme.source), ("dark", &Source::Flag));
+        assert_eq!((eff.group_target.value, &eff.group_target.source), (2000, &Source::Default));
+        let p = eff.params(&w.synth);
+        assert_eq!((p.nfe, p.lanes, p.precision), (4, 3, Precision::F16));
     }
 
     #[test]

@@ -9,11 +9,14 @@
 //! - `store`: project database, take files, export;
 //! - `audio`: playback (cpal + ring buffer, file sink), WAV I/O;
 //! - `model`: CosyVoice3 in candle — pure math, no threads, no I/O beyond loading;
+//! - `assets`: what the binary carries (sample, demo model) and the platform directories;
 //! - `limits`: the accepted ranges of numeric settings (CLI, workstation, config files).
 
+pub mod assets;
 pub mod audio;
 pub mod bench;
 pub mod cli;
+pub mod config;
 pub mod engine;
 pub mod limits;
 pub mod model;

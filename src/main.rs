@@ -1,8 +1,37 @@
-//! The `lectern` binary: parse arguments, dispatch. No logic lives here.
+//! The `lectern` binary: parse arguments, dispatch. No logic lives here, apart from the demo
+//! model and voice the binary carries (see `lectern::assets`).
 
 use clap::Parser;
+use lectern::assets::EmbeddedFile;
+
+macro_rules! embed {
+    ($path:literal, $src:literal) => {
+        EmbeddedFile { path: $path, bytes: include_bytes!($src) }
+    };
+}
+
+/// The tiny random-weight demo model (~29 MB, mostly the LM's 151,936-row text embedding) and
+/// its demo voice, written to the data directory on first use.
+static DEMO: &[EmbeddedFile] = &[
+    embed!("model/tiny.json", "../fixtures/cosyvoice3-tiny-a/model/tiny.json"),
+    embed!("model/llm.pt", "../fixtures/cosyvoice3-tiny-a/model/llm.pt"),
+    embed!("model/flow.pt", "../fixtures/cosyvoice3-tiny-a/model/flow.pt"),
+    embed!("model/hift.pt", "../fixtures/cosyvoice3-tiny-a/model/hift.pt"),
+    embed!("model/campplus.onnx", "../fixtures/cosyvoice3-tiny-a/model/campplus.onnx"),
+    embed!(
+        "model/speech_tokenizer_v3.onnx",
+        "../fixtures/cosyvoice3-tiny-a/model/speech_tokenizer_v3.onnx"
+    ),
+    embed!(
+        "model/CosyVoice-BlankEN/config.json",
+        "../fixtures/cosyvoice3-tiny-a/model/CosyVoice-BlankEN/config.json"
+    ),
+    embed!("voices/tiny-demo/voice.json", "../voices/tiny-demo/voice.json"),
+    embed!("voices/tiny-demo/prompt.safetensors", "../voices/tiny-demo/prompt.safetensors"),
+];
 
 fn main() -> std::process::ExitCode {
+    lectern::assets::register_demo(DEMO);
     let cli = lectern::cli::Cli::parse();
     match lectern::cli::run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,

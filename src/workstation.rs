@@ -9,6 +9,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Context;
 use candle::Device;
 
+use crate::audio::player::DeviceChoice;
 use crate::audio::{Player, PlayerConfig};
 use crate::engine::Engine;
 use crate::engine::protocol::RenderParams;
@@ -19,10 +20,17 @@ use crate::tui::watch::ManuscriptSource;
 use crate::tui::{self, AppConfig, RunConfig};
 use crate::voice::ModelSignature;
 
-/// The sample manuscript opened when none is given.
-pub const SAMPLE_MANUSCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/welcome.md");
-/// Themes shipped with the sources.
-pub const BUNDLED_THEMES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/themes");
+/// Where the keymap comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeymapChoice {
+    /// The built-in keys.
+    Defaults,
+    /// `--keymap FILE`: an error in it stops the workstation before it opens.
+    Given(PathBuf),
+    /// `keymap.toml` in the configuration directory: an error in it is shown in the banner
+    /// and the built-in keys are used.
+    Found(PathBuf),
+}
 
 /// Options of the workstation.
 #[derive(Debug, Clone)]
@@ -38,19 +46,30 @@ pub struct WorkstationOptions {
     /// Where playback is written when there is no audio device (never over an existing file).
     pub fallback_wav: Option<PathBuf>,
     pub project: ProjectChoice,
+    /// Theme name (`dark`, `light`, or a file's in the configuration's `themes/`).
+    pub theme: String,
+    /// `default`, `file`, or an output device's name or cpal id.
+    pub playback_device: String,
+    pub keymap: KeymapChoice,
+    /// Errors in `config.toml` (their keys run on the defaults), shown in a banner.
+    pub config_errors: Vec<String>,
+    /// A configuration file written by this start, if any (said in the log).
+    pub config_created: Option<PathBuf>,
 }
 
 /// Opens the workstation and runs it until the narrator quits.
 pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
-    let manuscript_path =
-        opts.manuscript.clone().unwrap_or_else(|| PathBuf::from(SAMPLE_MANUSCRIPT));
+    let manuscript_path = match &opts.manuscript {
+        Some(p) => p.clone(),
+        None => crate::assets::sample_manuscript()?,
+    };
     let model = ModelChoice::resolve(opts.model.as_deref())?;
     let voice = session::resolve_voice(opts.voice.as_deref(), &model)?;
     let signature = ModelSignature::from_model_dir(&model.dir)
         .with_context(|| format!("reading the model in {}", model.dir.display()))?;
     voice.check_model(&signature).with_context(|| format!("voice `{}`", voice.manifest.name))?;
     let tokenizer = Arc::new(session::tokenizer(&model)?);
-    let project = project_choice(&opts.project, &manuscript_path);
+    let project = opts.project.clone();
     let session = Session::open(&project, &manuscript_path, &voice, &model.dir, opts.base_seed)?;
     let mut desk = Desk::open(session, &manuscript_path, Arc::clone(&tokenizer))?;
 
@@ -72,8 +91,31 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
     if let Some(dir) = fallback.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let player = Player::open(PlayerConfig { fallback_wav: fallback, ..PlayerConfig::default() })
-        .context("opening audio output")?;
+    let device = match opts.playback_device.as_str() {
+        "default" => DeviceChoice::Default,
+        "file" => DeviceChoice::File,
+        name => DeviceChoice::Named(name.to_string()),
+    };
+    let player =
+        Player::open(PlayerConfig { device, fallback_wav: fallback, ..PlayerConfig::default() })
+            .context("opening audio output")?;
+    let mut banner = opts.config_errors.clone();
+    let keymap_file = match &opts.keymap {
+        KeymapChoice::Defaults => None,
+        KeymapChoice::Given(p) => Some(p.clone()),
+        KeymapChoice::Found(p) => match crate::tui::keymap::KeyMap::from_file(p) {
+            Ok(_) => Some(p.clone()),
+            Err(e) => {
+                banner.push(format!("{}: {e} (the built-in keys are used)", p.display()));
+                None
+            }
+        },
+    };
+    let themes_dir = crate::assets::config_dir().map(|d| d.join(crate::config::THEMES_DIR));
+    let mut log = Vec::new();
+    if let Some(p) = &opts.config_created {
+        log.push(format!("config: wrote {} (every key commented out)", p.display()));
+    }
 
     let quit = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
@@ -93,11 +135,16 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
             backend: backend_label(&opts.device, opts.flow_matmul),
             project: desk.session().project_dir().map(|d| d.display().to_string()),
             params: opts.params.clone(),
+            theme: opts.theme.clone(),
+            banner,
+            log,
             ..AppConfig::default()
         },
+        keymap_file,
         manuscript: Some(ManuscriptSource { path: manuscript_path.clone() }),
-        themes_dir: Some(PathBuf::from(BUNDLED_THEMES)),
+        themes_dir,
         quit_signal: Some(quit),
+        redraw_log: std::env::var_os("LECTERN_REDRAW_LOG").map(PathBuf::from),
         ..RunConfig::default()
     };
     let result = tui::run(cfg, &handle.tx, &handle.rx, &player, &mut desk);
@@ -106,17 +153,6 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
     // Dropping the player finalises the playback file.
     drop(player);
     result.context("workstation")
-}
-
-/// The bundled sample's project lives in the temp dir (the source tree stays clean); any
-/// other manuscript's beside it.
-fn project_choice(choice: &ProjectChoice, manuscript: &Path) -> ProjectChoice {
-    match choice {
-        ProjectChoice::NextToManuscript if manuscript == Path::new(SAMPLE_MANUSCRIPT) => {
-            ProjectChoice::Dir(std::env::temp_dir().join("lectern-sample.lectern"))
-        }
-        other => other.clone(),
-    }
 }
 
 fn display_name(path: &Path) -> String {
@@ -128,9 +164,6 @@ fn display_name(path: &Path) -> String {
 fn default_fallback(manuscript: &Path, project: Option<&Path>) -> PathBuf {
     match project {
         Some(dir) => unused_path(&dir.join("playback").join("session.wav")),
-        None if manuscript == Path::new(SAMPLE_MANUSCRIPT) => {
-            unused_path(&std::env::temp_dir().join("lectern-playback.wav"))
-        }
         None => unused_path(&manuscript.with_extension("playback.wav")),
     }
 }

@@ -21,10 +21,16 @@ use cpal::{FromSample, SampleFormat, SizedSample, StreamConfig};
 use super::render::{self, Renderer, Shared};
 use super::{SAMPLE_RATE_HZ, resample, wav};
 
-/// Period of the manager loop: how often the ring is topped up and the status refreshed.
+/// Period of the manager loop while there is audio to play: how often the ring is topped up
+/// and the status refreshed.
 const TICK: Duration = Duration::from_millis(5);
+/// The manager's wait while nothing plays: it blocks on its commands and wakes this rarely
+/// only to notice a lost device (the cpal error callback just sets a flag).
+const IDLE_TICK: Duration = Duration::from_secs(1);
 /// Period of one file-sink block (real-time pace), 10 ms.
 const FILE_BLOCK: Duration = Duration::from_millis(10);
+/// Longest sleep of the file sink's thread while its ring is empty (the player wakes it).
+const FILE_IDLE: Duration = Duration::from_secs(1);
 
 /// A take to play: 24 kHz mono samples plus the ids the UI shows.
 #[derive(Debug, Clone)]
@@ -358,9 +364,24 @@ impl Manager {
         }
     }
 
+    /// Whether anything is queued, in the ring or being flushed: then the loop ticks.
+    fn busy(&self) -> bool {
+        !self.queue.is_empty()
+            || self.awaiting_flush.is_some()
+            || self.prod.as_ref().is_some_and(|p| p.slots() != p.buffer().capacity())
+    }
+
+    /// Wakes the file sink's thread, which sleeps while its ring is empty.
+    fn wake_sink(&self) {
+        if let Some(Sink::File(fs)) = &self.sink {
+            fs.wake();
+        }
+    }
+
     fn run(&mut self, rx: &mpsc::Receiver<Msg>) {
         loop {
-            match rx.recv_timeout(TICK) {
+            let wait = if self.busy() { TICK } else { IDLE_TICK };
+            match rx.recv_timeout(wait) {
                 Ok(Msg::Cmd(c)) => self.handle(c),
                 Ok(Msg::Shutdown) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -379,6 +400,7 @@ impl Manager {
                 self.recover();
             }
             self.tick();
+            self.wake_sink();
             self.publish();
         }
         self.close_sink();
@@ -772,6 +794,17 @@ impl FileSink {
                     writer.flush()?;
                     since_flush = 0;
                 }
+                if n == 0 {
+                    // Nothing came from the ring: sleep until the player wakes us (it does
+                    // after every command and ring top-up) instead of ticking on silence.
+                    if since_flush > 0 {
+                        writer.flush()?;
+                        since_flush = 0;
+                    }
+                    std::thread::park_timeout(FILE_IDLE);
+                    next = Instant::now();
+                    continue;
+                }
                 next += FILE_BLOCK;
                 let now = Instant::now();
                 if next > now {
@@ -786,9 +819,17 @@ impl FileSink {
         Ok(Self { stop, thread: Some(thread) })
     }
 
+    /// Wakes the writing thread (it sleeps while the ring is empty).
+    pub fn wake(&self) {
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
+    }
+
     /// Stops the thread and finalises the WAV.
     pub fn finish(mut self) -> super::Result<()> {
         self.stop.store(true, Ordering::Release);
+        self.wake();
         match self.thread.take().map(JoinHandle::join) {
             Some(Ok(r)) => r,
             Some(Err(_)) => Err(super::AudioError::Device("file sink thread panicked".into())),
@@ -800,6 +841,7 @@ impl FileSink {
 impl Drop for FileSink {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
+        self.wake();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

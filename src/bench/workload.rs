@@ -431,10 +431,7 @@ fn build_backend(
 
 /// Peak resident set of this process (`VmHWM`), where the platform has it.
 fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    crate::engine::telemetry::peak_resident_bytes()
 }
 
 fn cpu_model() -> String {

@@ -211,25 +211,51 @@ impl SuspectTracker {
 }
 
 /// Reads the process's memory now. Fields the platform lacks are `None`.
+///
+/// The one place Lectern reads its own memory: the resident set through `sysinfo` (every
+/// platform it supports); by hand only what `sysinfo` cannot give — swap, PSS and the peak
+/// resident set from `/proc/self` on Linux, `phys_footprint` through `mach2` on macOS.
 pub fn probe_memory() -> MemorySample {
-    let mut sample = MemorySample::default();
+    let mut sample = MemorySample { rss: resident_bytes(), ..MemorySample::default() };
     platform::fill(&mut sample);
     sample
+}
+
+/// This process's resident set through `sysinfo`.
+fn resident_bytes() -> Option<u64> {
+    use sysinfo::{ProcessRefreshKind, ProcessesToUpdate, System};
+    let pid = sysinfo::get_current_pid().ok()?;
+    let mut sys = System::new();
+    sys.refresh_processes_specifics(
+        ProcessesToUpdate::Some(&[pid]),
+        false,
+        ProcessRefreshKind::nothing().with_memory(),
+    );
+    sys.process(pid).map(sysinfo::Process::memory)
+}
+
+/// The peak resident set of this process, where the platform keeps it (Linux `VmHWM`).
+pub fn peak_resident_bytes() -> Option<u64> {
+    platform::peak_rss()
 }
 
 #[cfg(target_os = "linux")]
 mod platform {
     use super::MemorySample;
 
-    /// VmRSS/VmSwap from /proc/self/status, Pss from /proc/self/smaps_rollup.
+    /// VmSwap from /proc/self/status, Pss from /proc/self/smaps_rollup.
     pub fn fill(sample: &mut MemorySample) {
         if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
-            sample.rss = kib_field(&status, "VmRSS:");
             sample.swap = kib_field(&status, "VmSwap:");
         }
         if let Ok(rollup) = std::fs::read_to_string("/proc/self/smaps_rollup") {
             sample.pss = kib_field(&rollup, "Pss:");
         }
+    }
+
+    /// VmHWM from /proc/self/status.
+    pub fn peak_rss() -> Option<u64> {
+        kib_field(&std::fs::read_to_string("/proc/self/status").ok()?, "VmHWM:")
     }
 
     /// Parses `Name:   1234 kB` into bytes.
@@ -278,7 +304,7 @@ mod platform {
         phys_footprint: u64,
     }
 
-    /// phys_footprint (what Activity Monitor and jetsam use) and resident size via task_info.
+    /// phys_footprint (what Activity Monitor and jetsam use) via task_info.
     pub fn fill(sample: &mut MemorySample) {
         let mut info = TaskVmInfo::default();
         let mut count = (std::mem::size_of::<TaskVmInfo>() / std::mem::size_of::<u32>())
@@ -289,9 +315,13 @@ mod platform {
             task_info(mach_task_self(), TASK_VM_INFO, (&raw mut info).cast::<i32>(), &mut count)
         };
         if kr == KERN_SUCCESS {
-            sample.rss = Some(info.resident_size);
             sample.phys_footprint = Some(info.phys_footprint);
         }
+    }
+
+    /// Not read on macOS.
+    pub fn peak_rss() -> Option<u64> {
+        None
     }
 }
 
@@ -300,6 +330,10 @@ mod platform {
     use super::MemorySample;
 
     pub fn fill(_sample: &mut MemorySample) {}
+
+    pub fn peak_rss() -> Option<u64> {
+        None
+    }
 }
 
 #[cfg(test)]

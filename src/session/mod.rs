@@ -26,13 +26,8 @@ use crate::model::flow::FlowMatmul;
 use crate::text::Tokenizer;
 use crate::voice::Voice;
 
-/// The tiny random-weight model shipped with the sources (the upstream fixtures' config A).
-pub const BUNDLED_TINY_MODEL: &str =
-    concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/cosyvoice3-tiny-a/model");
-/// Voices shipped with the sources.
-pub const BUNDLED_VOICES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/voices");
 /// The demo voice made for the tiny model.
-pub const TINY_DEMO_VOICE: &str = "tiny-demo";
+pub const TINY_DEMO_VOICE: &str = crate::assets::DEMO_VOICE;
 /// What Lectern says whenever it runs on the bundled model.
 pub const TINY_NOTICE: &str =
     "bundled tiny model with random weights: it proves the pipeline, not the voice";
@@ -46,7 +41,8 @@ pub struct ModelChoice {
 }
 
 impl ModelChoice {
-    /// `--model DIR`, or the bundled tiny model.
+    /// `--model DIR`, or the demo tiny model (materialised from the binary into the data
+    /// directory on first use, [`crate::assets::ensure_demo`]).
     pub fn resolve(arg: Option<&Path>) -> anyhow::Result<Self> {
         match arg {
             Some(dir) => {
@@ -55,8 +51,16 @@ impl ModelChoice {
                 }
                 Ok(Self { dir: dir.to_path_buf(), bundled_tiny: false })
             }
-            None => Ok(Self { dir: PathBuf::from(BUNDLED_TINY_MODEL), bundled_tiny: true }),
+            None => {
+                let demo = crate::assets::ensure_demo()?;
+                Ok(Self { dir: demo.join("model"), bundled_tiny: true })
+            }
         }
+    }
+
+    /// The tiny model's files at `dir` (tests use the source tree's copy).
+    pub fn tiny_at(dir: &Path) -> Self {
+        Self { dir: dir.to_path_buf(), bundled_tiny: true }
     }
 
     /// A one-line description for logs and title bars.
@@ -69,22 +73,26 @@ impl ModelChoice {
     }
 }
 
-/// `--voice NAME|DIR`; defaults to the tiny demo voice on the bundled model. Names are looked up
-/// in the voices directory (`$LECTERN_VOICES` or `./voices`), then in the bundled voices.
+/// `--voice NAME|DIR`; defaults to the tiny demo voice on the demo model. Names are looked up
+/// in the voices directory (`$LECTERN_VOICES`, else the data directory's `voices/`), then
+/// among the demo voices.
 pub fn resolve_voice(arg: Option<&str>, model: &ModelChoice) -> anyhow::Result<Voice> {
     let name = match arg {
         Some(v) => v.to_string(),
         None if model.bundled_tiny => TINY_DEMO_VOICE.to_string(),
         None => bail!("a real model needs a voice: pass --voice NAME (see `lectern voice list`)"),
     };
-    let bundled = Path::new(BUNDLED_VOICES).join(&name);
-    let voice = match Voice::load(&name) {
-        Ok(v) => v,
-        Err(first) if bundled.is_dir() => Voice::load_dir(&bundled)
-            .with_context(|| format!("loading voice `{name}` ({first})"))?,
-        Err(e) => return Err(e).with_context(|| format!("loading voice `{name}`")),
-    };
-    Ok(voice)
+    match Voice::load(&name) {
+        Ok(v) => Ok(v),
+        Err(first) => {
+            let demo = crate::voice::demo_voice_dir(&name);
+            match demo {
+                Some(dir) => Voice::load_dir(&dir)
+                    .with_context(|| format!("loading voice `{name}` ({first})")),
+                None => Err(first).with_context(|| format!("loading voice `{name}`")),
+            }
+        }
+    }
 }
 
 /// The tokenizer of the model directory.

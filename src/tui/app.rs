@@ -61,6 +61,10 @@ pub struct AppConfig {
     pub params: RenderParams,
     /// Silence before the manuscript's first segment, 24 kHz samples.
     pub lead_in_samples: usize,
+    /// Problems with the configuration files: a banner in the title bar, each line in the log.
+    pub banner: Vec<String>,
+    /// Lines for the log when the workstation opens.
+    pub log: Vec<String>,
 }
 
 impl Default for AppConfig {
@@ -77,6 +81,8 @@ impl Default for AppConfig {
             themes: vec!["dark".into(), "light".into()],
             params: RenderParams::default(),
             lead_in_samples: 0,
+            banner: Vec::new(),
+            log: Vec::new(),
         }
     }
 }
@@ -315,6 +321,8 @@ pub struct App {
     pub pickups_only: bool,
     /// The note being typed ([`Mode::Note`]).
     pub note_draft: String,
+    /// Frames drawn by the run loop (it draws only when something changed).
+    pub redraws: u64,
     /// Next row to hand to the player when it is ready (playing in order).
     play_cursor: Option<usize>,
     audio_out: Vec<AudioCommand>,
@@ -341,6 +349,12 @@ const LOADED_TAKES_MAX: usize = 32;
 impl App {
     #[must_use]
     pub fn new(config: AppConfig, keymap: KeyMap) -> Self {
+        let log = config
+            .log
+            .iter()
+            .cloned()
+            .chain(config.banner.iter().map(|b| format!("config: {b}")))
+            .collect();
         Self {
             params: config.params.clone(),
             backend: config.backend.clone(),
@@ -352,7 +366,7 @@ impl App {
             list_offset: 0,
             telemetry: History::default(),
             frozen: None,
-            log: VecDeque::new(),
+            log,
             log_scroll: 0,
             mode: Mode::Normal,
             search: String::new(),
@@ -364,6 +378,7 @@ impl App {
             quit: false,
             pickups_only: false,
             note_draft: String::new(),
+            redraws: 0,
             play_cursor: None,
             audio_out: Vec::new(),
             search_origin: 0,

@@ -1,9 +1,12 @@
 //! The terminal edge: raw mode + alternate screen + mouse capture, restored on exit, on error,
 //! on panic (a hook that runs before the default one), on Ctrl-C (a key in raw mode) and on
 //! SIGTERM / SIGHUP / SIGINT (which quit like `q`, so the playback file is finalised too). The
-//! loop drains engine events without blocking, hands takes to the session ([`Desk`]), polls
-//! input until the next frame, and draws from the App at a steady rate; engine requests go out
-//! over an unbounded channel, so the UI never waits for the engine.
+//! loop drains engine events without blocking, hands takes to the session ([`Desk`]), waits for
+//! input, and draws only when something changed (an engine event, a key, a resize, a reloaded
+//! file or theme, the player's status — the playhead while audio plays). It looks at the engine
+//! at the frame rate while the engine works or just after any event, at the playhead's rate
+//! while audio plays, and every [`IDLE_WAIT`] otherwise. Engine requests go out over an
+//! unbounded channel, so the UI never waits for the engine.
 
 use std::io;
 use std::path::PathBuf;
@@ -31,6 +34,15 @@ use crate::engine::protocol::{EngineEvent, Request};
 
 /// Engine events applied per frame at most, so a flood cannot stall drawing.
 const MAX_EVENTS_PER_FRAME: usize = 2000;
+/// After a key, an engine event or a reload, how long the loop keeps looking at the engine at
+/// the frame rate (a request's answer shows at once); then it waits for input [`IDLE_WAIT`].
+const ACTIVE_GRACE: Duration = Duration::from_secs(1);
+/// While audio plays and nothing else happens: the playhead's redraw period.
+const PLAYHEAD_TICK: Duration = Duration::from_millis(100);
+/// With nothing rendering, nothing playing and nothing typed, the loop waits this long for
+/// input before it looks at the engine's channel, the player and the watchers again. It
+/// draws only if one of them changed something.
+const IDLE_WAIT: Duration = Duration::from_millis(250);
 
 /// Errors of the terminal front end.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +71,9 @@ pub struct RunConfig {
     pub fps: u32,
     /// Set (by a signal handler) to quit as `q` does.
     pub quit_signal: Option<Arc<AtomicBool>>,
+    /// For measuring the loop (`LECTERN_REDRAW_LOG`): a file holding the frames drawn so far,
+    /// rewritten at each frame.
+    pub redraw_log: Option<PathBuf>,
 }
 
 impl Default for RunConfig {
@@ -70,6 +85,7 @@ impl Default for RunConfig {
             manuscript: None,
             fps: 30,
             quit_signal: None,
+            redraw_log: None,
         }
     }
 }
@@ -89,7 +105,16 @@ pub fn run(
     let mut terminal = enter()?;
     let _guard = RestoreGuard;
     let mut input = |timeout: Duration| -> io::Result<Option<Event>> {
-        if event::poll(timeout)? { event::read().map(Some) } else { Ok(None) }
+        // Events crossterm already holds first; then wait on the terminal ourselves, so a
+        // hang-up ends the loop instead of crossterm's read spinning on it (see `tty_wait`).
+        tty_wait(Duration::ZERO)?;
+        if event::poll(Duration::ZERO)? {
+            return event::read().map(Some);
+        }
+        if tty_wait(timeout)? && event::poll(Duration::ZERO)? {
+            return event::read().map(Some);
+        }
+        Ok(None)
     };
     let io = Io { engine_tx, player, desk };
     event_loop(&mut terminal, &cfg, keymap, engine_rx, io, &mut input).map(|_| ())
@@ -182,25 +207,49 @@ pub fn event_loop<B: Backend>(
     open_rows(&mut app, &mut io)?;
 
     let period = Duration::from_secs_f64(1.0 / f64::from(cfg.fps.clamp(1, 240)));
-    let mut next = Instant::now();
+    let mut dirty = true;
+    let mut last_player: Option<crate::audio::player::PlayerStatus> = None;
+    // Until then the loop looks at the engine at the frame rate: after any event, a request
+    // may be on its way to the engine and its answer should show without delay.
+    let mut active_until = Instant::now() + ACTIVE_GRACE;
     loop {
+        let mut activity = false;
         for _ in 0..MAX_EVENTS_PER_FRAME {
             match engine_rx.try_recv() {
-                Ok(ev) => io.engine_event(&mut app, ev),
+                Ok(ev) => {
+                    io.engine_event(&mut app, ev);
+                    activity = true;
+                }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => {
+                    if !app.engine_gone {
+                        activity = true;
+                    }
                     app.update(Msg::EngineGone);
                     break;
                 }
             }
         }
-        io.apply(&mut app, Msg::Player(io.player.status()));
+        let status = io.player.status();
+        if last_player.as_ref() != Some(&status) {
+            // A playhead move is a change to draw, not activity to watch for.
+            let state_changed = last_player.as_ref().is_none_or(|p| {
+                p.state != status.state
+                    || p.now_playing.map(|n| n.take_id) != status.now_playing.map(|n| n.take_id)
+            });
+            activity |= state_changed;
+            last_player = Some(status.clone());
+            io.apply(&mut app, Msg::Player(status));
+            dirty = true;
+        }
         if manuscript.as_mut().is_some_and(|w| w.poll(Instant::now())) {
             reload_manuscript(&mut app, &mut io);
+            activity = true;
         }
         if cfg.quit_signal.as_ref().is_some_and(|q| q.load(Ordering::Relaxed)) && !app.quit {
             app.push_log("signal: quitting");
             io.apply(&mut app, Msg::Action(Action::Quit));
+            activity = true;
         }
         let reload = watch.as_ref().is_some_and(|(_, rx)| rx.try_iter().count() > 0);
         if reload || app.theme_name != theme.name {
@@ -211,19 +260,42 @@ pub fn event_loop<B: Backend>(
                     app.theme_name.clone_from(&theme.name);
                 }
             }
+            activity = true;
         }
-        terminal.draw(|f| view::draw(&app, &theme, f))?;
+        if activity {
+            dirty = true;
+            active_until = Instant::now() + ACTIVE_GRACE;
+        }
+        if dirty {
+            terminal.draw(|f| view::draw(&app, &theme, f))?;
+            app.redraws += 1;
+            dirty = false;
+            if let Some(path) = &cfg.redraw_log {
+                let _ = std::fs::write(path, format!("{}\n", app.redraws));
+            }
+        }
         if app.quit {
             break;
         }
-        next += period;
+        let now = Instant::now();
+        let playing = app.player.state == crate::audio::player::PlayState::Playing;
+        let wait = if !app.engine_idle || now < active_until {
+            period
+        } else if playing {
+            period.max(PLAYHEAD_TICK)
+        } else {
+            IDLE_WAIT
+        };
+        let mut deadline = now + wait;
+        if let Some(due) = manuscript.as_ref().and_then(ManuscriptWatcher::due) {
+            deadline = deadline.min(due.max(now));
+        }
         loop {
             let now = Instant::now();
-            if now >= next {
-                next = now.max(next);
+            if now >= deadline {
                 break;
             }
-            let Some(ev) = input(next - now)? else { break };
+            let Some(ev) = input(deadline - now)? else { break };
             let msg = match ev {
                 Event::Key(k) => Msg::Key(k),
                 Event::Mouse(m) => Msg::Mouse(m),
@@ -231,9 +303,10 @@ pub fn event_loop<B: Backend>(
                 _ => continue,
             };
             io.apply(&mut app, msg);
-            if app.quit {
-                break;
-            }
+            dirty = true;
+            active_until = Instant::now() + ACTIVE_GRACE;
+            // Draw what the key did now; more keys wait for the next pass.
+            break;
         }
     }
     Ok(app)
@@ -271,6 +344,33 @@ fn reload_manuscript(app: &mut App, io: &mut Io<'_>) {
         },
         Err(e) => app.push_log(format!("manuscript not reloaded: {e:#}")),
     }
+}
+
+/// Waits up to `timeout` for the terminal (stdin) to be readable. An error once the terminal
+/// has hung up (its window closed, its tmux pane killed): crossterm's reader would otherwise
+/// spin on the dead descriptor at 100 % of a core, its poll never returning
+/// (crossterm-rs/crossterm#793).
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn tty_wait(timeout: Duration) -> io::Result<bool> {
+    let mut fds = libc::pollfd { fd: libc::STDIN_FILENO, events: libc::POLLIN, revents: 0 };
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd, for the duration of the call.
+    let n = unsafe { libc::poll(&raw mut fds, 1, ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(e) };
+    }
+    if fds.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+        return Err(io::Error::new(io::ErrorKind::BrokenPipe, "the terminal hung up"));
+    }
+    Ok(n > 0)
+}
+
+/// Elsewhere crossterm's own wait.
+#[cfg(not(unix))]
+fn tty_wait(timeout: Duration) -> io::Result<bool> {
+    event::poll(timeout)
 }
 
 fn enter() -> io::Result<Terminal<CrosstermBackend<io::Stdout>>> {

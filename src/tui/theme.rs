@@ -170,44 +170,57 @@ impl Theme {
         }
     }
 
-    /// The light built-in theme (for light terminal backgrounds).
+    /// The light built-in theme. It paints its own white background (the `text` role's, under
+    /// every cell) and gives every role an explicit colour from the xterm 256-colour cube, so it
+    /// reads the same on a dark terminal as on a light one: nothing falls back to the
+    /// terminal's default colours.
     #[must_use]
     pub fn light() -> Self {
+        const INK: Color = Color::Indexed(16); // #000000
+        const PAPER: Color = Color::Indexed(231); // #ffffff
+        const GREY: Color = Color::Indexed(240); // #585858
+        const RULE: Color = Color::Indexed(245); // #8a8a8a
+        const BLUE: Color = Color::Indexed(25); // #005faf
+        const PURPLE: Color = Color::Indexed(90); // #870087
+        const TEAL: Color = Color::Indexed(30); // #008787
+        const GREEN: Color = Color::Indexed(28); // #008700
+        const RED: Color = Color::Indexed(160); // #d70000
+        const BROWN: Color = Color::Indexed(130); // #af5f00
         Self {
             name: "light".into(),
-            title: Style::new().fg(Color::White).bg(Color::Blue).add_modifier(Modifier::BOLD),
-            title_notice: Style::new().fg(Color::Black).bg(Color::LightYellow),
-            border: fg(Color::Gray),
-            panel_title: fg(Color::Blue).add_modifier(Modifier::BOLD),
-            text: fg(Color::Black),
-            dim: fg(Color::DarkGray),
+            title: Style::new().fg(PAPER).bg(BLUE).add_modifier(Modifier::BOLD),
+            title_notice: Style::new().fg(INK).bg(Color::Indexed(229)),
+            border: fg(RULE),
+            panel_title: fg(BLUE).add_modifier(Modifier::BOLD),
+            text: Style::new().fg(INK).bg(PAPER),
+            dim: fg(GREY),
             selection: Style::new().bg(Color::Indexed(254)).add_modifier(Modifier::BOLD),
-            state_queued: fg(Color::DarkGray),
-            state_lm: fg(Color::Magenta),
-            state_flow: fg(Color::Blue),
-            state_vocoder: fg(Color::Indexed(30)),
-            state_ready: fg(Color::Green),
-            state_playing: fg(Color::Indexed(28)).add_modifier(Modifier::BOLD),
-            state_failed: fg(Color::Red).add_modifier(Modifier::BOLD),
-            state_cancelled: fg(Color::Gray).add_modifier(Modifier::CROSSED_OUT),
-            rtf_lm: fg(Color::Magenta),
-            rtf_flow: fg(Color::Blue),
-            rtf_vocoder: fg(Color::Indexed(30)),
-            rtf_total: fg(Color::Black).add_modifier(Modifier::BOLD),
-            value_good: fg(Color::Indexed(28)),
-            value_bad: fg(Color::Red),
-            memory: fg(Color::Indexed(130)),
-            gauge_filled: fg(Color::Indexed(28)),
-            gauge_unfilled: fg(Color::Gray),
-            playhead: fg(Color::Indexed(28)),
-            log: fg(Color::DarkGray),
-            notice: fg(Color::Indexed(130)).add_modifier(Modifier::BOLD),
-            hint_key: fg(Color::White).bg(Color::DarkGray),
-            hint_text: fg(Color::DarkGray),
-            help: Style::new().bg(Color::Indexed(255)),
-            help_key: fg(Color::Blue).add_modifier(Modifier::BOLD),
-            help_text: fg(Color::Black),
-            search: fg(Color::Indexed(130)).add_modifier(Modifier::BOLD),
+            state_queued: fg(GREY),
+            state_lm: fg(PURPLE),
+            state_flow: fg(BLUE),
+            state_vocoder: fg(TEAL),
+            state_ready: fg(GREEN),
+            state_playing: fg(GREEN).add_modifier(Modifier::BOLD),
+            state_failed: fg(RED).add_modifier(Modifier::BOLD),
+            state_cancelled: fg(RULE).add_modifier(Modifier::CROSSED_OUT),
+            rtf_lm: fg(PURPLE),
+            rtf_flow: fg(BLUE),
+            rtf_vocoder: fg(TEAL),
+            rtf_total: fg(INK).add_modifier(Modifier::BOLD),
+            value_good: fg(GREEN),
+            value_bad: fg(RED),
+            memory: fg(BROWN),
+            gauge_filled: fg(GREEN),
+            gauge_unfilled: fg(RULE),
+            playhead: fg(GREEN),
+            log: fg(GREY),
+            notice: fg(BROWN).add_modifier(Modifier::BOLD),
+            hint_key: fg(PAPER).bg(GREY),
+            hint_text: fg(GREY),
+            help: Style::new().fg(INK).bg(Color::Indexed(255)),
+            help_key: fg(BLUE).add_modifier(Modifier::BOLD),
+            help_text: fg(INK),
+            search: fg(BROWN).add_modifier(Modifier::BOLD),
         }
     }
 
@@ -384,4 +397,73 @@ impl ThemeWatcher {
         watcher.watch(dir, notify::RecursiveMode::NonRecursive).map_err(ThemeError::Watch)?;
         Ok((Self { _watcher: watcher, dir: dir.to_path_buf() }, rx))
     }
+}
+
+/// A colour's sRGB value in the xterm default palette (`None`: the terminal's default colour,
+/// which a theme cannot know).
+#[must_use]
+pub fn rgb(c: Color) -> Option<(u8, u8, u8)> {
+    const BASE: [(u8, u8, u8); 16] = [
+        (0, 0, 0),
+        (205, 0, 0),
+        (0, 205, 0),
+        (205, 205, 0),
+        (0, 0, 238),
+        (205, 0, 205),
+        (0, 205, 205),
+        (229, 229, 229),
+        (127, 127, 127),
+        (255, 0, 0),
+        (0, 255, 0),
+        (255, 255, 0),
+        (92, 92, 255),
+        (255, 0, 255),
+        (0, 255, 255),
+        (255, 255, 255),
+    ];
+    let named = |i: usize| Some(BASE[i]);
+    match c {
+        Color::Reset => None,
+        Color::Black => named(0),
+        Color::Red => named(1),
+        Color::Green => named(2),
+        Color::Yellow => named(3),
+        Color::Blue => named(4),
+        Color::Magenta => named(5),
+        Color::Cyan => named(6),
+        Color::Gray => named(7),
+        Color::DarkGray => named(8),
+        Color::LightRed => named(9),
+        Color::LightGreen => named(10),
+        Color::LightYellow => named(11),
+        Color::LightBlue => named(12),
+        Color::LightMagenta => named(13),
+        Color::LightCyan => named(14),
+        Color::White => named(15),
+        Color::Rgb(r, g, b) => Some((r, g, b)),
+        Color::Indexed(i @ 0..=15) => named(usize::from(i)),
+        Color::Indexed(i @ 16..=231) => {
+            let level = |v: u8| if v == 0 { 0 } else { 55 + 40 * v };
+            let i = i - 16;
+            Some((level(i / 36), level((i / 6) % 6), level(i % 6)))
+        }
+        Color::Indexed(i) => {
+            let v = 8 + 10 * (i - 232);
+            Some((v, v, v))
+        }
+    }
+}
+
+/// WCAG contrast ratio of two colours (1 to 21).
+#[must_use]
+pub fn contrast(a: (u8, u8, u8), b: (u8, u8, u8)) -> f64 {
+    let lum = |(r, g, b): (u8, u8, u8)| {
+        let ch = |v: u8| {
+            let c = f64::from(v) / 255.0;
+            if c <= 0.039_28 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
+        };
+        0.2126 * ch(r) + 0.7152 * ch(g) + 0.0722 * ch(b)
+    };
+    let (x, y) = (lum(a), lum(b));
+    (x.max(y) + 0.05) / (x.min(y) + 0.05)
 }

@@ -52,6 +52,11 @@ impl ManuscriptWatcher {
         &self.source.path
     }
 
+    /// When a burst of changes settles, if one is under way.
+    pub fn due(&self) -> Option<Instant> {
+        self.due
+    }
+
     /// Non-blocking. True once changes have settled (once per burst of changes).
     pub fn poll(&mut self, now: Instant) -> bool {
         if self.rx.try_iter().count() > 0 {

@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! use lectern::voice::{ModelSignature, Voice};
-//! let voice = Voice::load("tiny-demo")?; // a directory, or a name under voices/
+//! let voice = Voice::load("voices/tiny-demo")?; // a directory, or a name under voices_dir()
 //! voice.check_model(&ModelSignature::from_model_dir("fixtures/cosyvoice3-tiny-a/model".as_ref())?)?;
 //! let (tokens, mel, spk) = (&voice.prompt_speech_tokens, &voice.prompt_mel, &voice.speaker_embedding);
 //! # let _ = (tokens, mel, spk);
@@ -200,9 +200,24 @@ pub struct Voice {
     pub speaker_embedding: Tensor,
 }
 
-/// The voices directory: `$LECTERN_VOICES`, else `voices`.
+/// The voices directory: `$LECTERN_VOICES`, else `voices/` in the data directory
+/// (`~/.local/share/lectern/voices` on Linux), else `./voices`.
 pub fn voices_dir() -> PathBuf {
-    std::env::var_os(VOICES_DIR_ENV).map_or_else(|| PathBuf::from("voices"), PathBuf::from)
+    match std::env::var_os(VOICES_DIR_ENV) {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            crate::assets::data_dir().map_or_else(|| PathBuf::from("voices"), |d| d.join("voices"))
+        }
+    }
+}
+
+/// A demo voice of this name (materialising the demo files if needed), if there is one.
+pub fn demo_voice_dir(name: &str) -> Option<PathBuf> {
+    if name != crate::assets::DEMO_VOICE {
+        return None;
+    }
+    let dir = crate::assets::ensure_demo().ok()?.join("voices").join(name);
+    dir.join(MANIFEST).is_file().then_some(dir)
 }
 
 /// Finds a voice: an existing directory path, or a name under [`voices_dir`].

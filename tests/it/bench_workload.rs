@@ -4,7 +4,6 @@
 
 use lectern::bench::workload::{self, Workload, WorkloadOptions};
 use lectern::model::config::{ModelConfig, SAMPLES_PER_TOKEN};
-use lectern::session::BUNDLED_TINY_MODEL;
 
 #[test]
 fn smoke_text_is_the_first_two_sentences() {
@@ -29,7 +28,11 @@ fn stand_in_ids_have_a_realistic_rate() {
 fn tiny_workload_forces_tokens_per_word_through_the_engine() {
     let mut opts = WorkloadOptions::new(Workload::Short);
     opts.max_segments = Some(3);
-    opts.config = ModelConfig::from_dir(std::path::Path::new(BUNDLED_TINY_MODEL)).unwrap();
+    opts.config = ModelConfig::from_dir(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/cosyvoice3-tiny-a/model"
+    )))
+    .unwrap();
     opts.lanes = vec![1, 2];
     opts.nfe = 1;
     opts.group_target_frames = 200;

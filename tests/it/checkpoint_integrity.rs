@@ -11,6 +11,17 @@ use lectern::model::Checkpoint;
 
 const MODEL: &str = "fixtures/cosyvoice3-tiny-a/model";
 
+/// The developer's configuration and data stay out of the test: `HOME` and the XDG folders in
+/// the build's temp dir (the demo model is materialised there once).
+fn isolated_env() -> Vec<(&'static str, std::path::PathBuf)> {
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
+    vec![
+        ("XDG_CONFIG_HOME", home.join(".config")),
+        ("XDG_DATA_HOME", home.join(".local/share")),
+        ("HOME", home),
+    ]
+}
+
 /// Where one tensor's bytes sit in a `.pt` file, and the zip headers holding their CRC.
 struct Located {
     name: String,
@@ -164,6 +175,7 @@ fn render_refuses_a_model_with_a_damaged_llm_checkpoint() {
     std::fs::write(&book, "One short sentence.\n").unwrap();
     let out = tmp.path().join("book.wav");
     let o = Command::new(env!("CARGO_BIN_EXE_lectern"))
+        .envs(isolated_env())
         .env("LECTERN_VOICES", "/nonexistent-lectern-voices")
         .args(["render", "--quiet", "--no-project", "--voice", "voices/tiny-demo", "--model"])
         .arg(&model)

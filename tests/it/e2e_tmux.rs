@@ -76,7 +76,9 @@ impl Tmux {
 
     /// Waits for the pane's script to print its end marker, then closes the session.
     fn close_after_exit(&self) -> String {
-        let s = self.wait_for("exit", |s| s.contains("LECTERN-EXITED"));
+        // An aborted workstation leaves its screen behind, and the marker may be printed over
+        // it at a line's end and wrap: look for it across line breaks.
+        let s = self.wait_for("exit", |s| s.replace('\n', "").contains("LECTERN-EXITED"));
         self.cmd(&["kill-session", "-t", "e2e"]);
         s
     }
@@ -133,7 +135,7 @@ fn workstation_in_tmux() {
     let script = format!(
         "{bin} {book} --fallback-wav {wav}; echo $? > {status}; stty -a > {stty}; \
          echo LECTERN-EXITED; sleep 60",
-        bin = quote(&PathBuf::from(env!("CARGO_BIN_EXE_lectern"))),
+        bin = isolated_bin(),
         book = quote(&book),
         wav = quote(&wav),
         status = quote(&status),
@@ -197,13 +199,14 @@ fn lectern_script(args: &[&Path], extra: &str, status: &Path) -> String {
     format!(
         "{bin} {} {extra}; echo $? > {status}; echo LECTERN-EXITED; sleep 60",
         quoted.join(" "),
-        bin = quote(&PathBuf::from(env!("CARGO_BIN_EXE_lectern"))),
+        bin = isolated_bin(),
         status = quote(status),
     )
 }
 
 fn run_lectern(args: &[&str], cwd: &Path) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_lectern"))
+        .envs(isolated_env())
         .args(args)
         .current_dir(cwd)
         .env("LECTERN_VOICES", "/nonexistent-lectern-voices")
@@ -238,6 +241,24 @@ climbed the stairs again, as he had done for thirty years.\n\n\
 Rain fell on the roof all night long, and the wind pulled at the shutters. Nobody in the \
 village slept.\n\n\
 She turned the page.\n";
+
+/// The developer's configuration and data stay out of the test: `HOME` and the XDG folders in
+/// the build's temp dir (the demo model is materialised there once).
+fn isolated_env() -> Vec<(&'static str, std::path::PathBuf)> {
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
+    vec![
+        ("XDG_CONFIG_HOME", home.join(".config")),
+        ("XDG_DATA_HOME", home.join(".local/share")),
+        ("HOME", home),
+    ]
+}
+
+/// The binary as a pane's shell runs it, with [`isolated_env`].
+fn isolated_bin() -> String {
+    let env: Vec<String> =
+        isolated_env().iter().map(|(k, v)| format!("{k}={}", quote(v))).collect();
+    format!("env {} {}", env.join(" "), quote(&PathBuf::from(env!("CARGO_BIN_EXE_lectern"))))
+}
 
 #[test]
 fn narrator_loop_in_tmux() {
@@ -400,7 +421,7 @@ fn sigterm_quits_like_q_and_restores_the_terminal() {
     let script = format!(
         "{bin} {book} --fallback-wav {wav}; echo $? > {status}; stty -a > {stty}; \
          echo LECTERN-EXITED; sleep 60",
-        bin = quote(&PathBuf::from(env!("CARGO_BIN_EXE_lectern"))),
+        bin = isolated_bin(),
         book = quote(&book),
         wav = quote(&wav),
         status = quote(&status),

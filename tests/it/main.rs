@@ -21,6 +21,7 @@ mod engine_render;
 mod engine_telemetry;
 mod flow_fixtures;
 mod hift_fixtures;
+mod install;
 mod lm_fixtures;
 mod mel_fixtures;
 mod noise_fixtures;

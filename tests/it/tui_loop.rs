@@ -220,3 +220,34 @@ fn saving_the_manuscript_rerenders_only_changed_segments() {
         app.log
     );
 }
+
+/// Idle means idle: once everything is rendered and nothing plays, the loop draws nothing and
+/// looks at its inputs only a few times a second (it drew 200 frames a second at this `fps`
+/// before issue #20).
+#[test]
+fn an_idle_workstation_draws_nothing_and_rarely_wakes() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.txt");
+    std::fs::write(&book, BOOK).unwrap();
+    let mut desk = open_desk(&book, 1000);
+    let idle_from = Duration::from_millis(2000);
+    let quit_at = Duration::from_millis(4000);
+    let wakes = Arc::new(Mutex::new(0usize));
+    let counted = Arc::clone(&wakes);
+    let script = move |t: Duration| -> Option<Event> {
+        if t >= quit_at {
+            return Some(key('q'));
+        }
+        if t >= idle_from {
+            *counted.lock().unwrap() += 1;
+        }
+        None
+    };
+    let (app, _, _) = run_loop(&mut desk, None, script);
+    assert!(app.rows.iter().all(|r| r.state == SegmentState::Ready), "all rendered");
+    // The frames drawn while the fake engine rendered, and the one after `q`.
+    assert!(app.redraws < 100, "{} frames in 4 s", app.redraws);
+    let wakes = *wakes.lock().unwrap();
+    // 2 s at one look per 250 ms: 8 (the first after the last event comes at the frame rate).
+    assert!(wakes <= 12, "{wakes} wake-ups in 2 idle seconds");
+}

@@ -252,6 +252,62 @@ fn small_terminal_gets_the_reduced_layout() {
 }
 
 #[test]
+fn the_default_terminal_size_shows_the_profiler_memory_and_kv_panels() {
+    let mut app = scene();
+    app.update(Msg::Resize(80, 24));
+    let buf = draw_app(&app, 80, 24, &Theme::plain());
+    check("medium_80x24", &buf);
+    let text = lines(&buf);
+    for panel in ["profiler · stage RTF", "memory", "KV lanes", "transport", "manuscript"] {
+        assert!(text.contains(panel), "{panel} missing at 80×24:\n{text}");
+    }
+    let a = view::layout(Rect::new(0, 0, 80, 24), 8);
+    assert!(a.medium && !a.compact);
+}
+
+/// The light theme on a dark terminal: every cell has the theme's own background and
+/// foreground (none left to the terminal's defaults), and every visible glyph stands out from
+/// its background (WCAG contrast ≥ 3, the minimum for UI graphics and bold text).
+#[test]
+fn the_light_theme_sets_every_colour_and_keeps_contrast() {
+    use lectern::tui::theme::{contrast, rgb};
+    let theme = Theme::light();
+    for (w, h) in [(120, 36), (80, 24), (60, 14)] {
+        let mut app = scene();
+        app.update(Msg::Resize(w, h));
+        let buf = draw_app(&app, w, h, &theme);
+        for y in 0..h {
+            for x in 0..w {
+                let cell = &buf[(x, y)];
+                let style = cell.style();
+                let bg = style.bg.and_then(rgb);
+                let fg = style.fg.and_then(rgb);
+                assert!(bg.is_some(), "({x},{y}) at {w}x{h}: no background of the theme's");
+                assert!(fg.is_some(), "({x},{y}) at {w}x{h}: no foreground of the theme's");
+                if cell.symbol().trim().is_empty() {
+                    continue;
+                }
+                let c = contrast(fg.unwrap(), bg.unwrap());
+                assert!(
+                    c >= 3.0,
+                    "({x},{y}) {:?} at {w}x{h}: contrast {c:.2} ({:?} on {:?})",
+                    cell.symbol(),
+                    style.fg,
+                    style.bg
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn contrast_is_wcags() {
+    use lectern::tui::theme::contrast;
+    assert!((contrast((0, 0, 0), (255, 255, 255)) - 21.0).abs() < 1e-9);
+    assert!((contrast((9, 9, 9), (9, 9, 9)) - 1.0).abs() < 1e-9);
+}
+
+#[test]
 fn panels_with_known_telemetry() {
     let app = scene();
     let th = Theme::plain();

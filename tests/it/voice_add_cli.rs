@@ -10,8 +10,20 @@ const REFERENCE: &str = "fixtures/voice-prompt/prompt.wav";
 const TRANSCRIPT: &str = "The quick brown fox jumps over the lazy dog, while seven little birds \
                           sing a happy song in the morning sun.";
 
+/// The developer's configuration and data stay out of the test: `HOME` and the XDG folders in
+/// the build's temp dir (the demo model is materialised there once).
+fn isolated_env() -> Vec<(&'static str, std::path::PathBuf)> {
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
+    vec![
+        ("XDG_CONFIG_HOME", home.join(".config")),
+        ("XDG_DATA_HOME", home.join(".local/share")),
+        ("HOME", home),
+    ]
+}
+
 fn lectern(voices: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lectern"));
+    cmd.envs(isolated_env());
     cmd.env("LECTERN_VOICES", voices);
     cmd
 }

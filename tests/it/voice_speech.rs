@@ -15,6 +15,17 @@ const SPEECH: &str = "fixtures/voice-prompt/prompt.wav";
 const RATE: u32 = 22_050;
 const SECONDS: f64 = 4.0;
 
+/// The developer's configuration and data stay out of the test: `HOME` and the XDG folders in
+/// the build's temp dir (the demo model is materialised there once).
+fn isolated_env() -> Vec<(&'static str, std::path::PathBuf)> {
+    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
+    vec![
+        ("XDG_CONFIG_HOME", home.join(".config")),
+        ("XDG_DATA_HOME", home.join(".local/share")),
+        ("HOME", home),
+    ]
+}
+
 fn white_noise(seed: u64) -> Vec<f32> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     (0..(SECONDS * f64::from(RATE)) as usize).map(|_| rng.gen_range(-0.3f32..0.3)).collect()
@@ -78,6 +89,7 @@ fn speech_passes_and_noise_tone_and_melody_do_not() {
 
 fn add(voices: &Path, reference: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lectern"))
+        .envs(isolated_env())
         .env("LECTERN_VOICES", voices)
         .args(["voice", "add"])
         .arg(reference)

@@ -21,6 +21,11 @@ use crate::engine::protocol::SegmentState;
 /// Below this the full layout is unreadable and the reduced one is drawn.
 pub const FULL_MIN_WIDTH: u16 = 100;
 pub const FULL_MIN_HEIGHT: u16 = 28;
+/// From this size up to the full layout's, the medium one: the segment list beside the
+/// profiler, memory and KV panels in compact form, the transport across the bottom. 80×24, the
+/// default size of most terminals, gets it.
+pub const MEDIUM_MIN_WIDTH: u16 = 70;
+pub const MEDIUM_MIN_HEIGHT: u16 = 20;
 /// Below this nothing but a notice is drawn.
 pub const MIN_WIDTH: u16 = 30;
 pub const MIN_HEIGHT: u16 = 8;
@@ -30,6 +35,8 @@ pub const MIN_HEIGHT: u16 = 8;
 pub struct Areas {
     /// The reduced layout for small terminals.
     pub compact: bool,
+    /// The medium layout (80×24): compact telemetry panels, no text, parameters or log.
+    pub medium: bool,
     /// Too small even for that.
     pub too_small: bool,
     pub title: Rect,
@@ -66,7 +73,28 @@ pub fn layout(area: Rect, lanes: usize) -> Areas {
     let [title, body, hints] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)])
             .areas(area);
-    if area.width < FULL_MIN_WIDTH || area.height < FULL_MIN_HEIGHT {
+    let full = area.width >= FULL_MIN_WIDTH && area.height >= FULL_MIN_HEIGHT;
+    if !full && area.width >= MEDIUM_MIN_WIDTH && area.height >= MEDIUM_MIN_HEIGHT {
+        let [top, transport] =
+            Layout::vertical([Constraint::Min(10), Constraint::Length(7)]).areas(body);
+        let [list, right] =
+            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
+        let [profiler, memory, lanes] =
+            Layout::vertical([Constraint::Length(6), Constraint::Length(4), Constraint::Min(3)])
+                .areas(right);
+        return Areas {
+            medium: true,
+            title,
+            list,
+            profiler,
+            memory,
+            lanes,
+            transport,
+            hints,
+            ..Areas::default()
+        };
+    }
+    if !full {
         let [list, transport] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(3)]).areas(body);
         return Areas { compact: true, title, list, transport, hints, ..Areas::default() };
@@ -88,6 +116,7 @@ pub fn layout(area: Rect, lanes: usize) -> Areas {
         Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(bottom);
     Areas {
         compact: false,
+        medium: false,
         too_small: false,
         title,
         list,
@@ -105,6 +134,9 @@ pub fn layout(area: Rect, lanes: usize) -> Areas {
 /// Draws the whole UI.
 pub fn draw(app: &App, theme: &Theme, frame: &mut Frame) {
     let area = frame.area();
+    // The theme's text colours under every cell: a theme with a background of its own (light)
+    // then never shows the terminal's.
+    frame.render_widget(Block::default().style(theme.text), area);
     let a = layout(area, app.lane_count());
     if a.too_small {
         let msg = format!(
@@ -121,6 +153,11 @@ pub fn draw(app: &App, theme: &Theme, frame: &mut Frame) {
     segments::draw_list(app, theme, frame, a.list);
     if a.compact {
         transport::draw_compact(app, theme, frame, a.transport);
+    } else if a.medium {
+        telemetry::draw_profiler(app, theme, frame, a.profiler);
+        telemetry::draw_memory(app, theme, frame, a.memory);
+        telemetry::draw_lanes(app, theme, frame, a.lanes);
+        transport::draw_transport(app, theme, frame, a.transport);
     } else {
         segments::draw_text(app, theme, frame, a.text);
         telemetry::draw_profiler(app, theme, frame, a.profiler);
@@ -153,6 +190,13 @@ fn draw_title(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     )];
     // The tiny-model notice comes first after the names, so a narrow terminal cuts the
     // engine state rather than the warning.
+    if !c.banner.is_empty() {
+        let n = c.banner.len();
+        spans.push(Span::styled(
+            format!(" config: {n} problem(s), defaults used — see log "),
+            theme.notice,
+        ));
+    }
     if c.tiny_model {
         spans.push(Span::styled(format!(" {TINY_MODEL_NOTICE} "), theme.title_notice));
     }

@@ -23,7 +23,14 @@ fn rtf_style(rtf: f64, theme: &Theme) -> Style {
 
 /// Per-stage RTF as sparklines plus the latest figures.
 pub fn draw_profiler(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
-    let block = panel("stage profiler · RTF = stage time / audio time", theme);
+    // Narrow (the medium layout): a shorter title and no figures column.
+    let narrow = area.width < 50;
+    let title = if narrow {
+        "profiler · stage RTF"
+    } else {
+        "stage profiler · RTF = stage time / audio time"
+    };
+    let block = panel(title, theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let h = app.shown_telemetry();
@@ -31,8 +38,9 @@ pub fn draw_profiler(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
         frame.render_widget(Paragraph::new(Span::styled("no telemetry yet", theme.dim)), inner);
         return;
     };
+    let stats_w = if narrow { 0 } else { 24 };
     let [left, right] =
-        Layout::horizontal([Constraint::Min(16), Constraint::Length(24)]).areas(inner);
+        Layout::horizontal([Constraint::Min(16), Constraint::Length(stats_w)]).areas(inner);
     type Pick = fn(&TelemetrySample) -> f64;
     let stages: [(&str, Pick, Style); 4] = [
         ("LM", |s| s.lm_rtf, theme.rtf_lm),
@@ -88,6 +96,35 @@ pub fn draw_memory(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
         return;
     };
     let m = &last.memory;
+    let opt = |v: Option<u64>| v.map_or("—".to_string(), bytes);
+    if inner.height < 4 {
+        // Compact (the medium layout): the figures without the chart.
+        let mut first = match footprint(m) {
+            Some((name, b)) => {
+                vec![
+                    Span::styled(format!("{name} "), theme.dim),
+                    Span::styled(bytes(b), theme.memory),
+                ]
+            }
+            None => vec![Span::styled("no process metric", theme.dim)],
+        };
+        if let Some(pss) = m.pss {
+            first.push(Span::styled(" · pss ", theme.dim));
+            first.push(Span::styled(bytes(pss), theme.text));
+        }
+        let second = if m.suspect {
+            Line::from(Span::styled("⚠ metric did not change: suspect", theme.notice))
+        } else {
+            Line::from(vec![
+                Span::styled("swap ", theme.dim),
+                Span::styled(opt(m.swap), theme.text),
+                Span::styled(" · device ", theme.dim),
+                Span::styled(opt(m.device_used), theme.text),
+            ])
+        };
+        frame.render_widget(Paragraph::new(vec![Line::from(first), second]), inner);
+        return;
+    }
     let [head, spark, tail] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(2)])
             .areas(inner);
@@ -105,7 +142,6 @@ pub fn draw_memory(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
         .map(|b| b as u64)
         .collect();
     frame.render_widget(Sparkline::default().data(&data).style(theme.memory), spark);
-    let opt = |v: Option<u64>| v.map_or("—".to_string(), bytes);
     let mut lines = vec![Line::from(vec![
         Span::styled("swap ", theme.dim),
         Span::styled(opt(m.swap), theme.text),

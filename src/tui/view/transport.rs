@@ -3,7 +3,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{LineGauge, Paragraph};
+use ratatui::widgets::{LineGauge, Paragraph, Wrap};
 
 use super::{clock, panel};
 use crate::audio::player::PlayState;
@@ -71,7 +71,13 @@ pub fn draw_transport(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     let block = panel("transport", theme);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let [state, bar, lv, sink] = Layout::vertical([Constraint::Length(1); 4]).areas(inner);
+    let [state, bar, lv, sink] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(1),
+    ])
+    .areas(inner);
     frame.render_widget(Paragraph::new(state_line(app, theme)), state);
     let (label, ratio) = playhead(app);
     frame.render_widget(
@@ -87,7 +93,8 @@ pub fn draw_transport(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
         Some(n) => Span::styled(n.clone(), theme.notice),
         None => Span::styled(format!("out {}", app.player.sink), theme.dim),
     };
-    frame.render_widget(Paragraph::new(sink_line), sink);
+    // A long notice (the playback file's path) wraps onto the rows left.
+    frame.render_widget(Paragraph::new(sink_line).wrap(Wrap { trim: false }), sink);
 }
 
 /// Short name of a precision.

@@ -14,8 +14,9 @@ use lectern::voice::Voice;
 
 /// The bundled tiny model, its demo voice and tokenizer.
 pub fn tiny() -> (ModelChoice, Voice, Arc<Tokenizer>) {
-    let model = ModelChoice::resolve(None).unwrap();
-    let voice = session::resolve_voice(None, &model).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let model = ModelChoice::tiny_at(&root.join("fixtures/cosyvoice3-tiny-a/model"));
+    let voice = Voice::load_dir(&root.join("voices/tiny-demo")).unwrap();
     let tokenizer = Arc::new(session::tokenizer(&model).unwrap());
     (model, voice, tokenizer)
 }
