@@ -62,7 +62,7 @@ pub fn is_special_token_at(s: &str) -> Option<usize> {
     };
     // Special tokens are ASCII and at most 40 bytes; the cut must still fall between chars
     // (slicing at byte 40 inside `é` or `𑶐` panicked, and a cut inside one at byte 32 hid a
-    // token before it — both found by tests/props.rs).
+    // token before it — both found by tests/it/props.rs).
     let end = char_prefix(s, 40).find(close)?;
     SPECIAL_SET.contains(&s[..=end]).then_some(end + 1)
 }

@@ -21,7 +21,7 @@
 //!    0.33). Accepted: ≥ [`MIN_SYLLABIC_MODULATION`] (0.15).
 //!
 //! Neither uses the model (its F0 predictor is random on the tiny model and unrelated to whether
-//! the input is speech). The figures above are from tests/voice_speech.rs
+//! the input is speech). The figures above are from tests/it/voice_speech.rs
 //! (`fixtures/voice-prompt/prompt.wav` is espeak-ng speech; the rest is generated there); the
 //! thresholds sit well inside the gaps. Music with singing or with silences between phrases can
 //! still pass, and unusual speech (a whisper is unvoiced) can fail: a recording that fails can
