@@ -10,7 +10,8 @@
 //! - `audio`: playback (cpal + ring buffer, file sink), WAV I/O;
 //! - `model`: CosyVoice3 in candle — pure math, no threads, no I/O beyond loading;
 //! - `assets`: what the binary carries (sample, demo model) and the platform directories;
-//! - `limits`: the accepted ranges of numeric settings (CLI, workstation, config files).
+//! - `limits`: the accepted ranges of numeric settings (CLI, workstation, config files);
+//! - `hashing`: the one stable hash and mixing function (stored hashes, seeds).
 
 pub mod assets;
 pub mod audio;
@@ -18,6 +19,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod hashing;
 pub mod limits;
 pub mod model;
 pub mod parity;

@@ -27,7 +27,6 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
 use crate::engine::Engine;
-use crate::engine::backend::fnv1a;
 use crate::engine::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
 use crate::engine::cosyvoice::{
     CosyVoiceBackend, LmHandle, PreparedVoice, lm_device, lm_precision,
@@ -37,6 +36,7 @@ use crate::engine::protocol::{
     SegmentState,
 };
 use crate::engine::telemetry::probe_memory;
+use crate::hashing::stable_hash as fnv1a;
 use crate::model::Weights;
 use crate::model::config::{ModelConfig, SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN, TOKEN_MEL_RATIO};
 use crate::model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};

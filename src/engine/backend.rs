@@ -329,19 +329,7 @@ impl SynthBackend for FakeBackend {
     }
 }
 
-/// FNV-1a, 64 bit: a hash that is stable across Rust versions (unlike `DefaultHasher`).
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
-}
-
-fn splitmix(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use crate::hashing::{splitmix64 as splitmix, stable_hash as fnv1a};
 
 /// Maps a hash to [-1, 1).
 fn unit(h: u64) -> f32 {

@@ -7,14 +7,7 @@
 /// Seeds are in `[0, SEED_RANGE)`.
 pub const SEED_RANGE: u64 = 1_000_000;
 
-/// SplitMix64's output function: a bijective mix of 64 bits.
-#[must_use]
-pub fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub use crate::hashing::splitmix64;
 
 /// The default seed of the `occurrence`-th segment (0 for the first) with content hash `hash`.
 #[must_use]

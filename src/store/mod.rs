@@ -31,9 +31,9 @@ use serde::{Deserialize, Serialize};
 use crate::engine::protocol::{RenderParams, SegmentId, Take, TakeId, TakeRecord};
 
 /// Sample rate of every take and export, Hz.
-pub const SAMPLE_RATE_HZ: u32 = 24_000;
+pub use crate::model::config::SAMPLE_RATE_HZ;
 /// Samples per millisecond at [`SAMPLE_RATE_HZ`] (pauses are whole milliseconds).
-pub const SAMPLES_PER_MS: u64 = 24;
+pub const SAMPLES_PER_MS: u64 = SAMPLE_RATE_HZ as u64 / 1000;
 /// Database file name inside a project directory.
 pub const DB_FILE: &str = "project.db";
 /// Take files' directory inside a project directory.

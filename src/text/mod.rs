@@ -72,12 +72,5 @@ pub enum TextError {
 
 pub type Result<T> = std::result::Result<T, TextError>;
 
-/// A stable 64-bit FNV-1a hash (platform and run independent), used for segment content hashes.
-pub fn stable_hash(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
+/// The stable hash of segment contents ([`crate::hashing::stable_hash`]).
+pub use crate::hashing::stable_hash;
