@@ -74,6 +74,12 @@ impl Tmux {
         self.cmd(&["new-session", "-d", "-s", "e2e", "-x", "160", "-y", "50", "-c", &cwd, script]);
     }
 
+    /// The pid of the shell running the pane's script (lectern runs as its child).
+    fn pane_shell_pid(&self) -> String {
+        let out = self.cmd(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     /// Waits for the pane's script to print its end marker, then closes the session.
     fn close_after_exit(&self) -> String {
         // An aborted workstation leaves its screen behind, and the marker may be printed over
@@ -130,17 +136,7 @@ fn workstation_in_tmux() {
     let wav = dir.path().join("playback.wav");
     let status = dir.path().join("status");
     let stty = dir.path().join("stty");
-    // The pane's shell records the exit status and the terminal modes after lectern exits, then
-    // keeps the pane open so the restored screen can be read.
-    let script = format!(
-        "{bin} {book} --fallback-wav {wav}; echo $? > {status}; stty -a > {stty}; \
-         echo LECTERN-EXITED; sleep 60",
-        bin = isolated_bin(),
-        book = quote(&book),
-        wav = quote(&wav),
-        status = quote(&status),
-        stty = quote(&stty),
-    );
+    let script = workstation_script(&book, &wav, &status, &stty);
     let cwd = dir.path().display().to_string();
     tmux.cmd(&["new-session", "-d", "-s", "e2e", "-x", "160", "-y", "50", "-c", &cwd, &script]);
 
@@ -194,6 +190,21 @@ fn workstation_in_tmux() {
 }
 
 /// A pane script: lectern with `args`, then its exit status into `status` and an end marker.
+/// The workstation on `book` (playback to `wav`); afterwards the pane's shell records the exit
+/// status and the terminal modes, prints the end marker and keeps the pane open so the restored
+/// screen can be read.
+fn workstation_script(book: &Path, wav: &Path, status: &Path, stty: &Path) -> String {
+    format!(
+        "{bin} {book} --fallback-wav {wav}; echo $? > {status}; stty -a > {stty}; \
+         echo LECTERN-EXITED; sleep 60",
+        bin = isolated_bin(),
+        book = quote(book),
+        wav = quote(wav),
+        status = quote(status),
+        stty = quote(stty),
+    )
+}
+
 fn lectern_script(args: &[&Path], extra: &str, status: &Path) -> String {
     let quoted: Vec<String> = args.iter().map(|a| quote(a)).collect();
     format!(
@@ -418,19 +429,10 @@ fn sigterm_quits_like_q_and_restores_the_terminal() {
     let stty = dir.path().join("stty");
     let wav = dir.path().join("play.wav");
     let tmux = Tmux::named("term");
-    let script = format!(
-        "{bin} {book} --fallback-wav {wav}; echo $? > {status}; stty -a > {stty}; \
-         echo LECTERN-EXITED; sleep 60",
-        bin = isolated_bin(),
-        book = quote(&book),
-        wav = quote(&wav),
-        status = quote(&status),
-        stty = quote(&stty),
-    );
+    let script = workstation_script(&book, &wav, &status, &stty);
     tmux.open(dir.path(), &script);
     tmux.wait_for("the workstation", |s| s.contains("manuscript · 2 segments"));
-    let shell = tmux.cmd(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
-    let shell = String::from_utf8_lossy(&shell.stdout).trim().to_string();
+    let shell = tmux.pane_shell_pid();
     let kill = Command::new("pkill").args(["-TERM", "-P", &shell, "lectern"]).status().unwrap();
     assert!(kill.success(), "no lectern process under the pane's shell {shell}");
     let s = tmux.close_after_exit();
@@ -553,8 +555,7 @@ fn soak_workstation_1000_segments_in_bounded_memory() {
     let script = lectern_script(&[&book], &format!("--fallback-wav {}", quote(&wav)), &status);
     tmux.open(dir.path(), &script);
     tmux.wait_for("the workstation", |s| s.contains("segments"));
-    let shell = tmux.cmd(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
-    let shell = String::from_utf8_lossy(&shell.stdout).trim().to_string();
+    let shell = tmux.pane_shell_pid();
     let pid = Command::new("pgrep").args(["-P", &shell, "lectern"]).output().unwrap();
     let pid: u32 = String::from_utf8_lossy(&pid.stdout).trim().parse().expect("lectern's pid");
     let project = dir.path().join("book.lectern");

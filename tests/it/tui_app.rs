@@ -519,6 +519,17 @@ fn keymap_patch_rebinds_and_unbinds() {
     assert!(km.patch("[bindings]\n\"superkey\" = \"quit\"\n").is_err());
 }
 
+/// The segments of the cues the app handed the player since the last drain (enqueues only).
+fn enqueued_segments(app: &mut App) -> Vec<u64> {
+    app.drain_audio()
+        .iter()
+        .filter_map(|c| match c {
+            AudioCommand::Enqueue(c) => Some(c.segment_id),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A book that renders faster than it plays is not queued whole: the player is handed about
 /// 20 s ahead of the playhead, at most 32 takes keep their samples, and the rest are read again
 /// from the project when the playhead reaches them (the 1,000-segment soak held ~170 MB in the
@@ -539,14 +550,7 @@ fn playback_runs_ahead_a_bounded_stretch_and_loaded_takes_are_bounded() {
             restored: false,
         });
     }
-    let handed: Vec<u64> = app
-        .drain_audio()
-        .iter()
-        .filter_map(|c| match c {
-            AudioCommand::Enqueue(c) => Some(c.segment_id),
-            _ => None,
-        })
-        .collect();
+    let handed = enqueued_segments(&mut app);
     assert_eq!(handed, [1, 2, 3, 4, 5], "20 s ahead: five 4-second takes");
     let loaded = app.rows.iter().flat_map(|r| &r.takes).filter(|t| t.samples.is_some()).count();
     assert_eq!(loaded, 32);
@@ -578,13 +582,6 @@ fn playback_runs_ahead_a_bounded_stretch_and_loaded_takes_are_bounded() {
         take: *take,
         samples: Arc::new(vec![0.1; 96_000]),
     });
-    let more: Vec<u64> = app
-        .drain_audio()
-        .iter()
-        .filter_map(|c| match c {
-            AudioCommand::Enqueue(c) => Some(c.segment_id),
-            _ => None,
-        })
-        .collect();
+    let more = enqueued_segments(&mut app);
     assert_eq!(more, [6], "handed up to 20 s past the playhead again");
 }
