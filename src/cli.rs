@@ -817,7 +817,7 @@ fn run_config(synth: &SynthArgs, ui: &UiArgs) -> Result<()> {
     println!("keymap file   {}{}", show(keymap.clone()), state(&keymap));
     println!("themes        {}{}", show(themes.clone()), state(&themes));
     println!("data          {}", show(crate::assets::data_dir()));
-    println!("voices        {}", crate::voice::voices_dir().display());
+    println!("voices        {}", crate::voices::voices_dir().display());
     println!();
     for (k, v, s) in eff.lines() {
         println!("{k:<16} {v:<32} ({s})");
@@ -894,7 +894,7 @@ fn run_export(project: &std::path::Path, args: ExportArgs) -> Result<()> {
 fn run_voice(action: VoiceCommand) -> Result<()> {
     match action {
         VoiceCommand::List => {
-            let dir = crate::voice::voices_dir();
+            let dir = crate::voices::voices_dir();
             let voices = crate::voice::list(&dir)?;
             if voices.is_empty() {
                 println!("no voices in {} yet (`lectern voice add` makes one)", dir.display());
@@ -911,7 +911,7 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
             }
             let demo = crate::assets::DEMO_VOICE;
             if !voices.iter().any(|m| m.name == demo) {
-                if let Some(d) = crate::voice::demo_voice_dir(demo) {
+                if let Some(d) = crate::voices::demo_voice_dir(demo) {
                     if let Ok(v) = crate::voice::Voice::load_dir(&d) {
                         line(&v.manifest, "  (demo voice, for the demo model)");
                     }
@@ -920,7 +920,7 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
             Ok(())
         }
         VoiceCommand::Show { name } => {
-            println!("{}", crate::voice::Voice::load(&name)?.describe());
+            println!("{}", crate::voices::load(&name)?.describe());
             Ok(())
         }
         VoiceCommand::Add { reference, text, name, model, force, allow_non_speech } => {
@@ -930,7 +930,7 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
                 text,
                 name,
                 model_dir: model.dir.clone(),
-                voices_dir: crate::voice::voices_dir(),
+                voices_dir: crate::voices::voices_dir(),
                 force,
                 allow_non_speech,
             };

@@ -29,4 +29,5 @@ pub mod store;
 pub mod text;
 pub mod tui;
 pub mod voice;
+pub mod voices;
 pub mod workstation;

@@ -80,19 +80,8 @@ pub fn read_any(path: &Path) -> Result<Decoded> {
     Ok(Decoded { sample_rate_hz: s.sample_rate, channels: s.channels, samples })
 }
 
-/// The interleaved samples of an open WAV scaled to [-1, 1] as libsndfile does: integer PCM
-/// divided by 2^(bits−1), 32-bit float as stored; `hound::Error::Unsupported` for anything else.
-pub fn decode_samples<R: std::io::Read>(r: hound::WavReader<R>) -> hound::Result<Vec<f32>> {
-    let s = r.spec();
-    match (s.sample_format, s.bits_per_sample) {
-        (hound::SampleFormat::Float, 32) => r.into_samples::<f32>().collect(),
-        (hound::SampleFormat::Int, bits @ 1..=32) => {
-            let scale = 1.0 / (1u64 << (bits - 1)) as f32;
-            r.into_samples::<i32>().map(|x| x.map(|v| v as f32 * scale)).collect()
-        }
-        _ => Err(hound::Error::Unsupported),
-    }
-}
+// One WAV sample decoding for the app and the voice maker (the voice crate's own).
+pub use crate::voice::reference::decode_samples;
 
 /// Reads a 24 kHz mono WAV; any other rate or channel count is an error.
 pub fn read(path: &Path) -> Result<Vec<f32>> {

@@ -82,10 +82,10 @@ pub fn resolve_voice(arg: Option<&str>, model: &ModelChoice) -> anyhow::Result<V
         None if model.bundled_tiny => TINY_DEMO_VOICE.to_string(),
         None => bail!("a real model needs a voice: pass --voice NAME (see `lectern voice list`)"),
     };
-    match Voice::load(&name) {
+    match crate::voices::load(&name) {
         Ok(v) => Ok(v),
         Err(first) => {
-            let demo = crate::voice::demo_voice_dir(&name);
+            let demo = crate::voices::demo_voice_dir(&name);
             match demo {
                 Some(dir) => Voice::load_dir(&dir)
                     .with_context(|| format!("loading voice `{name}` ({first})")),

@@ -13,7 +13,7 @@
 //!
 //! ```no_run
 //! use lectern::voice::{ModelSignature, Voice};
-//! let voice = Voice::load("voices/tiny-demo")?; // a directory, or a name under voices_dir()
+//! let voice = Voice::load_dir("voices/tiny-demo".as_ref())?;
 //! voice.check_model(&ModelSignature::from_model_dir("fixtures/cosyvoice3-tiny-a/model".as_ref())?)?;
 //! let (tokens, mel, spk) = (&voice.prompt_speech_tokens, &voice.prompt_mel, &voice.speaker_embedding);
 //! # let _ = (tokens, mel, spk);
@@ -45,8 +45,6 @@ pub const MEL_FRAMES_PER_TOKEN: usize = 2;
 pub const TOKENS_PER_SECOND: f64 = 25.0;
 /// Speech token ids are below this (the FSQ codebook size).
 pub const SPEECH_TOKEN_SIZE: i64 = 6561;
-/// Environment variable naming the voices directory (default `voices`).
-pub const VOICES_DIR_ENV: &str = "LECTERN_VOICES";
 
 #[derive(Debug, thiserror::Error)]
 pub enum VoiceError {
@@ -200,33 +198,13 @@ pub struct Voice {
     pub speaker_embedding: Tensor,
 }
 
-/// The voices directory: `$LECTERN_VOICES`, else `voices/` in the data directory
-/// (`~/.local/share/lectern/voices` on Linux), else `./voices`.
-pub fn voices_dir() -> PathBuf {
-    match std::env::var_os(VOICES_DIR_ENV) {
-        Some(dir) => PathBuf::from(dir),
-        None => {
-            crate::assets::data_dir().map_or_else(|| PathBuf::from("voices"), |d| d.join("voices"))
-        }
-    }
-}
-
-/// A demo voice of this name (materialising the demo files if needed), if there is one.
-pub fn demo_voice_dir(name: &str) -> Option<PathBuf> {
-    if name != crate::assets::DEMO_VOICE {
-        return None;
-    }
-    let dir = crate::assets::ensure_demo().ok()?.join("voices").join(name);
-    dir.join(MANIFEST).is_file().then_some(dir)
-}
-
-/// Finds a voice: an existing directory path, or a name under [`voices_dir`].
-pub fn resolve(dir_or_name: &str) -> Result<PathBuf> {
+/// Finds a voice: an existing directory path, or a name under `voices_dir`.
+pub fn resolve_in(dir_or_name: &str, voices_dir: &Path) -> Result<PathBuf> {
     let direct = PathBuf::from(dir_or_name);
     if direct.join(MANIFEST).is_file() {
         return Ok(direct);
     }
-    let named = voices_dir().join(dir_or_name);
+    let named = voices_dir.join(dir_or_name);
     if named.join(MANIFEST).is_file() {
         return Ok(named);
     }
@@ -306,11 +284,6 @@ impl Voice {
         };
         v.validate(Path::new("<prompt>"))?;
         Ok(v)
-    }
-
-    /// Loads a voice directory or a voice name under the voices directory.
-    pub fn load(dir_or_name: &str) -> Result<Self> {
-        Self::load_dir(&resolve(dir_or_name)?)
     }
 
     /// Loads the voice in `dir`.

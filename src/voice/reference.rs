@@ -139,8 +139,7 @@ pub fn load_reference(path: &Path) -> Result<Reference, ReferenceError> {
         let format = format!("{}-bit {kind}", spec.bits_per_sample);
         return Err(ReferenceError::UnsupportedFormat { path: source, format });
     }
-    let interleaved = crate::audio::wav::decode_samples(reader)
-        .map_err(|e| wav_error(&source, e, "sample data"))?;
+    let interleaved = decode_samples(reader).map_err(|e| wav_error(&source, e, "sample data"))?;
     let samples = downmix(&interleaved, usize::from(spec.channels));
     let reference =
         Reference { sample_rate_hz: spec.sample_rate, channels: spec.channels, samples, source };
@@ -229,6 +228,20 @@ fn validate(r: &Reference) -> Result<(), ReferenceError> {
         return Err(ReferenceError::Silent { path: path(), peak });
     }
     Ok(())
+}
+
+/// The interleaved samples of an open WAV scaled to [-1, 1] as libsndfile does: integer PCM
+/// divided by 2^(bits−1), 32-bit float as stored; `hound::Error::Unsupported` for anything else.
+pub fn decode_samples<R: std::io::Read>(r: hound::WavReader<R>) -> hound::Result<Vec<f32>> {
+    let s = r.spec();
+    match (s.sample_format, s.bits_per_sample) {
+        (hound::SampleFormat::Float, 32) => r.into_samples::<f32>().collect(),
+        (hound::SampleFormat::Int, bits @ 1..=32) => {
+            let scale = 1.0 / (1u64 << (bits - 1)) as f32;
+            r.into_samples::<i32>().map(|x| x.map(|v| v as f32 * scale)).collect()
+        }
+        _ => Err(hound::Error::Unsupported),
+    }
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ fn round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let v = sample_voice("round");
     v.save(&dir.path().join("round")).unwrap();
-    let back = Voice::load(dir.path().join("round").to_str().unwrap()).unwrap();
+    let back = Voice::load_dir(&dir.path().join("round")).unwrap();
     assert_eq!(back.manifest, v.manifest);
     assert_eq!(max_diff(&back.prompt_speech_tokens, &v.prompt_speech_tokens), 0.0);
     assert_eq!(max_diff(&back.prompt_mel, &v.prompt_mel), 0.0);
@@ -92,7 +92,7 @@ fn voice_for_another_model_size_is_refused() {
 
 #[test]
 fn missing_voice_is_a_clear_error() {
-    let e = Voice::load("no-such-voice-anywhere").unwrap_err();
+    let e = lectern::voices::load("no-such-voice-anywhere").unwrap_err();
     assert!(matches!(e, VoiceError::Missing { .. }));
     assert!(e.to_string().contains("no-such-voice-anywhere"));
 }
