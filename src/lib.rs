@@ -1,33 +1,41 @@
-//! Lectern: a terminal narration workstation.
+//! Lectern: a terminal narration workstation — the app crate.
+//!
+//! The model, the text frontend and the engine are library crates of their own (`crates/`):
+//! `lectern-model` (CosyVoice3 in candle), `lectern-text` (manuscripts, normalisation,
+//! segmentation, tokenizer, stable hashing) and `lectern-engine` (the engine thread, scheduler,
+//! telemetry, take records, voice making). This crate is what a narrator runs on top of them.
 //!
 //! Modules, with dependencies pointing down the list:
 //! - `cli`: subcommands (the binary's edge);
 //! - `bench`: `lectern bench`, stage benchmarks on full-size random weights;
 //! - `parity`: `lectern parity`, model stages against reference fixtures;
+//! - `workstation`, `render`: the two ways a session runs (live, or a whole book to files);
 //! - `tui`: the workstation front end (state, keys, themes, panels, event loop);
-//! - `engine`: background synthesis thread, scheduler, telemetry, takes;
+//! - `session`: manuscript + model + voice → the project's segments and takes;
 //! - `store`: project database, take files, export;
 //! - `audio`: playback (cpal + ring buffer, file sink), WAV I/O;
-//! - `model`: CosyVoice3 in candle — pure math, no threads, no I/O beyond loading;
-//! - `assets`: what the binary carries (sample, demo model) and the platform directories;
-//! - `limits`: the accepted ranges of numeric settings (CLI, workstation, config files);
-//! - `hashing`: the one stable hash and mixing function (stored hashes, seeds).
+//! - `config`, `voices`, `assets`: the installation (config file, voices directory, what the
+//!   binary carries and the platform directories);
+//! - `limits`: the accepted ranges of numeric settings (CLI, workstation, config files).
 
 pub mod assets;
 pub mod audio;
 pub mod bench;
 pub mod cli;
 pub mod config;
-pub mod engine;
-pub mod hashing;
 pub mod limits;
-pub mod model;
 pub mod parity;
 pub mod render;
 pub mod session;
 pub mod store;
-pub mod text;
 pub mod tui;
-pub mod voice;
 pub mod voices;
 pub mod workstation;
+
+// The library crates under their module names of before the workspace split, so the app's paths
+// stay as they were in the move-only commit.
+pub use lectern_engine as engine;
+pub use lectern_engine::voice;
+pub use lectern_model as model;
+pub use lectern_text as text;
+pub use lectern_text::hashing;

@@ -1,0 +1,263 @@
+//! Fused softmax attention for the DiT on the CPU.
+//!
+//! Candle's CPU path materialises the scores of all heads (b × h × t × t floats: 322 MB for a
+//! 1588-frame CFG pair) and runs each head's two matmuls one after another, each split over
+//! the threads: at flow sizes that spent half of a DiT block's time at ~30 GFLOP/s. Here
+//! every (batch, head, block of [`QUERY_BLOCK`] queries) is one task on the rayon pool (the
+//! pool candle's own kernels use): its scores (`QUERY_BLOCK × t`, under 1 MB at the longest
+//! groups, so they stay in cache) come from one single-threaded gemm, the softmax runs in
+//! place, and a second gemm writes the output rows straight into the `(b, t, h·dh)` layout
+//! the output projection reads.
+//!
+//! Same arithmetic as the materialised path (q pre-scaled; max-subtracted exp; f32 sums;
+//! divide by the sum), so the two agree to f32 rounding (tests below; every DiT, flow and
+//! end-to-end fixture gate runs through this path on the CPU).
+
+use candle::{DType, Device, Storage, Tensor};
+use gemm::{Parallelism, gemm};
+use rayon::prelude::*;
+
+/// Query rows per task: 64 rows × 1588 frames × 4 B = 406 KB of scores at a typical group,
+/// within a core's L2. (32, 64 and 128 measured the same in `bench --stage flow`.)
+pub const QUERY_BLOCK: usize = 64;
+
+/// The output buffer shared by the tasks; each task writes a disjoint block of rows and
+/// columns (its batch item, its queries, its head's `dh` columns).
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: tasks write disjoint regions (see `OutPtr`), and the buffer outlives the pool scope.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    /// Through a method, so closures capture the `Sync` wrapper, not its raw field.
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// Softmax attention over all frames on the CPU: q (pre-scaled), k, v `(b, h, t, dh)` f32 →
+/// `(b, t, h·dh)`.
+pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
+    let (b, h, t, dh) = q.dims4()?;
+    for x in [k, v] {
+        if x.dims4()? != (b, h, t, dh) {
+            candle::bail!("cpu attention: q {:?} but k/v {:?}", q.dims(), x.dims());
+        }
+    }
+    let (q, k, v) = (q.contiguous()?, k.contiguous()?, v.contiguous()?);
+    let (qg, ql) = q.storage_and_layout();
+    let (kg, kl) = k.storage_and_layout();
+    let (vg, vl) = v.storage_and_layout();
+    let (Storage::Cpu(qs), Storage::Cpu(ks), Storage::Cpu(vs)) = (&*qg, &*kg, &*vg) else {
+        candle::bail!("cpu attention needs CPU tensors");
+    };
+    let qs = &qs.as_slice::<f32>()?[ql.start_offset()..];
+    let ks = &ks.as_slice::<f32>()?[kl.start_offset()..];
+    let vs = &vs.as_slice::<f32>()?[vl.start_offset()..];
+
+    let mut out = vec![0f32; b * t * h * dh];
+    let out_ptr = OutPtr(out.as_mut_ptr());
+    let blocks = t.div_ceil(QUERY_BLOCK);
+    let (t_i, dh_i, hdh_i) = (t as isize, dh as isize, (h * dh) as isize);
+    (0..b * h * blocks).into_par_iter().for_each_init(
+        || vec![0f32; QUERY_BLOCK * t],
+        |scores, task| {
+            let (bh, block) = (task / blocks, task % blocks);
+            let (bi, hi) = (bh / h, bh % h);
+            let r0 = block * QUERY_BLOCK;
+            let rows = QUERY_BLOCK.min(t - r0);
+            let head = bh * t * dh;
+            let q_rows = &qs[head + r0 * dh..head + (r0 + rows) * dh];
+            let (k_head, v_head) = (&ks[head..head + t * dh], &vs[head..head + t * dh]);
+            let s = &mut scores[..rows * t];
+            let out_rows = (bi * t + r0) * h * dh + hi * dh;
+            // SAFETY (both products): the slices above bound every read (q rows × dh, k and
+            // v t × dh, the scores rows × t); this task alone writes rows r0..r0+rows,
+            // columns hi·dh..(hi+1)·dh of batch item bi of `out` (b·t·h·dh elements, alive
+            // until after the loop).
+            // S = Q·Kᵀ: Kᵀ is K (t, dh) read with its strides swapped.
+            let (q_m, k_t) = ((q_rows.as_ptr(), dh_i, 1), (k_head.as_ptr(), 1, dh_i));
+            unsafe { matmul(rows, t, dh, s.as_mut_ptr(), t_i, q_m, k_t) };
+            for row in s.chunks_exact_mut(t) {
+                softmax_in_place(row);
+            }
+            // O = P·V, straight into the (b, t, h·dh) output.
+            let (p_m, v_m) = ((s.as_ptr(), t_i, 1), (v_head.as_ptr(), dh_i, 1));
+            unsafe { matmul(rows, dh, t, out_ptr.get().add(out_rows), hdh_i, p_m, v_m) };
+        },
+    );
+    drop((qg, kg, vg));
+    Tensor::from_vec(out, (b, t, h * dh), &Device::Cpu)
+}
+
+/// A strided f32 matrix for gemm: (pointer, row stride, column stride), in elements.
+type Strided = (*const f32, isize, isize);
+
+/// `dst (m × n, row stride dst_rs) = lhs (m × k) · rhs (k × n)`, single-threaded (the tasks
+/// are the parallelism).
+///
+/// # Safety
+/// Every element addressed through the pointers and strides must be in bounds.
+unsafe fn matmul(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut f32,
+    dst_rs: isize,
+    lhs: Strided,
+    rhs: Strided,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        gemm(
+            m,
+            n,
+            k,
+            dst,
+            1,
+            dst_rs,
+            false,
+            lhs.0,
+            lhs.2,
+            lhs.1,
+            rhs.0,
+            rhs.2,
+            rhs.1,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            Parallelism::None,
+        );
+    }
+}
+
+/// `exp(x − max) / Σ` over one row of scores.
+fn softmax_in_place(row: &mut [f32]) {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    for x in row.iter_mut() {
+        *x = exp_nonpositive(*x - max);
+    }
+    let sum = sum_f32(row);
+    for x in row.iter_mut() {
+        *x /= sum;
+    }
+}
+
+/// Eight interleaved partial sums (vectorisable; the order differs from a sequential sum by
+/// rounding only).
+fn sum_f32(xs: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for (a, x) in acc.iter_mut().zip(c) {
+            *a += x;
+        }
+    }
+    let tail: f32 = chunks.remainder().iter().sum();
+    acc.iter().sum::<f32>() + tail
+}
+
+/// `eˣ` for `x ≤ 0` (max-subtracted scores), branch-free so the softmax loop vectorises;
+/// libm's `expf` is a call per element and was a quarter of the attention time. Cody–Waite
+/// reduction `x = n·ln2 + r`, |r| ≤ ln2/2, Cephes' degree-6 polynomial for `eʳ`, then `2ⁿ`
+/// through the exponent bits: within 2 ulp of `expf` (tested below). Below −87 (where `eˣ`
+/// leaves the normal range) it returns 0.
+#[inline(always)]
+pub(crate) fn exp_nonpositive(x: f32) -> f32 {
+    const ROUND: f32 = 12_582_912.0; // 1.5·2²³: adding and subtracting rounds to an integer
+    let xc = x.max(-87.0);
+    let n = (xc * std::f32::consts::LOG2_E + ROUND) - ROUND;
+    let r = xc - n * 0.693_359_4 + n * 2.121_944_4e-4;
+    let mut p = 1.987_569_1e-4f32;
+    p = p * r + 1.398_199_9e-3;
+    p = p * r + 8.333_452e-3;
+    p = p * r + 4.166_579_6e-2;
+    p = p * r + 1.666_666_5e-1;
+    p = p * r + 0.5;
+    let y = p * r * r + r + 1.0;
+    let scaled = y * f32::from_bits(((n as i32 + 127) << 23) as u32);
+    if x < -87.0 { 0.0 } else { scaled }
+}
+
+/// Whether [`attend`] serves these tensors (CPU, f32).
+pub fn applies(q: &Tensor) -> bool {
+    q.device().is_cpu() && q.dtype() == DType::F32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::FlowMatmul;
+    use crate::flow::dit::attend_materialised;
+
+    fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
+        (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
+    }
+
+    /// Seeded unit-variance values (uniform on ±√3), times `scale`.
+    fn seeded(shape: (usize, usize, usize, usize), seed: u64, scale: f32) -> Tensor {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let n = shape.0 * shape.1 * shape.2 * shape.3;
+        let a = 3f32.sqrt();
+        let data: Vec<f32> = (0..n).map(|_| scale * rng.gen_range(-a..a)).collect();
+        Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
+    }
+
+    /// Largest |fused − materialised| over a few seeds. The two paths run the same f32
+    /// arithmetic in different orders (gemm blocking, exp within 2 ulp), so they differ by
+    /// rounding, which grows with the size of the scores.
+    fn deviation(shape: (usize, usize, usize, usize), q_scale: f32) -> f32 {
+        let mut worst = 0f32;
+        for seed in 0..4 {
+            let q = seeded(shape, 3 * seed, q_scale);
+            let (k, v) = (seeded(shape, 3 * seed + 1, 1.0), seeded(shape, 3 * seed + 2, 1.0));
+            let fused = attend(&q, &k, &v).unwrap();
+            let reference = attend_materialised(&q, &k, &v, FlowMatmul::F32).unwrap();
+            assert_eq!(fused.dims(), reference.dims());
+            worst = worst.max(max_abs_diff(&fused, &reference));
+        }
+        worst
+    }
+
+    #[test]
+    fn matches_the_materialised_path() {
+        // t not a multiple of the query block, and one head count as in the real DiT.
+        let shapes = [(2, 3, 77, 16), (1, 2, 5, 64), (2, 16, QUERY_BLOCK + 1, 64)];
+        for &(b, h, t, dh) in &shapes {
+            // As in the DiT: q carries 1/√dh, so scores have unit scale.
+            let d = deviation((b, h, t, dh), 1.0 / (dh as f32).sqrt());
+            assert!(d < 2e-6, "(b {b}, h {h}, t {t}, dh {dh}) unit scores: max |Δ| {d:e}");
+            // Unscaled q: scores of ±20 and more, a nearly one-hot softmax (observed 7.5e-6).
+            let d = deviation((b, h, t, dh), 1.5);
+            assert!(d < 1e-5, "(b {b}, h {h}, t {t}, dh {dh}) peaked scores: max |Δ| {d:e}");
+        }
+    }
+
+    #[test]
+    fn fast_exp_is_within_two_ulp_of_expf() {
+        let mut worst = 0f32;
+        for i in 0..=2_000_000 {
+            let x = -87.0 * i as f32 / 2_000_000.0;
+            let (got, want) = (exp_nonpositive(x), x.exp());
+            worst = worst.max((got - want).abs() / want);
+        }
+        assert!(worst <= 2.0 * f32::EPSILON, "worst relative error {worst:e}");
+        assert_eq!(exp_nonpositive(0.0), 1.0);
+        assert_eq!(exp_nonpositive(-100.0), 0.0);
+        assert_eq!(exp_nonpositive(f32::NEG_INFINITY), 0.0);
+    }
+
+    #[test]
+    fn non_contiguous_inputs_are_accepted() {
+        let x = seeded((2, 9, 4, 8), 99, 1.0); // (b, t, h, dh)
+        let q = x.transpose(1, 2).unwrap(); // (b, h, t, dh) view
+        let fused = attend(&q, &q, &q).unwrap();
+        let qc = q.contiguous().unwrap(); // candle's batched matmul wants contiguous heads
+        let reference = attend_materialised(&qc, &qc, &qc, FlowMatmul::F32).unwrap();
+        assert!(max_abs_diff(&fused, &reference) < 1e-5);
+    }
+}

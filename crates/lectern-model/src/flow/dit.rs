@@ -1,0 +1,621 @@
+//! The DiT velocity estimator (`flow.decoder.estimator`, upstream `cosyvoice/flow/DiT/dit.py`
+//! with the F5-TTS modules it imports; spec/COSYVOICE3.md §7.6).
+//!
+//! Shapes: the public entry takes channel-first `x`, `mu`, `cond` `(b, mel, t)`, `spks`
+//! `(b, spk)` and `t` `(b,)`, and returns the velocity `(b, mel, t)`. Inside, everything is
+//! channel-last `(b, t, dim)` so every projection is one flat `(b·t, in) @ Wᵀ` matmul.
+//!
+//! Only the non-streaming path exists here: every frame attends to every frame (the upstream
+//! mask is all ones). On the CPU and on CUDA attention runs as one fused kernel
+//! ([`super::cpu_attention`], [`super::kernels::attention`]); otherwise the scores are
+//! materialised in query chunks so a long flow group never holds more than
+//! [`SCORE_BUDGET_FLOATS`] of them.
+
+use candle::{D, DType, Device, Tensor};
+
+use super::bf16::Bf16Weight;
+use super::kernels;
+use super::tf32x3::{self, FlowMatmul};
+use crate::config::DitConfig;
+use crate::weights::{Result, Weights};
+
+/// Width of the sinusoidal time features (`TimestepEmbedding(freq_embed_dim=256)`).
+pub const FREQ_EMBED_DIM: usize = 256;
+/// Kernel of the causal convolutional position embedding.
+pub const CONV_POS_KERNEL: usize = 31;
+/// Groups of the causal convolutional position embedding.
+pub const CONV_POS_GROUPS: usize = 16;
+/// LayerNorm epsilon of every (affine-free) DiT norm.
+pub const LN_EPS: f64 = 1e-6;
+/// Most attention-score floats held at once (b × heads × query-chunk × t): 32 Mi = 128 MiB.
+pub const SCORE_BUDGET_FLOATS: usize = 32 << 20;
+
+/// `y = x·Wᵀ + b` over the last dim, as one flat matmul.
+#[derive(Debug, Clone)]
+pub struct Linear {
+    weight: Tensor, // (out, in)
+    bias: Tensor,   // (out)
+    /// `[W_hi | W_lo | W_hi]` `(out, 3·in)` when the product runs as 3xTF32 ([`tf32x3`]).
+    split: Option<Tensor>,
+    /// The weight for bf16 products ([`bf16`]), when the product runs in bf16.
+    bf16: Option<Bf16Weight>,
+}
+
+impl Linear {
+    pub fn new(w: &Weights, out_dim: usize, in_dim: usize) -> Result<Self> {
+        Ok(Self {
+            weight: w.get("weight", &[out_dim, in_dim])?,
+            bias: w.get("bias", &[out_dim])?,
+            split: None,
+            bf16: None,
+        })
+    }
+
+    /// Builds from tensors (used to fuse q/k/v and to fold the attention scale).
+    pub fn from_parts(weight: Tensor, bias: Tensor) -> Self {
+        Self { weight, bias, split: None, bf16: None }
+    }
+
+    /// This projection with its product computed as `matmul` says (the split weight of
+    /// 3xTF32 is built here, once).
+    fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        let split = match matmul {
+            FlowMatmul::Tf32x3 => Some(tf32x3::rhs(&self.weight)?),
+            FlowMatmul::F32 | FlowMatmul::Bf16 => None,
+        };
+        let bf16 = match matmul {
+            FlowMatmul::Bf16 => Some(Bf16Weight::new(&self.weight)?),
+            FlowMatmul::F32 | FlowMatmul::Tf32x3 => None,
+        };
+        Ok(Self { split, bf16, ..self.clone() })
+    }
+
+    pub fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
+        self.product(xs)?.broadcast_add(&self.bias)
+    }
+
+    /// `xs · Wᵀ` without the bias, for callers that fold the bias into their next kernel.
+    pub fn product(&self, xs: &Tensor) -> candle::Result<Tensor> {
+        let dims = xs.dims();
+        let in_dim = dims[dims.len() - 1];
+        let rows = xs.elem_count() / in_dim;
+        let flat = xs.reshape((rows, in_dim))?;
+        let ys = match (&self.split, &self.bf16) {
+            (Some(split), _) => tf32x3::matmul_t(&tf32x3::lhs(&flat)?, split)?,
+            (None, Some(w)) => w.matmul_t(&flat)?,
+            (None, None) => flat.matmul(&self.weight.t()?)?,
+        };
+        let mut out_dims = dims.to_vec();
+        *out_dims.last_mut().expect("rank ≥ 1") = self.weight.dim(0)?;
+        ys.reshape(out_dims)
+    }
+
+    pub fn bias(&self) -> &Tensor {
+        &self.bias
+    }
+}
+
+/// Affine-free LayerNorm over the last dim, two-pass (mean, then centred variance) so a large
+/// residual-stream mean cannot cancel the variance.
+fn layer_norm(xs: &Tensor) -> candle::Result<Tensor> {
+    let mean = xs.mean_keepdim(D::Minus1)?;
+    let xc = xs.broadcast_sub(&mean)?;
+    let var = xc.sqr()?.mean_keepdim(D::Minus1)?;
+    xc.broadcast_div(&(var + LN_EPS)?.sqrt()?)
+}
+
+/// `LN(x)·(1 + scale) + shift`; `scale`, `shift` are `(b, dim)`.
+pub fn modulate(xs: &Tensor, scale: &Tensor, shift: &Tensor) -> candle::Result<Tensor> {
+    if let Some(y) = kernels::modulate(xs, scale, shift, LN_EPS as f32)? {
+        return Ok(y);
+    }
+    let scale = (scale + 1.0)?.unsqueeze(1)?;
+    layer_norm(xs)?.broadcast_mul(&scale)?.broadcast_add(&shift.unsqueeze(1)?)
+}
+
+/// `x + y·gate` with `gate` `(b, dim)` over `(b, t, dim)`: the residual of a block's branch.
+/// `x + (y + bias)·gate`: `y` a projection's product without its `bias`.
+fn gated_residual(x: &Tensor, y: &Tensor, bias: &Tensor, gate: &Tensor) -> candle::Result<Tensor> {
+    match kernels::gated_residual(x, y, bias, gate)? {
+        Some(out) => Ok(out),
+        None => x + y.broadcast_add(bias)?.broadcast_mul(&gate.unsqueeze(1)?)?,
+    }
+}
+
+/// `Mish(z) = z·tanh(ln(1 + eᶻ))`.
+fn mish(xs: &Tensor) -> candle::Result<Tensor> {
+    xs * (xs.exp()? + 1.0)?.log()?.tanh()?
+}
+
+/// `time_embed`: sinusoidal features of `1000·t`, then Linear–SiLU–Linear.
+#[derive(Debug, Clone)]
+pub struct TimestepEmbedding {
+    freqs: Tensor, // (1, FREQ_EMBED_DIM / 2)
+    time_mlp_0: Linear,
+    time_mlp_2: Linear,
+}
+
+impl TimestepEmbedding {
+    pub fn new(dim: usize, w: &Weights) -> Result<Self> {
+        let half = FREQ_EMBED_DIM / 2;
+        // Upstream: exp(arange(half) · −(ln 10000 / (half − 1))), all in f32.
+        let step = -((10000f64).ln() / (half - 1) as f64) as f32;
+        let freqs: Vec<f32> = (0..half).map(|i| (i as f32 * step).exp()).collect();
+        let freqs = Tensor::from_vec(freqs, (1, half), &w.device())?;
+        Ok(Self {
+            freqs,
+            time_mlp_0: Linear::new(&w.pp("time_mlp.0"), dim, FREQ_EMBED_DIM)?,
+            time_mlp_2: Linear::new(&w.pp("time_mlp.2"), dim, dim)?,
+        })
+    }
+
+    /// `t` (b,) → (b, dim).
+    pub fn forward(&self, t: &Tensor) -> candle::Result<Tensor> {
+        let args = (t * 1000.0)?.unsqueeze(1)?.broadcast_mul(&self.freqs)?; // (b, half)
+        let feats = Tensor::cat(&[args.sin()?, args.cos()?], 1)?; // sin block first
+        self.time_mlp_2.forward(&self.time_mlp_0.forward(&feats)?.silu()?)
+    }
+}
+
+/// One grouped causal convolution of the position embedding: left pad k−1, conv, Mish.
+#[derive(Debug, Clone)]
+pub struct CausalGroupConv {
+    weight: Tensor, // (dim, dim / groups, k)
+    bias: Tensor,   // (1, dim, 1)
+    /// The same laid out for Lectern's CUDA kernel (CUDA only).
+    kernel: Option<kernels::GroupConvWeights>,
+}
+
+impl CausalGroupConv {
+    fn new(dim: usize, w: &Weights) -> Result<Self> {
+        let weight = w.get("weight", &[dim, dim / CONV_POS_GROUPS, CONV_POS_KERNEL])?;
+        let bias = w.get("bias", &[dim])?;
+        let kernel = kernels::GroupConvWeights::new(&weight, &bias)?;
+        Ok(Self { weight, bias: bias.reshape((1, dim, 1))?, kernel })
+    }
+
+    /// (b, dim, t) → (b, dim, t).
+    fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
+        let xs = xs.pad_with_zeros(2, CONV_POS_KERNEL - 1, 0)?;
+        mish(&xs.conv1d(&self.weight, 0, 1, 1, CONV_POS_GROUPS)?.broadcast_add(&self.bias)?)
+    }
+}
+
+/// `input_embed`: proj(concat(x, cond, mu, spks)) plus its causal conv position embedding.
+#[derive(Debug, Clone)]
+pub struct InputEmbedding {
+    proj: Linear,
+    conv1: CausalGroupConv, // conv_pos_embed.conv1.0
+    conv2: CausalGroupConv, // conv_pos_embed.conv2.0
+}
+
+impl InputEmbedding {
+    /// `u` plus its causal conv position embedding, channel-last: (b, t, dim) → (b, t, dim).
+    /// On CUDA both convs (with their Mish, the second with the residual) are Lectern's
+    /// kernel; elsewhere [`Self::position_embedded_by_candle`].
+    pub fn position_embedded(&self, u: &Tensor) -> candle::Result<Tensor> {
+        if let (Some(c1), Some(c2)) = (&self.conv1.kernel, &self.conv2.kernel)
+            && let Some(h) = c1.forward(u, None)?
+            && let Some(out) = c2.forward(&h, Some(u))?
+        {
+            return Ok(out);
+        }
+        self.position_embedded_by_candle(u)
+    }
+
+    /// [`Self::position_embedded`] with candle's ops (channel-first convs).
+    pub fn position_embedded_by_candle(&self, u: &Tensor) -> candle::Result<Tensor> {
+        let u_cf = u.transpose(1, 2)?; // (b, dim, t)
+        let pos = self.conv2.forward(&self.conv1.forward(&u_cf)?)?;
+        pos.transpose(1, 2)? + u
+    }
+
+    pub fn new(cfg: &DitConfig, w: &Weights) -> Result<Self> {
+        let in_dim = cfg.mel_dim * 2 + cfg.mu_dim + cfg.spk_dim;
+        let pos = w.pp("conv_pos_embed");
+        Ok(Self {
+            proj: Linear::new(&w.pp("proj"), cfg.dim, in_dim)?,
+            conv1: CausalGroupConv::new(cfg.dim, &pos.pp("conv1.0"))?,
+            conv2: CausalGroupConv::new(cfg.dim, &pos.pp("conv2.0"))?,
+        })
+    }
+
+    /// Channel-last `x`, `cond`, `mu` (b, t, 80), `spks` (b, 80) → (b, t, dim).
+    pub fn forward(
+        &self,
+        x: &Tensor,
+        cond: &Tensor,
+        mu: &Tensor,
+        spks: &Tensor,
+    ) -> candle::Result<Tensor> {
+        let (b, t, _) = x.dims3()?;
+        let spks = spks.unsqueeze(1)?.broadcast_as((b, t, spks.dim(1)?))?;
+        let u = self.proj.forward(&Tensor::cat(&[x, cond, mu, &spks], 2)?)?; // (b, t, dim)
+        self.position_embedded(&u)
+    }
+}
+
+/// Interleaved-pair rotary tables for `t` positions: cos then sin, `(2, t, dim_head / 2)` in
+/// one tensor (the CUDA q|k|v kernel reads both; [`Self::cos`] and [`Self::sin`] are views).
+#[derive(Debug, Clone)]
+pub struct Rope {
+    pub cos_sin: Tensor,
+}
+
+impl Rope {
+    /// Angles `p · inv_freq[j]` in f32, as x-transformers computes them.
+    pub fn new(inv_freq: &[f32], t: usize, device: &Device) -> candle::Result<Self> {
+        let mut angles = Vec::with_capacity(t * inv_freq.len());
+        for p in 0..t {
+            angles.extend(inv_freq.iter().map(|f| p as f32 * f));
+        }
+        let angles = Tensor::from_vec(angles, (t, inv_freq.len()), device)?;
+        Ok(Self { cos_sin: Tensor::stack(&[angles.cos()?, angles.sin()?], 0)? })
+    }
+
+    /// `(t, dim_head / 2)`.
+    pub fn cos(&self) -> candle::Result<Tensor> {
+        self.cos_sin.get(0)
+    }
+
+    /// `(t, dim_head / 2)`.
+    pub fn sin(&self) -> candle::Result<Tensor> {
+        self.cos_sin.get(1)
+    }
+}
+
+/// Multi-head self-attention with q/k/v fused into one projection.
+#[derive(Debug, Clone)]
+pub struct Attention {
+    to_qkv: Linear, // to_q ⧺ to_k ⧺ to_v, q rows pre-scaled by 1/√dim_head
+    to_out: Linear, // to_out.0
+    heads: usize,
+    dim_head: usize,
+    matmul: FlowMatmul,
+}
+
+impl Attention {
+    fn new(cfg: &DitConfig, w: &Weights) -> Result<Self> {
+        let inner = cfg.heads * cfg.dim_head;
+        let lin = |name: &str| Linear::new(&w.pp(name), inner, cfg.dim);
+        let (q, k, v) = (lin("to_q")?, lin("to_k")?, lin("to_v")?);
+        // The softmax scale folded into q: exact when dim_head is a power of four (16, 64),
+        // because scaling by a power of two commutes with rounding; rotary is linear.
+        let scale = 1.0 / (cfg.dim_head as f64).sqrt();
+        let weight = Tensor::cat(&[(q.weight * scale)?, k.weight, v.weight], 0)?;
+        let bias = Tensor::cat(&[(q.bias * scale)?, k.bias, v.bias], 0)?;
+        Ok(Self {
+            to_qkv: Linear::from_parts(weight, bias),
+            to_out: Linear::new(&w.pp("to_out.0"), cfg.dim, inner)?,
+            heads: cfg.heads,
+            dim_head: cfg.dim_head,
+            matmul: FlowMatmul::F32,
+        })
+    }
+
+    fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        Ok(Self {
+            to_qkv: self.to_qkv.with_matmul(matmul)?,
+            to_out: self.to_out.with_matmul(matmul)?,
+            matmul,
+            ..self.clone()
+        })
+    }
+
+    /// `xs` (b, t, dim) → q, k, v (b, h, t, dh) each, rotary applied to the first
+    /// `dim_head` channels of q and k (q carries the softmax scale).
+    pub fn qkv(&self, xs: &Tensor, rope: &Rope) -> candle::Result<(Tensor, Tensor, Tensor)> {
+        let (b, t, _) = xs.dims3()?;
+        let (h, dh) = (self.heads, self.dim_head);
+        let qkv = self.to_qkv.product(xs)?; // (b, t, 3·h·dh), no bias yet
+        if let Some(qkv) = kernels::qkv_bias_rope(&qkv, self.to_qkv.bias(), &rope.cos_sin, h)? {
+            return Ok(qkv);
+        }
+        let qkv = qkv.broadcast_add(self.to_qkv.bias())?;
+        let qkv = qkv.reshape((b, t, 3, h, dh))?.permute((2, 0, 3, 1, 4))?.contiguous()?;
+        let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?); // (b, h, t, dh) each
+        // Upstream rotates channels 0..dh of the un-split projection, i.e. head 0 only:
+        // rotate that head and write it back in place, leaving the other heads untouched.
+        for xs in [&q, &k] {
+            let head0 = xs.narrow(1, 0, 1)?.contiguous()?; // (b, 1, t, dh)
+            let rotated = candle_nn::rotary_emb::rope_i(&head0, &rope.cos()?, &rope.sin()?)?;
+            xs.slice_set(&rotated, 1, 0)?;
+        }
+        Ok((q, k, v))
+    }
+
+    /// `xs` (b, t, dim) → (b, t, dim).
+    pub fn forward(&self, xs: &Tensor, rope: &Rope) -> candle::Result<Tensor> {
+        self.product(xs, rope)?.broadcast_add(self.to_out.bias())
+    }
+
+    /// [`Self::forward`] without the output projection's bias ([`Self::out_bias`]).
+    fn product(&self, xs: &Tensor, rope: &Rope) -> candle::Result<Tensor> {
+        let (q, k, v) = self.qkv(xs, rope)?;
+        self.to_out.product(&attend(&q, &k, &v, self.matmul)?)
+    }
+
+    fn out_bias(&self) -> &Tensor {
+        self.to_out.bias()
+    }
+}
+
+/// Softmax attention over all frames: q (pre-scaled), k, v (b, h, t, dh) → (b, t, h·dh).
+/// A fused kernel on CUDA ([`kernels::attention`]) and, in plain f32, on the CPU
+/// ([`super::cpu_attention`]); elsewhere [`attend_materialised`].
+pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor, matmul: FlowMatmul) -> candle::Result<Tensor> {
+    // bf16 covers the projections only: the attention core stays f32.
+    if matmul != FlowMatmul::Tf32x3 && super::cpu_attention::applies(q) {
+        return super::cpu_attention::attend(q, k, v);
+    }
+    // The CUDA kernel computes the scores in f32 whatever `matmul` says (3xTF32 is an f32
+    // product too), so it serves both.
+    if let Some(o) = kernels::attention(q, k, v)? {
+        return Ok(o);
+    }
+    attend_materialised(q, k, v, matmul)
+}
+
+/// [`attend`] with candle ops: scores materialised in query chunks of at most
+/// [`SCORE_BUDGET_FLOATS`]. With 3xTF32 the scores `q·kᵀ` are split products (over
+/// `3·dh`); `probs·v` stays f32 (splitting the probabilities would triple the largest tensor).
+pub fn attend_materialised(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    matmul: FlowMatmul,
+) -> candle::Result<Tensor> {
+    let (b, h, t, dh) = q.dims4()?;
+    let (q, k) = match matmul {
+        FlowMatmul::F32 | FlowMatmul::Bf16 => (q.clone(), k.clone()),
+        FlowMatmul::Tf32x3 => (tf32x3::lhs(q)?, tf32x3::rhs(k)?),
+    };
+    let k_t = k.t()?; // (b, h, dh, t), a view
+    let chunk = (SCORE_BUDGET_FLOATS / (b * h * t).max(1)).clamp(1, t.max(1));
+    let mut outs = Vec::with_capacity(t.div_ceil(chunk));
+    for start in (0..t).step_by(chunk) {
+        let len = chunk.min(t - start);
+        let q = q.narrow(2, start, len)?;
+        let scores = match matmul {
+            FlowMatmul::F32 | FlowMatmul::Bf16 => q.matmul(&k_t)?,
+            FlowMatmul::Tf32x3 => tf32x3::on_tensor_cores(|| q.matmul(&k_t))?,
+        }; // (b, h, len, t)
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        outs.push(probs.matmul(v)?.transpose(1, 2)?); // (b, len, h, dh)
+    }
+    let o = if outs.len() == 1 { outs.remove(0).contiguous()? } else { Tensor::cat(&outs, 1)? };
+    o.reshape((b, t, h * dh))
+}
+
+/// Feed-forward `ff.ff.2(GELU_tanh(ff.ff.0.0(x)))`.
+#[derive(Debug, Clone)]
+pub struct FeedForward {
+    ff_0_0: Linear,
+    ff_2: Linear,
+}
+
+impl FeedForward {
+    fn new(cfg: &DitConfig, w: &Weights) -> Result<Self> {
+        let inner = cfg.dim * cfg.ff_mult;
+        Ok(Self {
+            ff_0_0: Linear::new(&w.pp("ff.0.0"), inner, cfg.dim)?,
+            ff_2: Linear::new(&w.pp("ff.2"), cfg.dim, inner)?,
+        })
+    }
+
+    pub fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
+        self.product(xs)?.broadcast_add(self.ff_2.bias())
+    }
+
+    /// [`Self::forward`] without the last projection's bias ([`Self::out_bias`]).
+    fn product(&self, xs: &Tensor) -> candle::Result<Tensor> {
+        let h = self.ff_0_0.product(xs)?;
+        let h = match kernels::bias_gelu(&h, self.ff_0_0.bias())? {
+            Some(h) => h,
+            None => h.broadcast_add(self.ff_0_0.bias())?.gelu()?,
+        };
+        self.ff_2.product(&h)
+    }
+
+    fn out_bias(&self) -> &Tensor {
+        self.ff_2.bias()
+    }
+
+    fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        Ok(Self { ff_0_0: self.ff_0_0.with_matmul(matmul)?, ff_2: self.ff_2.with_matmul(matmul)? })
+    }
+}
+
+/// Named intermediates of one estimator call (parity taps), in computation order.
+pub type Taps = Vec<(String, Tensor)>;
+
+/// One `DiTBlock` with AdaLN-zero modulation.
+#[derive(Debug, Clone)]
+pub struct DiTBlock {
+    attn_norm: Linear, // attn_norm.linear: (6·dim, dim)
+    pub attn: Attention,
+    pub ff: FeedForward,
+    dim: usize,
+}
+
+impl DiTBlock {
+    pub fn new(cfg: &DitConfig, w: &Weights) -> Result<Self> {
+        Ok(Self {
+            attn_norm: Linear::new(&w.pp("attn_norm.linear"), 6 * cfg.dim, cfg.dim)?,
+            attn: Attention::new(cfg, &w.pp("attn"))?,
+            ff: FeedForward::new(cfg, &w.pp("ff"))?,
+            dim: cfg.dim,
+        })
+    }
+
+    /// This block with its projections and attention scores computed as `matmul` says (the
+    /// AdaLN projection of the time embedding, one row per call, stays f32).
+    fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        Ok(Self {
+            attn: self.attn.with_matmul(matmul)?,
+            ff: self.ff.with_matmul(matmul)?,
+            ..self.clone()
+        })
+    }
+
+    /// The six modulation vectors, each (b, dim): shift, scale, gate (attention), then
+    /// shift, scale, gate (MLP).
+    pub fn modulation(&self, temb_silu: &Tensor) -> candle::Result<Vec<Tensor>> {
+        let m = self.attn_norm.forward(temb_silu)?; // (b, 6·dim)
+        (0..6).map(|i| m.narrow(1, i * self.dim, self.dim)).collect()
+    }
+
+    /// `xs` (b, t, dim), `temb_silu` = SiLU(temb) (b, dim) → (b, t, dim).
+    pub fn forward(
+        &self,
+        xs: &Tensor,
+        temb_silu: &Tensor,
+        rope: &Rope,
+        taps: Option<&mut Taps>,
+    ) -> candle::Result<Tensor> {
+        let m = self.modulation(temb_silu)?;
+        let (shift_msa, scale_msa, gate_msa) = (&m[0], &m[1], &m[2]);
+        let (shift_mlp, scale_mlp, gate_mlp) = (&m[3], &m[4], &m[5]);
+        // The attention's and the feed-forward's last biases are added in the gated residuals.
+        let norm = modulate(xs, scale_msa, shift_msa)?;
+        let attn_y = self.attn.product(&norm, rope)?;
+        let xs = gated_residual(xs, &attn_y, self.attn.out_bias(), gate_msa)?;
+        let ff_norm = modulate(&xs, scale_mlp, shift_mlp)?;
+        let ff_y = self.ff.product(&ff_norm)?;
+        let out = gated_residual(&xs, &ff_y, self.ff.out_bias(), gate_mlp)?;
+        if let Some(taps) = taps {
+            let attn_out = attn_y.broadcast_add(self.attn.out_bias())?;
+            let ff_out = ff_y.broadcast_add(self.ff.out_bias())?;
+            for (name, t) in [
+                ("attn_norm_x", &norm),
+                ("gate_msa", gate_msa),
+                ("shift_mlp", shift_mlp),
+                ("scale_mlp", scale_mlp),
+                ("gate_mlp", gate_mlp),
+                ("attn_out", &attn_out),
+                ("ff_out", &ff_out),
+            ] {
+                taps.push((name.to_string(), t.clone()));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `DiT`: the estimator.
+#[derive(Debug, Clone)]
+pub struct DiT {
+    time_embed: TimestepEmbedding,
+    input_embed: InputEmbedding,
+    inv_freq: Vec<f32>, // rotary_embed.inv_freq, from the checkpoint
+    transformer_blocks: Vec<DiTBlock>,
+    norm_out: Linear, // norm_out.linear: (2·dim, dim)
+    proj_out: Linear,
+    cfg: DitConfig,
+}
+
+impl DiT {
+    pub fn new(cfg: &DitConfig, w: &Weights) -> Result<Self> {
+        let inv_freq =
+            w.get("rotary_embed.inv_freq", &[cfg.dim_head / 2])?.to_dtype(DType::F32)?.to_vec1()?;
+        let transformer_blocks = (0..cfg.depth)
+            .map(|i| DiTBlock::new(cfg, &w.pp("transformer_blocks").pp(i)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            time_embed: TimestepEmbedding::new(cfg.dim, &w.pp("time_embed"))?,
+            input_embed: InputEmbedding::new(cfg, &w.pp("input_embed"))?,
+            inv_freq,
+            transformer_blocks,
+            norm_out: Linear::new(&w.pp("norm_out.linear"), 2 * cfg.dim, cfg.dim)?,
+            proj_out: Linear::new(&w.pp("proj_out"), cfg.out_channels, cfg.dim)?,
+            cfg: cfg.clone(),
+        })
+    }
+
+    pub fn config(&self) -> &DitConfig {
+        &self.cfg
+    }
+
+    /// This estimator with the blocks' matmuls computed as `matmul` says (see [`tf32x3`]).
+    pub fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        let transformer_blocks = self
+            .transformer_blocks
+            .iter()
+            .map(|b| b.with_matmul(matmul))
+            .collect::<candle::Result<_>>()?;
+        Ok(Self { transformer_blocks, ..self.clone() })
+    }
+
+    /// How the blocks' matmuls are computed.
+    pub fn matmul(&self) -> FlowMatmul {
+        self.transformer_blocks.first().map_or(FlowMatmul::F32, |b| b.attn.matmul)
+    }
+
+    pub fn blocks(&self) -> &[DiTBlock] {
+        &self.transformer_blocks
+    }
+
+    pub fn time_embed(&self) -> &TimestepEmbedding {
+        &self.time_embed
+    }
+
+    pub fn input_embed(&self) -> &InputEmbedding {
+        &self.input_embed
+    }
+
+    /// Rotary tables for `t` frames.
+    pub fn rope(&self, t: usize, device: &Device) -> candle::Result<Rope> {
+        Rope::new(&self.inv_freq, t, device)
+    }
+
+    /// Velocity: `x`, `mu`, `cond` (b, mel, t), `t` (b,), `spks` (b, spk) → (b, mel, t).
+    pub fn forward(
+        &self,
+        x: &Tensor,
+        mu: &Tensor,
+        t: &Tensor,
+        spks: &Tensor,
+        cond: &Tensor,
+    ) -> candle::Result<Tensor> {
+        self.forward_with_taps(x, mu, t, spks, cond, None)
+    }
+
+    /// [`Self::forward`], also recording named intermediates when `taps` is given.
+    pub fn forward_with_taps(
+        &self,
+        x: &Tensor,
+        mu: &Tensor,
+        t: &Tensor,
+        spks: &Tensor,
+        cond: &Tensor,
+        mut taps: Option<&mut Taps>,
+    ) -> candle::Result<Tensor> {
+        let n_frames = x.dim(2)?;
+        let temb = self.time_embed.forward(t)?; // (b, dim)
+        let (x_cl, cond_cl, mu_cl) =
+            (x.transpose(1, 2)?, cond.transpose(1, 2)?, mu.transpose(1, 2)?);
+        let mut xs = self.input_embed.forward(&x_cl, &cond_cl, &mu_cl, spks)?; // (b, t, dim)
+        let rope = self.rope(n_frames, x.device())?;
+        let temb_silu = temb.silu()?;
+        if let Some(taps) = taps.as_deref_mut() {
+            taps.push(("time_embed".into(), temb.clone()));
+            taps.push(("input_embed".into(), xs.clone()));
+        }
+        for (i, block) in self.transformer_blocks.iter().enumerate() {
+            let mut block_taps = taps.as_ref().map(|_| Taps::new());
+            xs = block.forward(&xs, &temb_silu, &rope, block_taps.as_mut())?;
+            if let (Some(taps), Some(bt)) = (taps.as_deref_mut(), block_taps) {
+                taps.extend(bt.into_iter().map(|(n, t)| (format!("block{i}.{n}"), t)));
+                taps.push((format!("block{i}.out"), xs.clone()));
+            }
+        }
+        let m = self.norm_out.forward(&temb_silu)?; // (b, 2·dim)
+        let d = self.cfg.dim;
+        // The final norm splits scale first, then shift (the blocks split shift first).
+        let xs = modulate(&xs, &m.narrow(1, 0, d)?, &m.narrow(1, d, d)?)?;
+        if let Some(taps) = taps {
+            taps.push(("norm_out".into(), xs.clone()));
+        }
+        self.proj_out.forward(&xs)?.transpose(1, 2)?.contiguous()
+    }
+}

@@ -1,0 +1,158 @@
+//! Causal 1-D convolutions of the vocoder (spec/COSYVOICE3.md §8 conventions): explicit zero
+//! padding on one side, then a padding-free `Conv1d`. Weight norm is folded once at load.
+
+use candle::Tensor;
+
+use super::cpu;
+use super::kernels::{self, ConvGeometry};
+use crate::weights::{Result, Weights};
+
+/// A `Conv1d` with its causal padding. Weights `(out, in, k)`, bias `(out)`.
+#[derive(Debug, Clone)]
+pub struct CausalConv1d {
+    /// `(out, in, k)`, for strided convs (candle's im2col conv1d).
+    weight: Tensor,
+    /// `(k, out, in)` contiguous, for stride-1 convs (tap-major matmuls, see
+    /// [`conv1d_tap_major`]).
+    weight_taps: Tensor,
+    bias: Tensor,
+    dilation: usize,
+    stride: usize,
+    pad_left: usize,
+    pad_right: usize,
+}
+
+impl CausalConv1d {
+    fn load(w: &Weights, c_in: usize, c_out: usize, k: usize) -> Result<(Tensor, Tensor)> {
+        let weight = w.get_weight_norm(&[c_out, c_in, k])?;
+        let bias = w.get("bias", &[c_out])?;
+        Ok((weight, bias))
+    }
+
+    /// Left-causal conv: left-pad `(k−1)·d` zeros, dilation `d`; output length = input length.
+    pub fn left(w: &Weights, c_in: usize, c_out: usize, k: usize, dilation: usize) -> Result<Self> {
+        let (weight, bias) = Self::load(w, c_in, c_out, k)?;
+        let weight_taps = weight.permute((2, 0, 1))?.contiguous()?;
+        Ok(Self {
+            weight,
+            weight_taps,
+            bias,
+            dilation,
+            stride: 1,
+            pad_left: (k - 1) * dilation,
+            pad_right: 0,
+        })
+    }
+
+    /// Look-ahead conv: right-pad `k−1` zeros.
+    pub fn right(w: &Weights, c_in: usize, c_out: usize, k: usize) -> Result<Self> {
+        let (weight, bias) = Self::load(w, c_in, c_out, k)?;
+        let weight_taps = weight.permute((2, 0, 1))?.contiguous()?;
+        Ok(Self {
+            weight,
+            weight_taps,
+            bias,
+            dilation: 1,
+            stride: 1,
+            pad_left: 0,
+            pad_right: k - 1,
+        })
+    }
+
+    /// Causal downsample by `u`: left-pad `u−1` zeros, kernel `2u`, stride `u`.
+    pub fn downsample(w: &Weights, c_in: usize, c_out: usize, u: usize) -> Result<Self> {
+        let (weight, bias) = Self::load(w, c_in, c_out, 2 * u)?;
+        let weight_taps = weight.permute((2, 0, 1))?.contiguous()?;
+        Ok(Self {
+            weight,
+            weight_taps,
+            bias,
+            dilation: 1,
+            stride: u,
+            pad_left: u - 1,
+            pad_right: 0,
+        })
+    }
+
+    /// `x` (1, in, t) → (1, out, t') with this layer's causal padding.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.forward_plus(x, None)
+    }
+
+    /// `residual + self.forward(x)` (`residual` shaped like the output), the add fused into
+    /// the conv's last pass on CUDA.
+    pub fn forward_plus(&self, x: &Tensor, residual: Option<&Tensor>) -> Result<Tensor> {
+        if self.stride == 1 {
+            let geometry = ConvGeometry {
+                k: self.weight_taps.dim(0)?,
+                dilation: self.dilation,
+                pad_left: self.pad_left,
+                pad_right: self.pad_right,
+            };
+            let stacked = self.weight_taps.flatten_to(1)?; // (k·out, in), a view
+            if let Some(y) = kernels::conv1d(x, &stacked, &self.bias, geometry, residual)? {
+                return Ok(y);
+            }
+            if cpu::applies(x) {
+                return Ok(cpu::conv1d(x, &stacked, &self.bias, geometry, residual)?);
+            }
+        }
+        let y = self.forward_padded(x)?;
+        Ok(match residual {
+            Some(r) => (r + y)?,
+            None => y,
+        })
+    }
+
+    fn forward_padded(&self, x: &Tensor) -> Result<Tensor> {
+        let x = if self.pad_left + self.pad_right > 0 {
+            x.pad_with_zeros(2, self.pad_left, self.pad_right)?
+        } else {
+            x.clone()
+        };
+        self.forward_unpadded(&x)
+    }
+
+    /// The convolution without any padding (streaming look-ahead taken from the input).
+    pub fn forward_unpadded(&self, x: &Tensor) -> Result<Tensor> {
+        if self.stride == 1 && cpu::applies(x) {
+            let geometry = ConvGeometry {
+                k: self.weight_taps.dim(0)?,
+                dilation: self.dilation,
+                pad_left: 0,
+                pad_right: 0,
+            };
+            let stacked = self.weight_taps.flatten_to(1)?;
+            return Ok(cpu::conv1d(x, &stacked, &self.bias, geometry, None)?);
+        }
+        // Stride 1: a sum of per-tap matmuls on shifted views beats candle's im2col conv1d at
+        // full size and needs no (k·in, t) column buffer (docs/refutations.md).
+        let y = if self.stride == 1 {
+            conv1d_tap_major(x, &self.weight_taps, self.dilation)?
+        } else {
+            x.conv1d(&self.weight, 0, self.stride, self.dilation, 1)?
+        };
+        Ok(y.broadcast_add(&self.bias.reshape((1, (), 1))?)?)
+    }
+}
+
+/// Convolution as a sum over taps of `(out, in) @ (in, t)` matmuls on shifted views of the
+/// (already padded) input, without an im2col buffer. `x` (1, in, t + (k−1)·d), `w_taps`
+/// (k, out, in) → (1, out, t).
+pub fn conv1d_tap_major(x: &Tensor, w_taps: &Tensor, dilation: usize) -> candle::Result<Tensor> {
+    let (k, _c_out, _c_in) = w_taps.dims3()?;
+    let t_out = x.dim(2)? - (k - 1) * dilation;
+    let x = x.squeeze(0)?;
+    // CPU gemm reads the shifted views in place; cuBLAS/Metal matmuls in candle need a
+    // contiguous right-hand side, so other devices copy each tap's window.
+    let on_cpu = x.device().is_cpu();
+    let tap = |j: usize| -> candle::Result<Tensor> {
+        let view = x.narrow(1, j * dilation, t_out)?;
+        if on_cpu { Ok(view) } else { view.contiguous() }
+    };
+    let mut y = w_taps.get(0)?.matmul(&tap(0)?)?;
+    for j in 1..k {
+        y = (y + w_taps.get(j)?.matmul(&tap(j)?)?)?;
+    }
+    y.unsqueeze(0)
+}
