@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use lectern::text::{Manuscript, ParseOptions, Tokenizer};
+use lectern_text::{Manuscript, ParseOptions, Tokenizer};
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);

@@ -6,10 +6,10 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::config::{Config, Setting, Source, pick};
-use crate::engine::cosyvoice::lm_precision;
-use crate::engine::protocol::{MinLenRule, Precision, RenderParams};
-use crate::model::flow::FlowMatmul;
 use crate::{bench, limits, parity, render, store, workstation};
+use lectern_engine::cosyvoice::lm_precision;
+use lectern_engine::protocol::{MinLenRule, Precision, RenderParams};
+use lectern_model::flow::FlowMatmul;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -652,9 +652,9 @@ pub fn run(cli: Cli) -> Result<()> {
             let report = match (stage, workload) {
                 (_, Some(w)) => bench::workload::run(&wl.options(w, device, json))?,
                 (Some(stage), None) => {
-                    crate::model::lm::kernels::SWITCH.set(!wl.no_lm_kernels);
-                    crate::model::flow::kernels::SWITCH.set(!wl.no_flow_kernels);
-                    crate::model::hift::kernels::SWITCH.set(!wl.no_vocoder_kernels);
+                    lectern_model::lm::kernels::SWITCH.set(!wl.no_lm_kernels);
+                    lectern_model::flow::kernels::SWITCH.set(!wl.no_flow_kernels);
+                    lectern_model::hift::kernels::SWITCH.set(!wl.no_vocoder_kernels);
                     bench::run_stage(stage, &wl.stage_options(device, quick))?
                 }
                 (None, None) => anyhow::bail!("give --stage or --workload"),
@@ -895,12 +895,12 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
     match action {
         VoiceCommand::List => {
             let dir = crate::voices::voices_dir();
-            let voices = crate::voice::list(&dir)?;
+            let voices = lectern_engine::voice::list(&dir)?;
             if voices.is_empty() {
                 println!("no voices in {} yet (`lectern voice add` makes one)", dir.display());
             }
-            let line = |m: &crate::voice::Manifest, note: &str| {
-                let secs = m.prompt_tokens as f64 / crate::voice::TOKENS_PER_SECOND;
+            let line = |m: &lectern_engine::voice::Manifest, note: &str| {
+                let secs = m.prompt_tokens as f64 / lectern_engine::voice::TOKENS_PER_SECOND;
                 println!(
                     "{:<20} {:>6.2} s  {:>5} tokens  {}{note}",
                     m.name, secs, m.prompt_tokens, m.model.name
@@ -912,7 +912,7 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
             let demo = crate::assets::DEMO_VOICE;
             if !voices.iter().any(|m| m.name == demo) {
                 if let Some(d) = crate::voices::demo_voice_dir(demo) {
-                    if let Ok(v) = crate::voice::Voice::load_dir(&d) {
+                    if let Ok(v) = lectern_engine::voice::Voice::load_dir(&d) {
                         line(&v.manifest, "  (demo voice, for the demo model)");
                     }
                 }
@@ -925,7 +925,7 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
         }
         VoiceCommand::Add { reference, text, name, model, force, allow_non_speech } => {
             let model = crate::session::ModelChoice::resolve(model.as_deref())?;
-            let req = crate::voice::add::AddRequest {
+            let req = lectern_engine::voice::add::AddRequest {
                 reference,
                 text,
                 name,
@@ -934,7 +934,7 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
                 force,
                 allow_non_speech,
             };
-            let added = crate::voice::add::add_voice(&req)?;
+            let added = lectern_engine::voice::add::add_voice(&req)?;
             for w in &added.warnings {
                 eprintln!("warning: {w}");
             }
@@ -1017,7 +1017,7 @@ mod tests {
         let wl = parse(&["--stage", "lm", "--lanes", "1,3", "--steps", "64", "--precision", "f32"]);
         let o = wl.stage_options(candle::Device::Cpu, false);
         assert_eq!(o.lanes, Some(vec![1, 3]));
-        assert_eq!((o.steps, o.precision), (Some(64), Some(crate::model::lm::LmPrecision::F32)));
+        assert_eq!((o.steps, o.precision), (Some(64), Some(lectern_model::lm::LmPrecision::F32)));
         let o = parse(&["--stage", "lm"]).stage_options(candle::Device::Cpu, true);
         assert_eq!((o.lanes, o.steps, o.precision, o.quick), (None, None, None, true));
         // A workload still defaults to 8 lanes and f32.

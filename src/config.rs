@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::engine::protocol::Precision;
 use crate::limits;
+use lectern_engine::protocol::Precision;
 
 /// The configuration file's name in the configuration directory.
 pub const CONFIG_FILE: &str = "config.toml";

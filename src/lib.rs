@@ -31,11 +31,3 @@ pub mod store;
 pub mod tui;
 pub mod voices;
 pub mod workstation;
-
-// The library crates under their module names of before the workspace split, so the app's paths
-// stay as they were in the move-only commit.
-pub use lectern_engine as engine;
-pub use lectern_engine::voice;
-pub use lectern_model as model;
-pub use lectern_text as text;
-pub use lectern_text::hashing;

@@ -21,17 +21,17 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::audio::master;
 use crate::audio::wav::{self, WavFormat};
-use crate::engine::protocol::{
-    EngineEvent, RenderParams, Request, SegmentState, Take, TakeSettings,
-};
-use crate::engine::{ENGINE_VERSION, Engine};
-use crate::model::config::{SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN};
-use crate::model::flow::FlowMatmul;
 pub use crate::session::ProjectChoice;
 use crate::session::{self, ModelChoice, PlannedSegment, Session};
 use crate::store::SegmentKey;
-use crate::text::{Manuscript, ParseOptions};
-use crate::voice::ModelSignature;
+use lectern_engine::protocol::{
+    EngineEvent, RenderParams, Request, SegmentState, Take, TakeSettings,
+};
+use lectern_engine::voice::ModelSignature;
+use lectern_engine::{ENGINE_VERSION, Engine};
+use lectern_model::config::{SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN};
+use lectern_model::flow::FlowMatmul;
+use lectern_text::{Manuscript, ParseOptions};
 
 /// Options of one render.
 #[derive(Debug, Clone)]
@@ -104,7 +104,7 @@ pub struct RenderReport {
 /// A segment's chosen take, as the output and the report need it (its samples are read, and
 /// checked against their hash, only while its stretch of the output is written).
 struct ChosenTake {
-    id: crate::engine::protocol::TakeId,
+    id: lectern_engine::protocol::TakeId,
     tokens: usize,
     seed: u64,
     num_samples: u64,
@@ -118,7 +118,7 @@ fn current_settings(opts: &RenderOptions) -> TakeSettings {
         nfe: opts.params.nfe,
         precision: opts.params.precision,
         min_len_rule: opts.params.min_len_rule,
-        backend: crate::engine::cosyvoice::device_name(&opts.device),
+        backend: lectern_engine::cosyvoice::device_name(&opts.device),
         flow_matmul: flow_matmul.name().to_string(),
     }
 }

@@ -11,14 +11,14 @@ use candle::Device;
 
 use crate::audio::player::DeviceChoice;
 use crate::audio::{Player, PlayerConfig};
-use crate::engine::Engine;
-use crate::engine::protocol::RenderParams;
-use crate::model::flow::FlowMatmul;
 use crate::session::{self, ModelChoice, ProjectChoice, Session};
 use crate::tui::desk::Desk;
 use crate::tui::watch::ManuscriptSource;
 use crate::tui::{self, AppConfig, RunConfig};
-use crate::voice::ModelSignature;
+use lectern_engine::Engine;
+use lectern_engine::protocol::RenderParams;
+use lectern_engine::voice::ModelSignature;
+use lectern_model::flow::FlowMatmul;
 
 /// Where the keymap comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +79,7 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
     let handle = Engine::spawn_with(
         move || {
             session::backend(&model_for_engine, &voice, &device, precision, flow_matmul)
-                .map_err(|e| crate::engine::EngineError::Backend(format!("{e:#}")))
+                .map_err(|e| lectern_engine::EngineError::Backend(format!("{e:#}")))
         },
         voice_name.clone(),
         opts.params.clone(),
@@ -185,7 +185,7 @@ pub fn unused_path(path: &Path) -> PathBuf {
 /// The parameters panel's backend: the device, and the flow's matmuls where they are not plain
 /// f32 (`cuda · tf32x3`), so the narrator sees what renders the takes.
 fn backend_label(device: &Device, flow_matmul: Option<FlowMatmul>) -> String {
-    let device_name = crate::engine::cosyvoice::device_name(device);
+    let device_name = lectern_engine::cosyvoice::device_name(device);
     match flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(device)) {
         FlowMatmul::F32 => device_name,
         m => format!("{device_name} · {}", m.name()),

@@ -16,7 +16,7 @@ pub mod wav;
 pub use player::{AudioCommand, Cue, DeviceChoice, PlayState, Player, PlayerConfig, PlayerStatus};
 
 /// Sample rate of everything the engine produces, Hz (1 speech token = 960 samples).
-pub use crate::model::config::SAMPLE_RATE_HZ;
+pub use lectern_model::config::SAMPLE_RATE_HZ;
 
 /// Errors of the audio module.
 #[derive(Debug, thiserror::Error)]

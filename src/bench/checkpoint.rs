@@ -17,8 +17,8 @@ use std::time::Instant;
 use candle::{DType, Device, Tensor};
 
 use super::BenchOptions;
-use crate::model::config::ModelConfig;
-use crate::model::weights::{Checkpoint, LoadChecks};
+use lectern_model::config::ModelConfig;
+use lectern_model::weights::{Checkpoint, LoadChecks};
 
 /// Loads of each file per mode (the best is reported).
 const RUNS: usize = 3;

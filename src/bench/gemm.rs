@@ -4,7 +4,7 @@
 //!   the AVX-512 ones where the build enables its `x86-v4` feature);
 //! * `tract_avx512_f32`: tract-linalg's AVX-512 f32 kernel, weight packed once (a candidate
 //!   measured beside it);
-//! * `bf16`: the `--flow-matmul bf16` product ([`crate::model::flow::bf16`]): AMX where the CPU
+//! * `bf16`: the `--flow-matmul bf16` product ([`lectern_model::flow::bf16`]): AMX where the CPU
 //!   has it, bf16-rounded inputs through the f32 product elsewhere.
 //!
 //! Pair it with `docs/bench-runs/2026-12-01d/torch_gemm.py` (PyTorch's `F.linear`, same shapes)
@@ -18,8 +18,8 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::BenchOptions;
-use crate::model::flow::bf16::{self, Bf16Weight};
-use crate::model::flow::cpu_gemm::{Kernel, PackedWeight};
+use lectern_model::flow::bf16::{self, Bf16Weight};
+use lectern_model::flow::cpu_gemm::{Kernel, PackedWeight};
 
 /// The DiT's projections: (name, in, out).
 const SHAPES: [(&str, usize, usize); 4] =

@@ -13,11 +13,11 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
 use super::{BenchOptions, sync};
-use crate::model::config::{ModelConfig, SAMPLES_PER_FRAME};
-use crate::model::hift::Hift;
-use crate::model::hift::cpu;
-use crate::model::hift::kernels::{self, ConvGeometry};
-use crate::model::weights::{Checkpoint, Weights};
+use lectern_model::config::{ModelConfig, SAMPLES_PER_FRAME};
+use lectern_model::hift::Hift;
+use lectern_model::hift::cpu;
+use lectern_model::hift::kernels::{self, ConvGeometry};
+use lectern_model::weights::{Checkpoint, Weights};
 
 /// Mel frames of each workload (50 frames per second of audio).
 const FRAMES_FULL: [usize; 3] = [50, 500, 3000];
@@ -98,11 +98,11 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
 /// The 10 s call with and without Lectern's vocoder kernels (CUDA: [`kernels`]; CPU: the
 /// stacked-tap convs and Snake of [`cpu`]), time and the largest difference in the waveform.
 ///
-/// [`kernels`]: crate::model::hift::kernels
-/// [`cpu`]: crate::model::hift::cpu
+/// [`kernels`]: lectern_model::hift::kernels
+/// [`cpu`]: lectern_model::hift::cpu
 fn kernel_comparison(hift: &Hift, mel: &Tensor, device: &Device) -> anyhow::Result<Value> {
     let timed = |on: bool| -> anyhow::Result<(f64, Vec<f32>)> {
-        crate::model::hift::kernels::SWITCH.with(on, || {
+        lectern_model::hift::kernels::SWITCH.with(on, || {
             hift.forward(mel)?; // warm
             sync(device)?;
             let t = Instant::now();
@@ -149,7 +149,7 @@ fn conv_comparison(device: &Device, seed: u64) -> anyhow::Result<serde_json::Val
             Ok((t.elapsed().as_secs_f64(), y))
         };
         let (t_conv, y1) = time(&|| x.conv1d(&w, 0, 1, d, 1))?;
-        let (t_taps, y2) = time(&|| crate::model::hift::conv::conv1d_tap_major(&x, &w_taps, d))?;
+        let (t_taps, y2) = time(&|| lectern_model::hift::conv::conv1d_tap_major(&x, &w_taps, d))?;
         let diff = (&y1 - y2)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
         let stacked = w_taps.flatten_to(1)?;
         let bias = Tensor::zeros(c, DType::F32, device)?;

@@ -25,12 +25,12 @@ use rand_chacha::rand_core::SeedableRng;
 use serde_json::json;
 
 use super::{BenchOptions, sync};
-use crate::model::config::ModelConfig;
-use crate::model::lm::{
+use lectern_model::config::ModelConfig;
+use lectern_model::lm::{
     END_OF_PROMPT_ID, GraphSlot, KvCache, LaneBatch, LmPrecision, SpeechLm, graph_stats, kernels,
 };
-use crate::model::sampling::{SamplingConfig, sampling_ids, segment_rng};
-use crate::model::{Checkpoint, Weights};
+use lectern_model::sampling::{SamplingConfig, sampling_ids, segment_rng};
+use lectern_model::{Checkpoint, Weights};
 
 const PROMPT_TEXT_TOKENS: usize = 32;
 const TEXT_TOKENS: usize = 20;
@@ -100,7 +100,7 @@ struct DecodeTimes {
 /// call per layer for all).
 fn joined_copies(prefilled: &KvCache, lanes: usize) -> Result<LaneBatch> {
     let caches: Vec<KvCache> =
-        (0..lanes).map(|_| prefilled.duplicate()).collect::<crate::model::Result<_>>()?;
+        (0..lanes).map(|_| prefilled.duplicate()).collect::<lectern_model::Result<_>>()?;
     Ok(LaneBatch::join(caches)?)
 }
 

@@ -35,9 +35,9 @@ pub struct BenchOptions {
     /// Stage lm: forced decode steps per run (default 8).
     pub steps: Option<usize>,
     /// Stage lm: the one weight precision to run (default f32, f16 and q8_0).
-    pub precision: Option<crate::model::lm::LmPrecision>,
+    pub precision: Option<lectern_model::lm::LmPrecision>,
     /// Stage flow: how the large matmuls run (default: the device's, compared with f32).
-    pub flow_matmul: Option<crate::model::flow::FlowMatmul>,
+    pub flow_matmul: Option<lectern_model::flow::FlowMatmul>,
 }
 
 impl BenchOptions {

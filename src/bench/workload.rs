@@ -26,24 +26,24 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-use crate::engine::Engine;
-use crate::engine::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
-use crate::engine::cosyvoice::{
+use lectern_engine::Engine;
+use lectern_engine::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
+use lectern_engine::cosyvoice::{
     CosyVoiceBackend, LmHandle, PreparedVoice, lm_device, lm_precision,
 };
-use crate::engine::protocol::{
+use lectern_engine::protocol::{
     EngineEvent, LaneMemory, MinLenRule, Precision, RenderParams, Request, SegmentSpec,
     SegmentState,
 };
-use crate::engine::telemetry::probe_memory;
-use crate::hashing::stable_hash as fnv1a;
-use crate::model::Weights;
-use crate::model::config::{ModelConfig, SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN, TOKEN_MEL_RATIO};
-use crate::model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
-use crate::model::hift::Hift;
-use crate::model::lm::{END_OF_PROMPT_ID, LaneRequest, SpeechLm};
-use crate::model::sampling::{self, SamplingConfig};
-use crate::text::{Manuscript, ParseOptions, Tokenizer};
+use lectern_engine::telemetry::probe_memory;
+use lectern_model::Weights;
+use lectern_model::config::{ModelConfig, SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN, TOKEN_MEL_RATIO};
+use lectern_model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
+use lectern_model::hift::Hift;
+use lectern_model::lm::{END_OF_PROMPT_ID, LaneRequest, SpeechLm};
+use lectern_model::sampling::{self, SamplingConfig};
+use lectern_text::hashing::stable_hash as fnv1a;
+use lectern_text::{Manuscript, ParseOptions, Tokenizer};
 
 /// The standard bench passage (a copy of ../shared/bench/passage-132.txt).
 pub const PASSAGE: &str = include_str!("../../fixtures/text/passage-132.txt");
@@ -206,9 +206,9 @@ pub struct ForcedLm {
 }
 
 impl ForcedLm {
-    fn lane_request(&self, job: &LmJob) -> crate::engine::Result<LaneRequest> {
+    fn lane_request(&self, job: &LmJob) -> lectern_engine::Result<LaneRequest> {
         let (forced, text_ids) = self.plan.get(&job.text).cloned().ok_or_else(|| {
-            crate::engine::EngineError::InvalidInput(format!(
+            lectern_engine::EngineError::InvalidInput(format!(
                 "segment {} is not part of the workload",
                 job.segment_id
             ))
@@ -238,9 +238,9 @@ impl LmStage for ForcedLm {
         _voice: &str,
         jobs: &[LmJob],
         done: &mut dyn FnMut(usize, &[u32]),
-    ) -> crate::engine::Result<Vec<Vec<u32>>> {
+    ) -> lectern_engine::Result<Vec<Vec<u32>>> {
         let reqs: Vec<LaneRequest> =
-            jobs.iter().map(|j| self.lane_request(j)).collect::<crate::engine::Result<_>>()?;
+            jobs.iter().map(|j| self.lane_request(j)).collect::<lectern_engine::Result<_>>()?;
         // A lane of the wrong length is not reported early: the whole batch fails below.
         let out = self.lm.generate_requests(&reqs, &mut |i, toks| {
             if toks.len() == reqs[i].max_len {
@@ -249,7 +249,7 @@ impl LmStage for ForcedLm {
         })?;
         for (req, toks) in reqs.iter().zip(&out) {
             if toks.len() != req.max_len {
-                return Err(crate::engine::EngineError::Backend(format!(
+                return Err(lectern_engine::EngineError::Backend(format!(
                     "forced {} tokens, got {} (the silent-run filter dropped some)",
                     req.max_len,
                     toks.len()
@@ -261,7 +261,7 @@ impl LmStage for ForcedLm {
         Ok(out)
     }
 
-    fn synchronize(&self) -> crate::engine::Result<()> {
+    fn synchronize(&self) -> lectern_engine::Result<()> {
         LmStage::synchronize(&self.lm)
     }
 
@@ -271,7 +271,11 @@ impl LmStage for ForcedLm {
 }
 
 impl SynthBackend for ForcedBackend {
-    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> crate::engine::Result<Vec<Vec<u32>>> {
+    fn lm_generate(
+        &mut self,
+        voice: &str,
+        jobs: &[LmJob],
+    ) -> lectern_engine::Result<Vec<Vec<u32>>> {
         self.lm.lm_generate_streaming(voice, jobs, &mut |_, _| {})
     }
 
@@ -280,16 +284,16 @@ impl SynthBackend for ForcedBackend {
         _voice: &str,
         tokens: &[Vec<u32>],
         nfe: usize,
-    ) -> crate::engine::Result<Mel> {
+    ) -> lectern_engine::Result<Mel> {
         lock(&self.inner).flow_group(VOICE, tokens, nfe)
     }
 
-    fn vocode(&mut self, mel: &Mel) -> crate::engine::Result<Vec<f32>> {
+    fn vocode(&mut self, mel: &Mel) -> lectern_engine::Result<Vec<f32>> {
         lock(&self.inner).vocode(mel)
     }
 
     /// The flow and vocoder's device, as the real backend's.
-    fn synchronize(&self) -> crate::engine::Result<()> {
+    fn synchronize(&self) -> lectern_engine::Result<()> {
         lock(&self.inner).synchronize()
     }
 
@@ -329,11 +333,11 @@ pub struct WorkloadOptions {
     pub overlap: bool,
     /// LM decode steps replayed as CUDA graphs ([`SpeechLm::set_decode_graphs`]).
     pub cuda_graphs: bool,
-    /// The LM's own CUDA kernels for decode steps ([`crate::model::lm::kernels`]).
+    /// The LM's own CUDA kernels for decode steps ([`lectern_model::lm::kernels`]).
     pub lm_kernels: bool,
-    /// The DiT's own CUDA kernels ([`crate::model::flow::kernels`]).
+    /// The DiT's own CUDA kernels ([`lectern_model::flow::kernels`]).
     pub flow_kernels: bool,
-    /// The vocoder's own CUDA kernels ([`crate::model::hift::kernels`]).
+    /// The vocoder's own CUDA kernels ([`lectern_model::hift::kernels`]).
     pub vocoder_kernels: bool,
     /// How the flow's large matmuls run; `None`: the device's default
     /// (plain f32).
@@ -431,7 +435,7 @@ fn build_backend(
 
 /// Peak resident set of this process (`VmHWM`), where the platform has it.
 fn peak_rss_bytes() -> Option<u64> {
-    crate::engine::telemetry::peak_resident_bytes()
+    lectern_engine::telemetry::peak_resident_bytes()
 }
 
 fn cpu_model() -> String {
@@ -450,9 +454,9 @@ fn cpu_model() -> String {
 /// off; returns the figures as JSON.
 pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
     ensure!(!opts.lanes.is_empty(), "no lanes given");
-    crate::model::lm::kernels::SWITCH.set(opts.lm_kernels);
-    crate::model::flow::kernels::SWITCH.set(opts.flow_kernels);
-    crate::model::hift::kernels::SWITCH.set(opts.vocoder_kernels);
+    lectern_model::lm::kernels::SWITCH.set(opts.lm_kernels);
+    lectern_model::flow::kernels::SWITCH.set(opts.flow_kernels);
+    lectern_model::hift::kernels::SWITCH.set(opts.vocoder_kernels);
     let segs = segments(
         &opts.workload.text(),
         opts.tokens_per_word,
@@ -576,7 +580,7 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
         "lm_kernels": opts.lm_kernels,
         "flow_kernels": opts.flow_kernels,
         "vocoder_kernels": opts.vocoder_kernels,
-        "cuda_kernel_compile_failures": crate::model::lm::kernels::compile_failures(),
+        "cuda_kernel_compile_failures": lectern_model::lm::kernels::compile_failures(),
         "flow_matmul": info.flow_matmul,
         "segments": segs.len(),
         "words": words,
@@ -734,6 +738,6 @@ fn run_engine(
         "kv_bytes_per_lane": kv_used,
         "kv_capacity_bytes_per_lane": kv_cap,
         "segments": seg_figs,
-        "cuda_graph_stats": format!("{:?}", crate::model::lm::graph_stats()),
+        "cuda_graph_stats": format!("{:?}", lectern_model::lm::graph_stats()),
     }))
 }

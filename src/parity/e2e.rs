@@ -7,13 +7,13 @@ use anyhow::Context;
 use candle::{DType, Device, Tensor};
 
 use super::{Tensors, ids, input};
-use crate::model::config::{ModelConfig, ModelFiles};
-use crate::model::flow::{
+use lectern_model::config::{ModelConfig, ModelFiles};
+use lectern_model::flow::{
     CausalMaskedDiffWithDiT, DEFAULT_NFE, FlowMatmul, FlowPrompt, NoiseSource,
 };
-use crate::model::hift::Hift;
-use crate::model::lm::{GenerateOptions, LaneRequest, LmPrecision, SpeechLm};
-use crate::model::sampling::SamplingConfig;
+use lectern_model::hift::Hift;
+use lectern_model::lm::{GenerateOptions, LaneRequest, LmPrecision, SpeechLm};
+use lectern_model::sampling::SamplingConfig;
 
 pub fn run(
     model_dir: &Path,

@@ -7,10 +7,10 @@ use anyhow::{Context, bail};
 use candle::{DType, Device, Tensor};
 
 use super::{Tensors, ids, input};
-use crate::model::config::{ModelConfig, ModelFiles};
-use crate::model::flow::dit::DiT;
-use crate::model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
-use crate::model::{Checkpoint, Weights};
+use lectern_model::config::{ModelConfig, ModelFiles};
+use lectern_model::flow::dit::DiT;
+use lectern_model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
+use lectern_model::{Checkpoint, Weights};
 
 fn load_config(model_dir: &Path) -> anyhow::Result<ModelConfig> {
     ModelConfig::from_dir(model_dir)

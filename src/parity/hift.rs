@@ -6,9 +6,9 @@ use anyhow::Context;
 use candle::{DType, Device, Tensor};
 
 use super::{Tensors, input};
-use crate::model::config::{ModelConfig, ModelFiles, N_MELS};
-use crate::model::hift::{Hift, Taps};
-use crate::model::mel;
+use lectern_model::config::{ModelConfig, ModelFiles, N_MELS};
+use lectern_model::hift::{Hift, Taps};
+use lectern_model::mel;
 
 pub fn run_hift(model_dir: &Path, case: &Tensors, device: &Device) -> anyhow::Result<Tensors> {
     let cfg = ModelConfig::from_dir(model_dir)?;

@@ -12,8 +12,8 @@ use anyhow::Context;
 use candle::{Device, Tensor};
 
 use super::{Tensors, ids};
-use crate::model::lm::{GenerateOptions, LaneMode, LaneRequest, LmPrecision, SpeechLm};
-use crate::model::sampling::SamplingConfig;
+use lectern_model::lm::{GenerateOptions, LaneMode, LaneRequest, LmPrecision, SpeechLm};
+use lectern_model::sampling::SamplingConfig;
 
 /// Tokens the fixture generator consumed from each greedy `llm.inference` generator.
 pub const FIXTURE_CONSUMED_TOKENS: usize = 40;
@@ -115,7 +115,7 @@ fn greedy_outputs(
     lm: &SpeechLm,
     c: &str,
     min_len: usize,
-    g: crate::model::lm::Generated,
+    g: lectern_model::lm::Generated,
     out: &mut Tensors,
 ) -> anyhow::Result<()> {
     let dev = lm.device();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use candle::{Device, Tensor};
 
-use crate::model::flow::FlowMatmul;
+use lectern_model::flow::FlowMatmul;
 
 pub mod e2e;
 pub mod flow;

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use sha2::{Digest, Sha256};
 
-use crate::engine::protocol::TakeContent;
 use crate::store::Project;
-use crate::voice::Voice;
+use lectern_engine::protocol::TakeContent;
+use lectern_engine::voice::Voice;
 
 /// Version of the text frontend (normalisation, segmentation, pronunciations). Bump it when a
 /// change of those rules changes what the LM gets for the same manuscript text, so takes made
@@ -71,7 +71,7 @@ pub fn file_sha256(path: &Path) -> io::Result<String> {
 /// creation time are not content: renaming a voice keeps its takes; `voice add --force` with
 /// another recording makes them stale.
 pub fn voice_hash(voice: &Voice) -> anyhow::Result<String> {
-    let tensors = voice.dir.join(crate::voice::TENSORS);
+    let tensors = voice.dir.join(lectern_engine::voice::TENSORS);
     let file = file_sha256(&tensors).with_context(|| format!("hashing {}", tensors.display()))?;
     let mut h = Sha256::new();
     h.update(file.as_bytes());

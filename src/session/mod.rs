@@ -20,11 +20,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use candle::Device;
 
-use crate::engine::CosyVoiceBackend;
-use crate::engine::protocol::Precision;
-use crate::model::flow::FlowMatmul;
-use crate::text::Tokenizer;
-use crate::voice::Voice;
+use lectern_engine::CosyVoiceBackend;
+use lectern_engine::protocol::Precision;
+use lectern_engine::voice::Voice;
+use lectern_model::flow::FlowMatmul;
+use lectern_text::Tokenizer;
 
 /// The demo voice made for the tiny model.
 pub const TINY_DEMO_VOICE: &str = crate::assets::DEMO_VOICE;
@@ -147,9 +147,9 @@ pub fn resync_for_export(manuscript: &Path, project_dir: &Path) -> anyhow::Resul
         .with_context(|| unavailable("voice", &sources.voice_dir))?;
     let tokenizer = Tokenizer::from_model_dir(&sources.model_dir)
         .with_context(|| format!("loading the tokenizer of {}", sources.model_dir.display()))?;
-    let book = crate::text::Manuscript::load(
+    let book = lectern_text::Manuscript::load(
         manuscript,
-        &crate::text::ParseOptions::default().with_tokenizer(&tokenizer),
+        &lectern_text::ParseOptions::default().with_tokenizer(&tokenizer),
     )
     .with_context(|| format!("reading {}", manuscript.display()))?;
     // The base seed only sets default seeds of takes to come; the sync records none.

@@ -13,13 +13,13 @@ use anyhow::{Context, bail};
 use super::content::ContentBasis;
 use super::plan::{PlannedSegment, render_specs};
 use super::seed;
-use crate::engine::protocol::{SegmentSpec, Take, TakeId, TakeRecord, TakeSettings};
 use crate::store::{
     OpenReport, Project, ProofedSegment, Review, SegmentKey, Sources, StoreError, StoredSegment,
     TakeInfo, TakeStatus,
 };
-use crate::text::{Manuscript, Tokenizer};
-use crate::voice::Voice;
+use lectern_engine::protocol::{SegmentSpec, Take, TakeId, TakeRecord, TakeSettings};
+use lectern_engine::voice::Voice;
+use lectern_text::{Manuscript, Tokenizer};
 
 /// Where a session keeps its takes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -10,8 +10,8 @@
 
 use std::collections::HashSet;
 
-use crate::engine::protocol::{SegmentSpec, TakeContent};
 use crate::store::SegmentKey;
+use lectern_engine::protocol::{SegmentSpec, TakeContent};
 
 /// One manuscript segment as the session plans it.
 #[derive(Debug, Clone, PartialEq)]

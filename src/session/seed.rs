@@ -7,7 +7,7 @@
 /// Seeds are in `[0, SEED_RANGE)`.
 pub const SEED_RANGE: u64 = 1_000_000;
 
-pub use crate::hashing::splitmix64;
+pub use lectern_text::hashing::splitmix64;
 
 /// The default seed of the `occurrence`-th segment (0 for the first) with content hash `hash`.
 #[must_use]

@@ -22,7 +22,7 @@ use serde::Serialize;
 use super::{
     Project, Result, SAMPLE_RATE_HZ, SAMPLES_PER_MS, SegmentRef, StoreError, TakeInfo, TakeStatus,
 };
-use crate::engine::protocol::SegmentId;
+use lectern_engine::protocol::SegmentId;
 
 /// Output container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]

@@ -28,10 +28,10 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::protocol::{RenderParams, SegmentId, Take, TakeId, TakeRecord};
+use lectern_engine::protocol::{RenderParams, SegmentId, Take, TakeId, TakeRecord};
 
 /// Sample rate of every take and export, Hz.
-pub use crate::model::config::SAMPLE_RATE_HZ;
+pub use lectern_model::config::SAMPLE_RATE_HZ;
 /// Samples per millisecond at [`SAMPLE_RATE_HZ`] (pauses are whole milliseconds).
 pub const SAMPLES_PER_MS: u64 = SAMPLE_RATE_HZ as u64 / 1000;
 /// Database file name inside a project directory.
@@ -215,7 +215,7 @@ pub struct StoredSegment {
     /// Silence after the segment in the export, milliseconds.
     pub pause_after_ms: u32,
     /// Key of the content a take of this segment must have to be current
-    /// ([`crate::engine::protocol::TakeContent::key`]); a chosen take with another key is stale.
+    /// ([`lectern_engine::protocol::TakeContent::key`]); a chosen take with another key is stale.
     #[serde(default)]
     pub content_key: String,
 }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::db::{MANUSCRIPT_ID, now_ms};
 use super::takes::{self, NewRow};
 use super::{DB_FILE, Result, SegmentKey, StoreError, TAKES_DIR};
-use crate::engine::protocol::TakeRecord;
+use lectern_engine::protocol::TakeRecord;
 
 /// RIFF chunk id of a take's record inside its WAV.
 pub const RECORD_CHUNK: [u8; 4] = *b"lcTK";

@@ -19,7 +19,7 @@ use super::{
     ORPHANS_DIR, OpenReport, Project, QUARANTINE_DIR, Result, SAMPLE_RATE_HZ, SegmentKey,
     StoreError, TAKES_DIR, TakeInfo, TakeStatus,
 };
-use crate::engine::protocol::{Take, TakeId, TakeRecord};
+use lectern_engine::protocol::{Take, TakeId, TakeRecord};
 
 /// Writes a take's samples and its record ([`super::rebuild`]) to a file and makes them
 /// durable. The store uses [`FsWriter`]; tests inject failures (a full disk) through this trait.

@@ -19,11 +19,11 @@ use super::keymap::KeyMap;
 use super::view;
 use crate::audio::master;
 use crate::audio::player::{AudioCommand, Cue, PlayState, PlayerStatus};
-use crate::engine::protocol::{
+use crate::store::Review;
+use lectern_engine::protocol::{
     EngineEvent, RenderParams, Request, SegmentId, SegmentState, TakeId, TakeRecord,
     TelemetrySample,
 };
-use crate::store::Review;
 
 /// Shown in the title bar when the bundled tiny model is loaded.
 pub const TINY_MODEL_NOTICE: &str = "tiny random-weight model — proves the pipeline, not the voice";
@@ -168,7 +168,7 @@ impl TakeEntry {
     /// Samples of the take (from its record: tokens × 960, whether loaded or not).
     #[must_use]
     pub fn len_samples(&self) -> u64 {
-        self.record.tokens.len() as u64 * crate::model::config::SAMPLES_PER_TOKEN as u64
+        self.record.tokens.len() as u64 * lectern_model::config::SAMPLES_PER_TOKEN as u64
     }
 }
 

@@ -9,10 +9,10 @@ use std::sync::mpsc::Sender;
 use anyhow::Context;
 
 use super::app::{Command, Msg, RowInit, TakeEntry};
-use crate::engine::protocol::{Request, SegmentId, Take};
 use crate::session::{SegmentView, Session, Work};
 use crate::store::SegmentKey;
-use crate::text::{Manuscript, ParseOptions, Tokenizer};
+use lectern_engine::protocol::{Request, SegmentId, Take};
+use lectern_text::{Manuscript, ParseOptions, Tokenizer};
 
 /// The session, the manuscript it was opened on and the tokenizer that reads it.
 pub struct Desk {

@@ -30,7 +30,7 @@ use super::theme::{Theme, ThemeError, ThemeWatcher};
 use super::view;
 use super::watch::{DEBOUNCE, ManuscriptSource, ManuscriptWatcher};
 use crate::audio::player::Playback;
-use crate::engine::protocol::{EngineEvent, Request};
+use lectern_engine::protocol::{EngineEvent, Request};
 
 /// Engine events applied per frame at most, so a flood cannot stall drawing.
 const MAX_EVENTS_PER_FRAME: usize = 2000;

@@ -3,7 +3,7 @@
 //! Not timed: speed is what the benchmark reports.
 
 use lectern::bench::workload::{self, Workload, WorkloadOptions};
-use lectern::model::config::{ModelConfig, SAMPLES_PER_TOKEN};
+use lectern_model::config::{ModelConfig, SAMPLES_PER_TOKEN};
 
 #[test]
 fn smoke_text_is_the_first_two_sentences() {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use candle::{DType, Device, Tensor};
-use lectern::model::Checkpoint;
+use lectern_model::Checkpoint;
 
 const MODEL: &str = "fixtures/cosyvoice3-tiny-a/model";
 

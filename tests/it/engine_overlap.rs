@@ -9,11 +9,11 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
 use engine_common::Gated;
-use lectern::engine::backend::LmStage;
-use lectern::engine::protocol::{
+use lectern_engine::backend::LmStage;
+use lectern_engine::protocol::{
     EngineEvent, LaneMemory, RenderParams, Request, SegmentSpec, SegmentState, Take,
 };
-use lectern::engine::{Engine, EngineHandle, FakeBackend, LmJob, SynthBackend};
+use lectern_engine::{Engine, EngineHandle, FakeBackend, LmJob, SynthBackend};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -122,7 +122,7 @@ impl LmStage for TellingLm {
         v: &str,
         jobs: &[LmJob],
         report: &mut dyn FnMut(usize, &[u32]),
-    ) -> lectern::engine::Result<Vec<Vec<u32>>> {
+    ) -> lectern_engine::Result<Vec<Vec<u32>>> {
         let out = SynthBackend::lm_generate(&mut self.inner, v, jobs)?;
         for (i, (j, toks)) in jobs.iter().zip(&out).enumerate() {
             if i == 1 {
@@ -135,7 +135,7 @@ impl LmStage for TellingLm {
         }
         Ok(out)
     }
-    fn synchronize(&self) -> lectern::engine::Result<()> {
+    fn synchronize(&self) -> lectern_engine::Result<()> {
         Ok(())
     }
     fn kv_lane_memory(&self) -> Vec<LaneMemory> {

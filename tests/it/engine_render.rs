@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use engine_common::Gated;
-use lectern::engine::protocol::{
+use lectern_engine::protocol::{
     EngineEvent, RenderParams, Request, SegmentSpec, SegmentState, Take, TakeRecord,
 };
-use lectern::engine::{Engine, EngineHandle, FakeBackend};
+use lectern_engine::{Engine, EngineHandle, FakeBackend};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -255,12 +255,12 @@ struct FlakyFlow {
     fail_call: usize,
 }
 
-impl lectern::engine::SynthBackend for FlakyFlow {
+impl lectern_engine::SynthBackend for FlakyFlow {
     fn lm_generate(
         &mut self,
         voice: &str,
-        jobs: &[lectern::engine::LmJob],
-    ) -> lectern::engine::Result<Vec<Vec<u32>>> {
+        jobs: &[lectern_engine::LmJob],
+    ) -> lectern_engine::Result<Vec<Vec<u32>>> {
         self.inner.lm_generate(voice, jobs)
     }
     fn flow_group(
@@ -268,24 +268,24 @@ impl lectern::engine::SynthBackend for FlakyFlow {
         voice: &str,
         tokens: &[Vec<u32>],
         nfe: usize,
-    ) -> lectern::engine::Result<lectern::engine::Mel> {
+    ) -> lectern_engine::Result<lectern_engine::Mel> {
         self.calls += 1;
         if self.calls == self.fail_call {
             let why = format!("simulated device error in flow call {}", self.calls);
-            return Err(lectern::engine::EngineError::Backend(why));
+            return Err(lectern_engine::EngineError::Backend(why));
         }
         self.inner.flow_group(voice, tokens, nfe)
     }
-    fn vocode(&mut self, mel: &lectern::engine::Mel) -> lectern::engine::Result<Vec<f32>> {
+    fn vocode(&mut self, mel: &lectern_engine::Mel) -> lectern_engine::Result<Vec<f32>> {
         self.inner.vocode(mel)
     }
-    fn synchronize(&self) -> lectern::engine::Result<()> {
+    fn synchronize(&self) -> lectern_engine::Result<()> {
         self.inner.synchronize()
     }
-    fn kv_lane_memory(&self) -> Vec<lectern::engine::protocol::LaneMemory> {
+    fn kv_lane_memory(&self) -> Vec<lectern_engine::protocol::LaneMemory> {
         self.inner.kv_lane_memory()
     }
-    fn describe(&self) -> lectern::engine::BackendInfo {
+    fn describe(&self) -> lectern_engine::BackendInfo {
         self.inner.describe()
     }
 }

@@ -4,12 +4,12 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use lectern::engine::backend::FakeKvShape;
-use lectern::engine::protocol::{
+use lectern_engine::backend::FakeKvShape;
+use lectern_engine::protocol::{
     EngineEvent, RenderParams, Request, SegmentSpec, Take, TelemetrySample,
 };
-use lectern::engine::telemetry::probe_memory;
-use lectern::engine::{Engine, FakeBackend, FakeDelays};
+use lectern_engine::telemetry::probe_memory;
+use lectern_engine::{Engine, FakeBackend, FakeDelays};
 
 /// The two tests run one at a time: touching 200 MB would otherwise steal the timed render's
 /// CPU between its stages.

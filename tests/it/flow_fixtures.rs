@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use candle::{DType, Device, Tensor};
-use lectern::model::config::{ModelConfig, ModelFiles};
-use lectern::model::flow::cfm::{cosine_schedule, euler_times};
-use lectern::model::flow::dit::DiT;
-use lectern::model::flow::{
+use lectern_model::config::{ModelConfig, ModelFiles};
+use lectern_model::flow::cfm::{cosine_schedule, euler_times};
+use lectern_model::flow::dit::DiT;
+use lectern_model::flow::{
     CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, GroupRecord, NoiseSource,
 };
-use lectern::model::{Checkpoint, Weights};
+use lectern_model::{Checkpoint, Weights};
 
 type Tensors = HashMap<String, Tensor>;
 
@@ -252,7 +252,7 @@ fn bad_input_gets_clear_errors() {
     let c = case("flow.safetensors");
     let p = prompt(&c);
     let tokens = ids(&c["token"]);
-    let err = |r: lectern::model::Result<Tensor>| r.unwrap_err().to_string();
+    let err = |r: lectern_model::Result<Tensor>| r.unwrap_err().to_string();
 
     assert!(err(flow.inference(&p, &[], 10)).contains("empty token list"));
     let e = err(flow.inference(&p, &[1, 6561, 2], 10));

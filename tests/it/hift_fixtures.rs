@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use candle::{Device, Tensor};
-use lectern::model::ModelError;
-use lectern::model::config::ModelConfig;
-use lectern::model::hift::Hift;
+use lectern_model::ModelError;
+use lectern_model::config::ModelConfig;
+use lectern_model::hift::Hift;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cosyvoice3-tiny-a")

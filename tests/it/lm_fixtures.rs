@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use candle::{Device, Tensor};
-use lectern::model::lm::{GenerateOptions, LaneMode, LaneRequest, LmPrecision, SpeechLm};
-use lectern::model::{Checkpoint, Weights};
+use lectern_model::lm::{GenerateOptions, LaneMode, LaneRequest, LmPrecision, SpeechLm};
+use lectern_model::{Checkpoint, Weights};
 
 const TOL: f32 = 1e-4;
 
@@ -190,7 +190,7 @@ fn seeds_decide_the_tokens() {
     let a = lm.generate(&four_requests(1), &opts).unwrap();
     let b = lm.generate(&four_requests(1), &opts).unwrap();
     let c = lm.generate(&four_requests(50), &opts).unwrap();
-    let toks = |g: &Vec<lectern::model::lm::Generated>| {
+    let toks = |g: &Vec<lectern_model::lm::Generated>| {
         g.iter().map(|x| x.step_choice.clone()).collect::<Vec<_>>()
     };
     assert_eq!(toks(&a), toks(&b));
@@ -241,7 +241,7 @@ fn wrong_shape_tensor_is_named() {
     let path = tmp.path().join("llm.safetensors");
     candle::safetensors::save(&map, &path).unwrap();
     let ckpt = Arc::new(Checkpoint::load(&path, &Device::Cpu).unwrap());
-    let cfg = lectern::model::config::ModelConfig::from_dir(&model_dir()).unwrap();
+    let cfg = lectern_model::config::ModelConfig::from_dir(&model_dir()).unwrap();
     let err =
         SpeechLm::new(&cfg.lm, &Weights::root(ckpt), LmPrecision::F32).unwrap_err().to_string();
     assert!(err.contains("layers.1.self_attn.k_proj.weight") && err.contains("[32, 16]"), "{err}");
@@ -288,7 +288,7 @@ fn reduced_precisions_report_their_deviation() {
 
 #[test]
 fn a_joined_batch_decodes_as_its_lanes_do_alone() {
-    use lectern::model::lm::LaneBatch;
+    use lectern_model::lm::LaneBatch;
     let lm = load(LmPrecision::F32);
     let reqs = four_requests(7);
     let prompts: Vec<(Tensor, usize)> = reqs

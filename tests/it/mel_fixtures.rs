@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use candle::{Device, Tensor};
-use lectern::model::{ModelError, mel};
+use lectern_model::{ModelError, mel};
 
 fn case() -> HashMap<String, Tensor> {
     let path =

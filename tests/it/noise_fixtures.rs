@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use candle::Device;
-use lectern::model::noise;
+use lectern_model::noise;
 
 fn fixture(name: &str) -> std::collections::HashMap<String, candle::Tensor> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name);

@@ -18,9 +18,9 @@ use std::io::Cursor;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use lectern::text::{Format, Manuscript, ParseOptions, Pronunciations};
 use lectern::tui::keymap::{KeyChord, KeyMap};
 use lectern::tui::theme::Theme;
+use lectern_text::{Format, Manuscript, ParseOptions, Pronunciations};
 use proptest::prelude::*;
 
 /// Most a case may make its thread allocate above its starting point, bytes.
@@ -303,7 +303,7 @@ proptest! {
     ) {
         let path = Path::new("book.md");
         bounded("decode", || {
-            if let Ok(src) = lectern::text::manuscript::decode(&bytes, path) {
+            if let Ok(src) = lectern_text::manuscript::decode(&bytes, path) {
                 let opts = ParseOptions::default().with_format(Format::Markdown);
                 let _ = Manuscript::parse(src, &opts);
             }
@@ -352,7 +352,7 @@ proptest! {
         let path = dir.path().join("ref.wav");
         std::fs::write(&path, &bytes).expect("write");
         let _ = bounded("wav read_any", || lectern::audio::wav::read_any(&path))?;
-        let _ = bounded("voice reference", || lectern::voice::reference::load_reference(&path))?;
+        let _ = bounded("voice reference", || lectern_engine::voice::reference::load_reference(&path))?;
     }
 }
 

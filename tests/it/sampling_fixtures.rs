@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use candle::{Device, Tensor};
-use lectern::model::sampling::{
+use lectern_model::sampling::{
     self, MinLenRule, SamplingConfig, SilentFilter, fallback_distribution, min_len_masked_ids,
     nucleus_candidates, repetition_count, softmax,
 };

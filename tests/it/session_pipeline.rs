@@ -7,11 +7,11 @@ use crate::session_common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use lectern::engine::protocol::{RenderParams, TakeSettings};
 use lectern::session::{ProjectChoice, Session};
 use lectern::store::{Review, TakeStatus};
 use lectern::tui::desk::read_manuscript;
-use lectern::voice::Voice;
+use lectern_engine::protocol::{RenderParams, TakeSettings};
+use lectern_engine::voice::Voice;
 use session_common::{open_session, render_all, tiny};
 
 const BOOK: &str = "# One\n\nThe lamp was lit. The keeper climbed the stairs.\n\n\
@@ -261,9 +261,9 @@ fn an_approved_choice_is_locked() {
     assert_ne!(spec.seed, s.segments()[1].default_seed);
     assert!(spec.group_break_after);
     let h = session_common::fake_engine(RenderParams::default());
-    h.tx.send(lectern::engine::protocol::Request::Reseed(spec)).unwrap();
+    h.tx.send(lectern_engine::protocol::Request::Reseed(spec)).unwrap();
     let take = loop {
-        if let lectern::engine::protocol::EngineEvent::TakeReady(t) =
+        if let lectern_engine::protocol::EngineEvent::TakeReady(t) =
             h.rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap()
         {
             break *t;

@@ -3,8 +3,8 @@
 
 use crate::store_common;
 
-use lectern::engine::protocol::{Precision, RenderParams};
 use lectern::store::{Project, StoreError, TakeStatus};
+use lectern_engine::protocol::{Precision, RenderParams};
 use store_common::{manuscript, orphan_rows, sentences, synthetic_take};
 
 #[test]

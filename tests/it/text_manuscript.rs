@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use lectern::text::manuscript::normalized_runs;
-use lectern::text::segment::estimate_tokens;
-use lectern::text::{
+use lectern_text::manuscript::normalized_runs;
+use lectern_text::segment::estimate_tokens;
+use lectern_text::{
     Format, Lang, Manuscript, ParseOptions, SegmentKind, SegmentLimits, TextError, Tokenizer,
     TokenizerKind,
 };
@@ -293,7 +293,7 @@ fn project_pronunciations_apply() {
     let book = dir.path().join("book.txt");
     std::fs::write(&book, "Nguyen read 2 books.\n").unwrap();
     std::fs::write(dir.path().join("pronunciations.txt"), "# names\nNguyen = Win\n").unwrap();
-    let p = lectern::text::Pronunciations::beside(&book).unwrap();
+    let p = lectern_text::Pronunciations::beside(&book).unwrap();
     let m = Manuscript::load(&book, &ParseOptions::default().with_pronunciations(p)).unwrap();
     let seg = m.segments().next().unwrap();
     assert_eq!(seg.text, "Win read two books.");

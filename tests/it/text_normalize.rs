@@ -1,6 +1,6 @@
 //! Table-driven normalisation tests (English and Chinese TN, special tokens untouched).
 
-use lectern::text::normalize::normalize_str;
+use lectern_text::normalize::normalize_str;
 
 const CASES: &[(&str, &str)] = &[
     // English cardinals
@@ -127,7 +127,7 @@ fn normalisation_table() {
 
 #[test]
 fn overrides_apply_before_normalisation() {
-    use lectern::text::{Lang, Pronunciations, normalize::normalize};
+    use lectern_text::{Lang, Pronunciations, normalize::normalize};
     let p = Pronunciations::parse("Nguyen = Win\nSQL = sequel\n", "p.txt".as_ref()).unwrap();
     let out = normalize("Nguyen ran 3 SQL queries", Lang::En, &p);
     assert_eq!(out.text, "Win ran three sequel queries");

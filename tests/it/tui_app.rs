@@ -7,13 +7,13 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use lectern::audio::master;
 use lectern::audio::player::{AudioCommand, NowPlaying, PlayState, PlayerStatus};
-use lectern::engine::protocol::{
-    EngineEvent, GroupInfo, RenderParams, Request, SegmentState, TakeRecord, TelemetrySample,
-};
 use lectern::store::Review;
 use lectern::tui::action::Action;
 use lectern::tui::app::{App, AppConfig, Command, Mode, Msg, NFE_MAX, RowInit, TakeEntry};
 use lectern::tui::keymap::KeyMap;
+use lectern_engine::protocol::{
+    EngineEvent, GroupInfo, RenderParams, Request, SegmentState, TakeRecord, TelemetrySample,
+};
 
 fn key(c: char) -> Msg {
     Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))

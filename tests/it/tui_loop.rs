@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use lectern::audio::player::{AudioCommand, Playback, PlayerStatus};
-use lectern::engine::protocol::{Request, SegmentState};
 use lectern::tui::App;
 use lectern::tui::desk::Desk;
 use lectern::tui::keymap::KeyMap;
 use lectern::tui::run::{Io, RunConfig, event_loop};
 use lectern::tui::theme::Theme;
 use lectern::tui::watch::ManuscriptSource;
+use lectern_engine::protocol::{Request, SegmentState};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use session_common::{fake_engine, open_desk};
@@ -63,7 +63,7 @@ fn run_loop(
     manuscript: Option<&Path>,
     mut script: impl FnMut(Duration) -> Option<Event>,
 ) -> (App, Vec<Request>, Recorder) {
-    let h = fake_engine(lectern::engine::protocol::RenderParams::default());
+    let h = fake_engine(lectern_engine::protocol::RenderParams::default());
     let (tx, tap) = std::sync::mpsc::channel::<Request>();
     let sent = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&sent);

@@ -7,14 +7,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lectern::audio::player::{NowPlaying, PlayState, PlayerStatus, SinkInfo};
-use lectern::engine::protocol::{
-    EngineEvent, LaneMemory, MemorySample, SegmentState, TelemetrySample,
-};
 use lectern::store::Review;
 use lectern::tui::app::{App, AppConfig, Msg, RowInit, TakeEntry};
 use lectern::tui::keymap::KeyMap;
 use lectern::tui::theme::Theme;
 use lectern::tui::view;
+use lectern_engine::protocol::{
+    EngineEvent, LaneMemory, MemorySample, SegmentState, TelemetrySample,
+};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -35,7 +35,7 @@ fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Msg {
     let samples: Vec<f32> = (0..tokens * 960)
         .map(|k| 0.3 * (std::f32::consts::TAU * hz * k as f32 / 24_000.0).sin())
         .collect();
-    let record = lectern::engine::protocol::TakeRecord {
+    let record = lectern_engine::protocol::TakeRecord {
         segment_id: row.id,
         text: row.text.clone(),
         voice_id: "narrator".into(),
@@ -47,7 +47,7 @@ fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Msg {
         min_len_rule: Default::default(),
         backend: "cpu".into(),
         flow_matmul: "f32".into(),
-        group: lectern::engine::protocol::GroupInfo {
+        group: lectern_engine::protocol::GroupInfo {
             segment_ids: vec![row.id],
             token_counts: vec![tokens],
             tokens: Vec::new(),

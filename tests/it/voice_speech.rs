@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use lectern::voice::reference::load_reference;
-use lectern::voice::speech::SpeechEvidence;
+use lectern_engine::voice::reference::load_reference;
+use lectern_engine::voice::speech::SpeechEvidence;
 use rand::{Rng, SeedableRng};
 
 const SPEECH: &str = "fixtures/voice-prompt/prompt.wav";

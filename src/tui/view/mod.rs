@@ -16,7 +16,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::app::{App, Mode, TINY_MODEL_NOTICE};
 use super::theme::Theme;
-use crate::engine::protocol::SegmentState;
+use lectern_engine::protocol::SegmentState;
 
 /// Below this the full layout is unreadable and the reduced one is drawn.
 pub const FULL_MIN_WIDTH: u16 = 100;

@@ -8,9 +8,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{LineGauge, Paragraph, Sparkline};
 
 use super::{bytes, panel};
-use crate::engine::protocol::{MemorySample, TelemetrySample};
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
+use lectern_engine::protocol::{MemorySample, TelemetrySample};
 
 /// Sparkline values: figure × 1000, so small RTFs still have height.
 fn scaled(v: &[f64]) -> Vec<u64> {

@@ -7,9 +7,9 @@ use ratatui::widgets::{LineGauge, Paragraph, Wrap};
 
 use super::{clock, panel};
 use crate::audio::player::PlayState;
-use crate::engine::protocol::Precision;
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
+use lectern_engine::protocol::Precision;
 
 fn state_line<'a>(app: &App, theme: &Theme) -> Line<'a> {
     let (icon, word) = match app.player.state {

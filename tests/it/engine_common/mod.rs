@@ -4,9 +4,9 @@
 
 use std::sync::mpsc::{Receiver, Sender, channel};
 
-use lectern::engine::backend::LmStage;
-use lectern::engine::protocol::LaneMemory;
-use lectern::engine::{BackendInfo, FakeBackend, LmJob, Mel, SynthBackend};
+use lectern_engine::backend::LmStage;
+use lectern_engine::protocol::LaneMemory;
+use lectern_engine::{BackendInfo, FakeBackend, LmJob, Mel, SynthBackend};
 
 /// [`FakeBackend`] with a gate before each flow group: it sends the group's token counts on
 /// `at_flow`, then waits for one message on `go`. With `lm` set, that stage is handed to the
@@ -29,7 +29,7 @@ impl Gated {
 }
 
 impl SynthBackend for Gated {
-    fn lm_generate(&mut self, v: &str, jobs: &[LmJob]) -> lectern::engine::Result<Vec<Vec<u32>>> {
+    fn lm_generate(&mut self, v: &str, jobs: &[LmJob]) -> lectern_engine::Result<Vec<Vec<u32>>> {
         self.inner.lm_generate(v, jobs)
     }
     fn flow_group(
@@ -37,15 +37,15 @@ impl SynthBackend for Gated {
         v: &str,
         tokens: &[Vec<u32>],
         nfe: usize,
-    ) -> lectern::engine::Result<Mel> {
+    ) -> lectern_engine::Result<Mel> {
         let _ = self.at_flow.send(tokens.iter().map(Vec::len).collect());
         let _ = self.go.recv();
         self.inner.flow_group(v, tokens, nfe)
     }
-    fn vocode(&mut self, mel: &Mel) -> lectern::engine::Result<Vec<f32>> {
+    fn vocode(&mut self, mel: &Mel) -> lectern_engine::Result<Vec<f32>> {
         self.inner.vocode(mel)
     }
-    fn synchronize(&self) -> lectern::engine::Result<()> {
+    fn synchronize(&self) -> lectern_engine::Result<()> {
         Ok(())
     }
     fn kv_lane_memory(&self) -> Vec<LaneMemory> {

@@ -5,12 +5,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use lectern::engine::protocol::{EngineEvent, RenderParams, Request, Take};
-use lectern::engine::{Engine, EngineHandle, FakeBackend};
 use lectern::session::{self, ModelChoice, ProjectChoice, Session};
-use lectern::text::Tokenizer;
 use lectern::tui::desk::{Desk, read_manuscript};
-use lectern::voice::Voice;
+use lectern_engine::protocol::{EngineEvent, RenderParams, Request, Take};
+use lectern_engine::voice::Voice;
+use lectern_engine::{Engine, EngineHandle, FakeBackend};
+use lectern_text::Tokenizer;
 
 /// The bundled tiny model, its demo voice and tokenizer.
 pub fn tiny() -> (ModelChoice, Voice, Arc<Tokenizer>) {
@@ -66,7 +66,7 @@ pub fn render_all(session: &mut Session, params: RenderParams) -> Vec<Take> {
             }
             EngineEvent::SegmentState {
                 id,
-                state: lectern::engine::protocol::SegmentState::Failed(w),
+                state: lectern_engine::protocol::SegmentState::Failed(w),
             } => {
                 panic!("segment {id} failed: {w}")
             }
@@ -79,7 +79,7 @@ pub fn render_all(session: &mut Session, params: RenderParams) -> Vec<Take> {
 
 /// A take of one token for segment `key` (samples made up), current for no content.
 pub fn synthetic_take(key: i64) -> Take {
-    use lectern::engine::protocol::{GroupInfo, TakeRecord};
+    use lectern_engine::protocol::{GroupInfo, TakeRecord};
     Take {
         id: 0,
         record: TakeRecord {

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use lectern::engine::protocol::{
+use lectern::store::StoredSegment;
+use lectern_engine::protocol::{
     GroupInfo, MinLenRule, Precision, StageTimings, Take, TakeContent, TakeRecord,
 };
-use lectern::store::StoredSegment;
 
 /// FNV-1a of the text: the segments' content hash in these tests.
 pub fn text_hash(text: &str) -> u64 {
