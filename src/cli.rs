@@ -6,10 +6,11 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use crate::config::{Config, Setting, Source, pick};
-use crate::{bench, limits, parity, render, store, workstation};
+use crate::{bench, limits, render, store, workstation};
 use lectern_engine::cosyvoice::lm_precision;
 use lectern_engine::protocol::{MinLenRule, Precision, RenderParams};
 use lectern_model::flow::FlowMatmul;
+use lectern_parity as parity;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -3,12 +3,12 @@
 //! The model, the text frontend and the engine are library crates of their own (`crates/`):
 //! `lectern-model` (CosyVoice3 in candle), `lectern-text` (manuscripts, normalisation,
 //! segmentation, tokenizer, stable hashing) and `lectern-engine` (the engine thread, scheduler,
-//! telemetry, take records, voice making). This crate is what a narrator runs on top of them.
+//! telemetry, take records, voice making); `lectern-parity` runs model stages on reference
+//! fixture cases (`lectern parity`). This crate is what a narrator runs on top of them.
 //!
 //! Modules, with dependencies pointing down the list:
 //! - `cli`: subcommands (the binary's edge);
 //! - `bench`: `lectern bench`, stage benchmarks on full-size random weights;
-//! - `parity`: `lectern parity`, model stages against reference fixtures;
 //! - `workstation`, `render`: the two ways a session runs (live, or a whole book to files);
 //! - `tui`: the workstation front end (state, keys, themes, panels, event loop);
 //! - `session`: manuscript + model + voice → the project's segments and takes;
@@ -24,7 +24,6 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod limits;
-pub mod parity;
 pub mod render;
 pub mod session;
 pub mod store;

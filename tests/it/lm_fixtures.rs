@@ -38,7 +38,7 @@ fn max_abs(a: &[f32], b: &[f32]) -> f32 {
 /// greedy tokens identical in every case, greedy tokens agreeing / total).
 fn parity_deviation(lm: &SpeechLm) -> (f32, bool, usize, usize) {
     let c = case();
-    let out = lectern::parity::lm::run_with(lm, &c).unwrap();
+    let out = lectern_parity::lm::run_with(lm, &c).unwrap();
     let (mut dev, mut same, mut agree, mut total) = (0f32, true, 0, 0);
     for n in 0..3 {
         let k = |s: &str| format!("case{n}.{s}");
@@ -59,7 +59,7 @@ fn parity_deviation(lm: &SpeechLm) -> (f32, bool, usize, usize) {
 fn prefill_teacher_forcing_and_greedy_match_the_fixture() {
     let lm = load(LmPrecision::F32);
     let c = case();
-    check_against_fixture(&c, &lectern::parity::lm::run_with(&lm, &c).unwrap());
+    check_against_fixture(&c, &lectern_parity::lm::run_with(&lm, &c).unwrap());
 }
 
 #[test]
@@ -68,7 +68,7 @@ fn greedy_runs_decoded_together_as_lanes_match_the_fixture() {
     // that loses a lane mid-decode, held to the same tolerances (`lectern parity --lanes`).
     let lm = load(LmPrecision::F32);
     let c = case();
-    check_against_fixture(&c, &lectern::parity::lm::run_lanes(&lm, &c, true).unwrap());
+    check_against_fixture(&c, &lectern_parity::lm::run_lanes(&lm, &c, true).unwrap());
 }
 
 fn check_against_fixture(c: &HashMap<String, Tensor>, out: &HashMap<String, Tensor>) {
