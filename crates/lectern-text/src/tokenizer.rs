@@ -312,7 +312,10 @@ mod tests {
 
     #[test]
     fn tokenizer_json_matches_vocab_and_merges() {
-        let from_files = Tokenizer::from_model_dir(Path::new("fixtures/text")).unwrap();
+        let from_files = Tokenizer::from_model_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/text"),
+        )
+        .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let json = dir.path().join("tokenizer.json");
         from_files.bpe.as_ref().unwrap().save(&json, false).unwrap();

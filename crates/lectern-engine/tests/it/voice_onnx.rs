@@ -10,7 +10,7 @@ use candle::{Device, Tensor};
 use lectern_engine::voice::onnx::{OnnxError, SpeakerEncoder, SpeechTokenizer};
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/voice-prompt").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/voice-prompt").join(name)
 }
 
 fn load(name: &str) -> HashMap<String, Tensor> {

@@ -11,7 +11,7 @@ use lectern_model::config::ModelConfig;
 use lectern_model::hift::Hift;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cosyvoice3-tiny-a")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/cosyvoice3-tiny-a")
 }
 
 fn case() -> HashMap<String, Tensor> {
@@ -130,43 +130,4 @@ fn one_frame_gives_480_samples() {
     let hift = model();
     let mel = Tensor::zeros((1, 80, 1), candle::DType::F32, &Device::Cpu).unwrap();
     assert_eq!(hift.forward(&mel).unwrap().len(), 480);
-}
-
-#[test]
-fn parity_command_writes_hift_and_mel_outputs_within_tolerance() {
-    let dir = tempfile::tempdir().unwrap();
-    for (case_name, checks) in [
-        (
-            "hift.safetensors",
-            vec![
-                ("final.f0", 1e-5, true),
-                ("final.source", 1e-4, false),
-                ("final.speech", 2e-3, false),
-            ],
-        ),
-        ("mel.safetensors", vec![("mel", 1e-4, false), ("short_mel", 1e-4, false)]),
-    ] {
-        let out = dir.path().join(format!("out-{case_name}"));
-        let status = std::process::Command::new(env!("CARGO_BIN_EXE_lectern"))
-            .args(["parity", "--model"])
-            .arg(root().join("model"))
-            .arg("--case")
-            .arg(root().join(case_name))
-            .arg("--out")
-            .arg(&out)
-            .status()
-            .unwrap();
-        assert!(status.success(), "{case_name}: lectern parity failed");
-        let got = candle::safetensors::load(&out, &Device::Cpu).unwrap();
-        let want = candle::safetensors::load(root().join(case_name), &Device::Cpu).unwrap();
-        for (name, tol, relative) in checks {
-            let (g, w) = (&got[name], &want[name]);
-            assert_eq!(g.dims(), w.dims(), "{name} shape");
-            assert_eq!(g.dtype(), w.dtype(), "{name} dtype");
-            let d =
-                if relative { max_rel(&flat(g), &flat(w)) } else { max_abs(&flat(g), &flat(w)) };
-            eprintln!("{case_name} {name}: max diff {d:e} (tolerance {tol})");
-            assert!(d < tol as f32, "{case_name} {name}: max diff {d} (tolerance {tol})");
-        }
-    }
 }

@@ -2,12 +2,12 @@
 //! prioritise mid-render, live NFE and group changes, re-seed, regeneration, and the pipelining
 //! proof (lanes and group size never change tokens; audio only depends on group composition).
 
-use crate::engine_common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::Duration;
 
-use engine_common::Gated;
+use common::Gated;
 use lectern_engine::protocol::{
     EngineEvent, RenderParams, Request, SegmentSpec, SegmentState, Take, TakeRecord,
 };

@@ -11,7 +11,7 @@ use lectern_model::sampling::{
 use serde_json::Value;
 
 fn dir() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cosyvoice3-tiny-a")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/cosyvoice3-tiny-a")
 }
 
 fn json() -> Value {

@@ -11,8 +11,8 @@ use lectern_engine::voice::extract::{PromptModels, VoiceInfo, build_voice, extra
 use lectern_engine::voice::reference::load_reference;
 use lectern_engine::voice::{ModelSignature, Voice};
 
-const DIR: &str = "fixtures/voice-prompt";
-const TINY_MODEL: &str = "fixtures/cosyvoice3-tiny-a/model";
+const DIR: &str = "../../fixtures/voice-prompt";
+const TINY_MODEL: &str = "../../fixtures/cosyvoice3-tiny-a/model";
 const TRANSCRIPT: &str = "The quick brown fox jumps over the lazy dog, while seven little birds \
                           sing a happy song in the morning sun.";
 

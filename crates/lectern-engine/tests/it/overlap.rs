@@ -3,12 +3,12 @@
 //! lanes are handed to the flow as soon as they finish, and a segment cancelled or re-seeded
 //! while the LM decodes it never gets the stale tokens.
 
-use crate::engine_common;
+use crate::common;
 
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
-use engine_common::Gated;
+use common::Gated;
 use lectern_engine::backend::LmStage;
 use lectern_engine::protocol::{
     EngineEvent, LaneMemory, RenderParams, Request, SegmentSpec, SegmentState, Take,

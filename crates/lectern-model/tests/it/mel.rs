@@ -7,8 +7,8 @@ use candle::{Device, Tensor};
 use lectern_model::{ModelError, mel};
 
 fn case() -> HashMap<String, Tensor> {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cosyvoice3-tiny-a/mel.safetensors");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/cosyvoice3-tiny-a/mel.safetensors");
     candle::safetensors::load(path, &Device::Cpu).unwrap()
 }
 

@@ -6,7 +6,7 @@ use candle::Device;
 use lectern_model::noise;
 
 fn fixture(name: &str) -> std::collections::HashMap<String, candle::Tensor> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(name);
     candle::safetensors::load(path, &Device::Cpu).unwrap()
 }
 

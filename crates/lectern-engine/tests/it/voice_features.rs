@@ -13,7 +13,7 @@ use lectern_engine::voice::reference::{
 use lectern_model::mel;
 
 fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/voice-prompt")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/voice-prompt")
 }
 
 fn load(name: &str) -> HashMap<String, Tensor> {

@@ -10,7 +10,7 @@ use lectern_text::{
 };
 
 fn fixture_tokenizer() -> Tokenizer {
-    Tokenizer::from_model_dir(Path::new("fixtures/text")).expect("fixture BPE")
+    Tokenizer::from_model_dir(Path::new("../../fixtures/text")).expect("fixture BPE")
 }
 
 fn squash(s: &str) -> String {
@@ -41,7 +41,7 @@ fn check_invariants(m: &Manuscript, src: &str, format: Format, opts: &ParseOptio
 fn passage_132_segments() {
     let tok = fixture_tokenizer();
     let opts = ParseOptions::default().with_tokenizer(&tok);
-    let path = Path::new("fixtures/text/passage-132.txt");
+    let path = Path::new("../../fixtures/text/passage-132.txt");
     let src = std::fs::read_to_string(path).unwrap();
     let m = Manuscript::load(path, &opts).unwrap();
     check_invariants(&m, &src, Format::Plain, &opts);
@@ -67,7 +67,7 @@ fn lead_sentence_splits_only_the_first_segment() {
     // The estimate measure (as the benchmarks segment): the passage's first segment holds
     // two sentences. (The fixture BPE counts more tokens per word: its first segment is the
     // first sentence already.)
-    let path = Path::new("fixtures/text/passage-132.txt");
+    let path = Path::new("../../fixtures/text/passage-132.txt");
     let src = std::fs::read_to_string(path).unwrap();
     let fast = ParseOptions::default();
     assert!(fast.lead_sentence, "fast start is the default");
@@ -100,7 +100,7 @@ fn lead_sentence_splits_only_the_first_segment() {
 fn markdown_chapter() {
     let tok = fixture_tokenizer();
     let opts = ParseOptions::default().with_tokenizer(&tok);
-    let path = Path::new("fixtures/text/chapter.md");
+    let path = Path::new("../../fixtures/text/chapter.md");
     let src = std::fs::read_to_string(path).unwrap();
     let m = Manuscript::load(path, &opts).unwrap();
     check_invariants(&m, &src, Format::Markdown, &opts);
@@ -269,7 +269,8 @@ fn tokenizer_from_vocab_and_merges() {
 
 #[test]
 fn tiny_model_fallback_tokenizer() {
-    let tok = Tokenizer::from_model_dir(Path::new("fixtures/cosyvoice3-tiny-a/model")).unwrap();
+    let tok =
+        Tokenizer::from_model_dir(Path::new("../../fixtures/cosyvoice3-tiny-a/model")).unwrap();
     assert_eq!(tok.kind(), TokenizerKind::TinyFallback);
     assert!(tok.describe().contains("not the Qwen2 vocabulary"));
     assert_eq!(tok.encode("Hi").unwrap(), [72, 105]);

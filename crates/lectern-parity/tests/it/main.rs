@@ -1,0 +1,3 @@
+//! lectern-parity's integration tests: the parity stages' outputs against the fixtures'.
+
+mod lm;
