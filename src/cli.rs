@@ -617,6 +617,7 @@ pub fn parse_device(spec: &str) -> Result<candle::Device> {
 /// Caps the CPU threads of the model's math: candle sizes its matmul parallelism from
 /// `RAYON_NUM_THREADS` and the rest runs on rayon's global pool, so both are set. Must run
 /// before any model work (the pool is built once).
+#[allow(unsafe_code)] // `std::env::set_var` (SAFETY note below)
 fn set_threads(threads: Option<usize>) -> Result<()> {
     let Some(n) = threads else {
         return Ok(());

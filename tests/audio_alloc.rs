@@ -18,6 +18,7 @@ thread_local! {
 }
 
 // SAFETY: forwards to the system allocator; only bumps a counter on the side.
+#[allow(unsafe_code)] // a counting allocator wraps the system one
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if COUNTING.with(Cell::get) {

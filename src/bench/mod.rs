@@ -73,6 +73,7 @@ pub fn sync(device: &Device) -> candle::Result<()> {
 
 /// Marks a timed region for a profiler started with `--profile-from-start off` (Nsight
 /// Compute: only the kernels launched while the guard lives are profiled).
+#[allow(unsafe_code)] // CUDA profiler driver calls (SAFETY notes below)
 pub(crate) fn profiled_range() -> impl Drop {
     struct Range;
     impl Drop for Range {

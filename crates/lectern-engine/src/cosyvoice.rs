@@ -52,6 +52,7 @@ pub struct LmHandle(Arc<Mutex<LmSide>>);
 /// highest stream priority, so the LM's small launch-bound kernels are scheduled ahead of the
 /// flow's large grids instead of queueing behind them; its cuBLAS handle is its own too.
 /// Elsewhere: `device` itself.
+#[allow(unsafe_code)] // cudarc event tracking off (SAFETY note below)
 pub fn lm_device(device: &Device) -> Result<Device> {
     match device {
         #[cfg(feature = "cuda")]

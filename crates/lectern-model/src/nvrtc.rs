@@ -3,6 +3,9 @@
 //! candle), the [`CudaOp`] adapter that runs a launch as a candle custom op, and the checks the
 //! kernels need of their inputs. Used by [`super::lm::kernels`] and [`super::flow::kernels`].
 
+// CUDA driver calls to load compiled modules (SAFETY notes).
+#![allow(unsafe_code)]
+
 use std::sync::OnceLock;
 
 use candle::cuda_backend::cudarc::driver::sys::CUfunction_attribute;

@@ -1,6 +1,8 @@
 //! `lectern parity`: run one model stage on a reference fixture case and write Lectern's
 //! outputs under the fixture's tensor names (../shared/PARITY.md). Comparing is the caller's job.
 
+#![forbid(unsafe_code)]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

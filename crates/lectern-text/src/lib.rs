@@ -32,6 +32,8 @@
 //! # Ok::<(), lectern_text::TextError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod hashing;
 pub mod manuscript;
 pub mod mapped;

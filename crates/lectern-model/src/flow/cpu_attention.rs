@@ -13,6 +13,9 @@
 //! divide by the sum), so the two agree to f32 rounding (tests below; every DiT, flow and
 //! end-to-end fixture gate runs through this path on the CPU).
 
+// Raw views into candle CPU storage for the fused attention (each use has a SAFETY note).
+#![allow(unsafe_code)]
+
 use candle::{DType, Device, Storage, Tensor};
 use gemm::{Parallelism, gemm};
 use rayon::prelude::*;

@@ -13,6 +13,9 @@
 //! `B = Xᵀ` (`n = rows`), stored transposed straight into `Y`'s row-major layout. The rows
 //! are split into blocks, one rayon task each (tract runs each block single-threaded).
 
+// The `gemm` crate's entry point takes raw pointers (SAFETY note at the call).
+#![allow(unsafe_code)]
+
 use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;

@@ -20,6 +20,9 @@
 //! `residual + ·`), so the two differ only by the GEMM's own rounding (tests below; every
 //! HiFT and end-to-end fixture gate runs through this path on the CPU).
 
+// The `gemm` crate's raw-pointer products for the vocoder's convolutions (SAFETY notes).
+#![allow(unsafe_code)]
+
 use candle::{DType, Device, Storage, Tensor};
 use gemm::{Parallelism, gemm};
 use rayon::prelude::*;

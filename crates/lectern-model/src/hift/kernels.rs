@@ -1,16 +1,19 @@
 //! The vocoder's own CUDA kernels (`kernels.cu`, compiled at run time:
-//! [`crate::nvrtc`]).
+//! `nvrtc`).
 //!
 //! Why: Nsight Compute over a 10 s HiFT call on the H200 showed three quarters of its GPU
 //! time outside the GEMMs — a stride-1 conv ran as one `(out, in) @ (in, t)` matmul per tap,
 //! each on a copied window of the padded input and each added to the last (k copies, k
 //! matmuls, k − 1 adds, then the bias), and every Snake activation took five passes. Here a
 //! conv is one GEMM of the stacked tap weights `(k·out, in) @ (in, t)` (cuBLAS, through
-//! candle) and one [`tap_sum`] pass that adds the shifted taps, the bias and optionally a
+//! candle) and one `tap_sum` pass that adds the shifted taps, the bias and optionally a
 //! residual, the padding read as zeros instead of copied in; [`snake`] is one pass.
 //!
 //! Each function returns `None` where it does not apply (not CUDA, not f32, other layouts,
 //! or switched off with [`SWITCH`]); the caller then runs candle's ops.
+
+// CUDA kernel launches (each with a SAFETY note on its arguments).
+#![allow(unsafe_code)]
 
 use candle::Tensor;
 
