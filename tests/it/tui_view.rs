@@ -1,9 +1,8 @@
 //! Snapshot tests of the views on ratatui's `TestBackend`: the main layout, the help overlay,
 //! the reduced layout for small terminals, and every panel with known telemetry. Expected
-//! screens are text files under `tests/snapshots/` (`UPDATE_SNAPSHOTS=1` rewrites them; review
-//! the diff). Nothing depends on timing: the state is built by hand.
+//! screens are insta snapshots under `tests/it/snapshots/` (`cargo insta review` after a
+//! deliberate change). Nothing depends on timing: the state is built by hand.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use lectern::audio::player::{NowPlaying, PlayState, PlayerStatus, SinkInfo};
@@ -179,22 +178,10 @@ fn lines(buf: &Buffer) -> String {
     s
 }
 
+/// The screen against its reviewed snapshot (`tests/it/snapshots/`, managed with insta:
+/// `cargo insta review` after a deliberate change, or `INSTA_UPDATE=always` to rewrite).
 fn check(name: &str, buf: &Buffer) {
-    let got = lines(buf);
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots")
-        .join(format!("{name}.txt"));
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() || !path.exists() {
-        std::fs::write(&path, &got).unwrap();
-        if std::env::var_os("UPDATE_SNAPSHOTS").is_none() {
-            panic!("wrote new snapshot {}; review it and rerun", path.display());
-        }
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap();
-    if got != want {
-        panic!("snapshot {name} differs.\n--- want\n{want}\n--- got\n{got}");
-    }
+    insta::assert_snapshot!(name, lines(buf));
 }
 
 fn draw_app(app: &App, w: u16, h: u16, theme: &Theme) -> Buffer {
