@@ -14,7 +14,7 @@
 //!   row of a batched product differently from a 1-row product (last bits only); the tests
 //!   measure it and require identical sampled tokens. [`LaneMode::Solo`] runs every lane on its
 //!   own and is bit-identical to solo decoding by construction; so is a batch of one lane.
-//!   On CUDA a joined step is captured as a CUDA graph and replayed ([`graph`]): one launch
+//!   On CUDA a joined step is captured as a CUDA graph and replayed (`graph`): one launch
 //!   instead of ~500.
 //! * Weights: f32 (default), f16/bf16 projections (activations cast per matmul, results back to
 //!   f32), or q8_0 projections (`QMatMul`; needs every inner dim divisible by 32). Embedding
@@ -404,7 +404,7 @@ impl SpeechLm {
     }
 
     /// One joined decode step as [`Self::generate`] runs it: replayed from a CUDA graph where
-    /// one can be used ([`graph`]), else [`Self::step_batch`]. `slot` holds the batch's graph
+    /// one can be used (`graph`), else [`Self::step_batch`]. `slot` holds the batch's graph
     /// from step to step. `(lanes, speech_vocab)` log-probs.
     pub fn decode_step(
         &self,

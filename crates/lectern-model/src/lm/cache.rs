@@ -15,7 +15,7 @@ pub struct KvCache {
     pub(super) capacity: usize,
 }
 
-/// The caches of several lanes joined for decoding them together ([`SpeechLm::step_batch`]):
+/// The caches of several lanes joined for decoding them together ([`crate::lm::SpeechLm::step_batch`]):
 /// per layer one `(2, lanes·kv_heads, capacity, head_dim)` tensor — all lanes' k heads, then all
 /// their v heads, lane-major — so that the k (and the v) of every lane is one evenly strided
 /// batch for a single matmul. Each lane keeps its own length.
