@@ -19,6 +19,7 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use super::document::{BookInfo, Document};
 use super::mapped::Mapped;
 use super::normalize::{Lang, normalize_at};
 use super::pronounce::Pronunciations;
@@ -174,6 +175,8 @@ pub struct Chapter {
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Manuscript {
     pub path: Option<PathBuf>,
+    /// Title, author, language and cover, where the format carries them (EPUB).
+    pub info: BookInfo,
     pub chapters: Vec<Chapter>,
     /// Explicit pauses before the first segment.
     pub lead_in_ms: u32,
@@ -196,6 +199,30 @@ impl Manuscript {
     /// Parses text (plain unless `opts.format` says otherwise). Empty text gives no chapters.
     pub fn parse(src: &str, opts: &ParseOptions<'_>) -> Result<Self> {
         parse_source(src, opts.format.unwrap_or(Format::Plain), opts, Path::new("<text>"))
+    }
+
+    /// Segments a document read from a container (an EPUB): its plain-text layout
+    /// ([`Document::source_text`]) is the source the spans point into. Front matter is left out
+    /// when `skip_front_matter`.
+    pub fn from_document(
+        doc: &Document,
+        path: &Path,
+        skip_front_matter: bool,
+        opts: &ParseOptions<'_>,
+    ) -> Result<Self> {
+        let (src, laid_out) = doc.source_text(skip_front_matter);
+        let blocks = laid_out
+            .into_iter()
+            .map(|b| {
+                let text = Mapped::identity(&src[b.range.clone()], b.range.start);
+                (b.opens_chapter, Block { kind: b.kind, text })
+            })
+            .collect();
+        let m = parse_blocks(&src, blocks, opts, path)?;
+        if m.segments().next().is_none() {
+            return Err(TextError::Empty { path: path.to_path_buf() });
+        }
+        Ok(Self { path: Some(path.to_path_buf()), info: doc.info.clone(), ..m })
     }
 
     /// All segments in reading order.
@@ -270,6 +297,18 @@ fn parse_source(
     opts: &ParseOptions<'_>,
     path: &Path,
 ) -> Result<Manuscript> {
+    // A heading opens a titled chapter.
+    let blocks = blocks(src, format).into_iter().map(|(title, b)| (title.map(Some), b)).collect();
+    parse_blocks(src, blocks, opts, path)
+}
+
+/// Segments blocks of `src`; a block paired with `Some(title)` opens a chapter.
+fn parse_blocks(
+    src: &str,
+    blocks: Vec<(Option<Option<String>>, Block)>,
+    opts: &ParseOptions<'_>,
+    path: &Path,
+) -> Result<Manuscript> {
     let tokens = |s: &str| match opts.tokenizer {
         Some(t) => t.count(s),
         None => estimate_tokens(s),
@@ -279,15 +318,15 @@ fn parse_source(
     let mut chapters: Vec<Chapter> = vec![Chapter::default()];
     let mut drafts: Vec<Draft> = Vec::new();
     let mut lead_in_ms = 0;
-    for (title, block) in blocks(src, format) {
-        if let Some(title) = title {
+    for (opens_chapter, block) in blocks {
+        if let Some(title) = opens_chapter {
             if !chapters.last().is_some_and(|c| c.title.is_none() && drafts.is_empty()) {
                 if let Some(d) = drafts.last_mut() {
                     d.level = d.level.max(Level::Chapter);
                 }
                 chapters.push(Chapter::default());
             }
-            chapters.last_mut().expect("one chapter").title = Some(title);
+            chapters.last_mut().expect("one chapter").title = title;
         }
         let chapter = chapters.len() - 1;
         let runs = pause_runs(&block.text.text, src, &block.text, path, &opts.pauses)?;
@@ -353,7 +392,7 @@ fn parse_source(
     if chapters.iter().all(|c| c.segments.is_empty()) {
         chapters.clear();
     }
-    Ok(Manuscript { path: None, chapters, lead_in_ms })
+    Ok(Manuscript { path: None, info: BookInfo::default(), chapters, lead_in_ms })
 }
 
 /// Splits the first of a run's segment ranges after its first sentence, when it has more

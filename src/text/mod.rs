@@ -32,6 +32,7 @@
 //! # Ok::<(), lectern::text::TextError>(())
 //! ```
 
+pub mod document;
 pub mod manuscript;
 pub mod mapped;
 pub mod normalize;
@@ -41,6 +42,7 @@ pub mod tokenizer;
 
 use std::path::PathBuf;
 
+pub use document::{BookInfo, Cover, DocBlock, DocChapter, Document};
 pub use manuscript::{
     Chapter, Format, Manuscript, ParseOptions, PauseDefaults, Position, Segment, SegmentKind, Span,
 };

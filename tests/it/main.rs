@@ -5,6 +5,7 @@
 //! Run one area with `cargo test --test it AREA::`, e.g. `cargo test --test it store_export::`.
 
 mod engine_common;
+mod epub_common;
 mod session_common;
 mod store_common;
 
@@ -33,6 +34,7 @@ mod store_bad_input;
 mod store_export;
 mod store_kill;
 mod store_project;
+mod text_epub;
 mod text_manuscript;
 mod text_normalize;
 mod tui_app;
