@@ -55,11 +55,26 @@ pub struct ReadArgs {
     /// (as its guide, landmarks or `epub:type`s mark them).
     #[arg(long)]
     pub skip_front_matter: bool,
+    /// `lectern`: CJK runs are read as Chinese and the rest as English, each with its own
+    /// numbers and punctuation; `upstream`: one language per paragraph, Chinese if it holds
+    /// any ideograph (CosyVoice3's rule) [default: lectern]
+    #[arg(long, value_enum)]
+    pub frontend: Option<FrontendArg>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FrontendArg {
+    Lectern,
+    Upstream,
 }
 
 impl ReadArgs {
     pub fn options(&self) -> crate::reading::ReadOptions {
-        crate::reading::ReadOptions { skip_front_matter: self.skip_front_matter }
+        let frontend = match self.frontend {
+            Some(FrontendArg::Upstream) => crate::text::Frontend::Upstream,
+            Some(FrontendArg::Lectern) | None => crate::text::Frontend::Lectern,
+        };
+        crate::reading::ReadOptions { skip_front_matter: self.skip_front_matter, frontend }
     }
 }
 

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::document::{BookInfo, Document};
 use super::mapped::Mapped;
-use super::normalize::{Lang, normalize_at};
+use super::normalize::{Lang, normalize_at, normalize_runs_at, script_runs};
 use super::pronounce::Pronunciations;
 use super::segment::{
     Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, sentence_pieces, speakable,
@@ -45,6 +45,18 @@ impl Format {
             _ => Self::Plain,
         }
     }
+}
+
+/// How a paragraph's language is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Frontend {
+    /// Per run: CJK runs are normalised as Chinese, the rest as English
+    /// ([`super::normalize::script_runs`]).
+    #[default]
+    Lectern,
+    /// Upstream's rule: one language per paragraph, Chinese if it holds any ideograph.
+    Upstream,
 }
 
 /// Structural pauses, in milliseconds.
@@ -90,6 +102,7 @@ pub struct ParseOptions<'a> {
     /// Fast start: the manuscript's first segment ends after its first sentence, so the
     /// first audio needs only that sentence's speech tokens (see [`split_lead_sentence`]).
     pub lead_sentence: bool,
+    pub frontend: Frontend,
 }
 
 impl Default for ParseOptions<'_> {
@@ -101,6 +114,7 @@ impl Default for ParseOptions<'_> {
             pronunciations: Pronunciations::default(),
             tokenizer: None,
             lead_sentence: true,
+            frontend: Frontend::default(),
         }
     }
 }
@@ -118,6 +132,11 @@ impl<'a> ParseOptions<'a> {
 
     pub fn with_pronunciations(mut self, p: Pronunciations) -> Self {
         self.pronunciations = p;
+        self
+    }
+
+    pub fn with_frontend(mut self, frontend: Frontend) -> Self {
+        self.frontend = frontend;
         self
     }
 
@@ -281,9 +300,7 @@ pub fn normalized_runs(src: &str, format: Format, opts: &ParseOptions<'_>) -> Re
         for run in
             pause_runs(&block.text.text, src, &block.text, Path::new("<text>"), &opts.pauses)?
         {
-            if let Some(n) =
-                normalize_run(&block.text.text[run.range.clone()], &opts.pronunciations)
-            {
+            if let Some(n) = normalize_run(&block.text.text[run.range.clone()], opts) {
                 runs.push(n.1.text);
             }
         }
@@ -332,7 +349,7 @@ fn parse_blocks(
         let runs = pause_runs(&block.text.text, src, &block.text, path, &opts.pauses)?;
         for run in runs {
             let block_text = &block.text.text[run.range.clone()];
-            if let Some((lang, norm)) = normalize_run(block_text, &opts.pronunciations) {
+            if let Some((lang, norm)) = normalize_run(block_text, opts) {
                 let measure = if lang == Lang::Zh { &mut measure_zh } else { &mut measure_en };
                 let mut ranges = split_paragraph(&norm.text, lang, &opts.limits, measure);
                 if opts.lead_sentence && drafts.is_empty() && block.kind != SegmentKind::Heading {
@@ -420,14 +437,25 @@ pub fn split_lead_sentence(
 }
 
 /// Normalises one run; `None` when it has nothing to say. Appends the final mark upstream adds.
-fn normalize_run(text: &str, prons: &Pronunciations) -> Option<(Lang, Mapped)> {
+/// The run's language is Chinese when it holds an ideograph (for segmenting: Chinese marks
+/// include the English ones); its text is normalised per [`Frontend`].
+fn normalize_run(text: &str, opts: &ParseOptions<'_>) -> Option<(Lang, Mapped)> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return None;
     }
     let lead = text.len() - text.trim_start().len();
     let lang = Lang::detect(trimmed);
-    let mut norm = normalize_at(trimmed, lead, lang, prons);
+    let prons = &opts.pronunciations;
+    let mut norm = match opts.frontend {
+        Frontend::Upstream => normalize_at(trimmed, lead, lang, prons),
+        Frontend::Lectern => normalize_runs_at(trimmed, lead, prons),
+    };
+    // The final mark follows the language of the text's last run.
+    let lang_at_end = match opts.frontend {
+        Frontend::Upstream => lang,
+        Frontend::Lectern => script_runs(trimmed).last().map_or(lang, |(_, l)| *l),
+    };
     let t = norm.text.trim_end();
     if !speakable(t) && !t.contains(['[', '<']) {
         return None;
@@ -436,7 +464,7 @@ fn normalize_run(text: &str, prons: &Pronunciations) -> Option<(Lang, Mapped)> {
     let ends_marked = last.chars().next_back().is_some_and(|c| is_mark(c, lang));
     if !ends_marked {
         let end = lead + trimmed.len();
-        norm.push_replace(if lang == Lang::Zh { "。" } else { "." }, end..end);
+        norm.push_replace(if lang_at_end == Lang::Zh { "。" } else { "." }, end..end);
     }
     Some((lang, norm))
 }

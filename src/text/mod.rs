@@ -44,7 +44,8 @@ use std::path::PathBuf;
 
 pub use document::{BookInfo, Cover, DocBlock, DocChapter, Document};
 pub use manuscript::{
-    Chapter, Format, Manuscript, ParseOptions, PauseDefaults, Position, Segment, SegmentKind, Span,
+    Chapter, Format, Frontend, Manuscript, ParseOptions, PauseDefaults, Position, Segment,
+    SegmentKind, Span,
 };
 pub use normalize::Lang;
 pub use pronounce::Pronunciations;
