@@ -33,8 +33,10 @@ pub struct Cli {
 /// `lectern [MANUSCRIPT] [--voice V] [--model DIR]`: open the workstation.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WorkstationArgs {
-    /// Manuscript (plain text or Markdown) [default: the sample manuscript]
+    /// Manuscript (plain text, Markdown or EPUB) [default: the sample manuscript]
     pub manuscript: Option<PathBuf>,
+    #[command(flatten)]
+    pub read: ReadArgs,
     #[command(flatten)]
     pub synth: SynthArgs,
     #[command(flatten)]
@@ -45,6 +47,36 @@ pub struct WorkstationArgs {
     pub fallback_wav: Option<PathBuf>,
     #[command(flatten)]
     pub ui: UiArgs,
+}
+
+/// What of a manuscript is read, for the workstation and `render` alike.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ReadArgs {
+    /// Leave out an EPUB's front matter: cover, title page, copyright, contents, dedication
+    /// (as its guide, landmarks or `epub:type`s mark them).
+    #[arg(long)]
+    pub skip_front_matter: bool,
+    /// `lectern`: CJK runs are read as Chinese and the rest as English, each with its own
+    /// numbers and punctuation; `upstream`: one language per paragraph, Chinese if it holds
+    /// any ideograph (CosyVoice3's rule) [default: lectern]
+    #[arg(long, value_enum)]
+    pub frontend: Option<FrontendArg>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FrontendArg {
+    Lectern,
+    Upstream,
+}
+
+impl ReadArgs {
+    pub fn options(&self) -> crate::reading::ReadOptions {
+        let frontend = match self.frontend {
+            Some(FrontendArg::Upstream) => lectern_text::Frontend::Upstream,
+            Some(FrontendArg::Lectern) | None => lectern_text::Frontend::Lectern,
+        };
+        crate::reading::ReadOptions { skip_front_matter: self.skip_front_matter, frontend }
+    }
 }
 
 /// The workstation's own settings (also in `config.toml`, except the keymap file).
@@ -449,8 +481,10 @@ pub enum Command {
     },
     /// Render a whole manuscript to WAV without the terminal UI.
     Render {
-        /// Manuscript (plain text or Markdown) [default: the sample manuscript]
+        /// Manuscript (plain text, Markdown or EPUB) [default: the sample manuscript]
         manuscript: Option<PathBuf>,
+        #[command(flatten)]
+        read: ReadArgs,
         /// Output WAV, 24 kHz mono float [default: NAME.wav in config.toml's output_dir, else
         /// in the current directory]
         #[arg(short, long)]
@@ -697,6 +731,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Config { synth, ui }) => run_config(&synth, &ui),
         Some(Command::Render {
             manuscript,
+            read,
             out,
             split,
             synth,
@@ -734,6 +769,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 project: project.choice(),
                 dry_run,
                 rerender_settings,
+                read: read.options(),
             };
             let rep = render::render(&opts)?;
             for (path, n) in &rep.files {
@@ -790,6 +826,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 keymap,
                 config_errors: cfg.errors.iter().map(ToString::to_string).collect(),
                 config_created: created,
+                read: w.read.options(),
             })
         }
     }

@@ -31,7 +31,7 @@ use lectern_engine::voice::ModelSignature;
 use lectern_engine::{ENGINE_VERSION, Engine};
 use lectern_model::config::{SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN};
 use lectern_model::flow::FlowMatmul;
-use lectern_text::{Manuscript, ParseOptions};
+use lectern_text::Manuscript;
 
 /// Options of one render.
 #[derive(Debug, Clone)]
@@ -56,6 +56,8 @@ pub struct RenderOptions {
     /// Render again the chosen takes made with other settings (NFE, precision, backend, flow
     /// matmul, min-length rule) than this run's; approved takes are kept.
     pub rerender_settings: bool,
+    /// What of the manuscript is read (an EPUB's front matter).
+    pub read: crate::reading::ReadOptions,
 }
 
 /// One segment of the output.
@@ -132,9 +134,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         .with_context(|| format!("reading the model in {}", model.dir.display()))?;
     voice.check_model(&signature).with_context(|| format!("voice `{}`", voice.manifest.name))?;
     let tokenizer = session::tokenizer(&model)?;
-    let book =
-        Manuscript::load(&opts.manuscript, &ParseOptions::default().with_tokenizer(&tokenizer))
-            .with_context(|| format!("reading {}", opts.manuscript.display()))?;
+    let book = crate::reading::load(&opts.manuscript, &tokenizer, &opts.read)?;
     check_output_dir(&opts.out)?;
     let n_segments = book.segments().count();
     eprintln!(
@@ -171,7 +171,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     let mut session =
         Session::open(&opts.project, &opts.manuscript, &voice, &model.dir, opts.base_seed)?;
     report_open_check(&session);
-    session.sync(&book, &tokenizer)?;
+    session.sync_read(&book, &tokenizer, &opts.read)?;
     report.project = session.project_dir().map(Path::to_path_buf);
     let other = session.other_settings(&current_settings(opts))?;
     report.other_settings = other.len();

@@ -55,6 +55,8 @@ pub struct WorkstationOptions {
     pub config_errors: Vec<String>,
     /// A configuration file written by this start, if any (said in the log).
     pub config_created: Option<PathBuf>,
+    /// What of the manuscript is read (an EPUB's front matter).
+    pub read: crate::reading::ReadOptions,
 }
 
 /// Opens the workstation and runs it until the narrator quits.
@@ -71,7 +73,7 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
     let tokenizer = Arc::new(session::tokenizer(&model)?);
     let project = opts.project.clone();
     let session = Session::open(&project, &manuscript_path, &voice, &model.dir, opts.base_seed)?;
-    let mut desk = Desk::open(session, &manuscript_path, Arc::clone(&tokenizer))?;
+    let mut desk = Desk::open_with(session, &manuscript_path, Arc::clone(&tokenizer), opts.read)?;
 
     let voice_name = voice.manifest.name.clone();
     let (model_for_engine, device, precision, flow_matmul) =

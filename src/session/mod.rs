@@ -147,13 +147,14 @@ pub fn resync_for_export(manuscript: &Path, project_dir: &Path) -> anyhow::Resul
         .with_context(|| unavailable("voice", &sources.voice_dir))?;
     let tokenizer = Tokenizer::from_model_dir(&sources.model_dir)
         .with_context(|| format!("loading the tokenizer of {}", sources.model_dir.display()))?;
-    let book = lectern_text::Manuscript::load(
-        manuscript,
-        &lectern_text::ParseOptions::default().with_tokenizer(&tokenizer),
-    )
-    .with_context(|| format!("reading {}", manuscript.display()))?;
+    let project = crate::store::Project::open(project_dir)
+        .with_context(|| format!("opening the project {}", project_dir.display()))?;
+    // Read as the render read it (front matter skipped or not), or every segment would differ.
+    let read = project.book()?.read;
+    drop(project);
+    let book = crate::reading::load(manuscript, &tokenizer, &read)?;
     // The base seed only sets default seeds of takes to come; the sync records none.
     let choice = ProjectChoice::Dir(project_dir.to_path_buf());
     let mut session = Session::open(&choice, manuscript, &voice, &sources.model_dir, 0)?;
-    session.sync(&book, &tokenizer)
+    session.sync_read(&book, &tokenizer, &read)
 }

@@ -13,6 +13,8 @@ use anyhow::{Context, bail};
 use super::content::ContentBasis;
 use super::plan::{PlannedSegment, render_specs};
 use super::seed;
+use crate::reading::ReadOptions;
+use crate::store::BookRecord;
 use crate::store::{
     OpenReport, Project, ProofedSegment, Review, SegmentKey, Sources, StoreError, StoredSegment,
     TakeInfo, TakeStatus,
@@ -184,9 +186,20 @@ impl Session {
         &self.segments
     }
 
-    /// Records the manuscript in the project: segments keyed by content, each with its
-    /// current content key and default seed. Takes are never deleted.
+    /// [`Self::sync_read`] of a manuscript read with the default options.
     pub fn sync(&mut self, book: &Manuscript, tokenizer: &Tokenizer) -> anyhow::Result<()> {
+        self.sync_read(book, tokenizer, &ReadOptions::default())
+    }
+
+    /// Records the manuscript in the project: segments keyed by content, each with its
+    /// current content key and default seed, and the book's metadata, chapter titles and the
+    /// options it was read with (for export). Takes are never deleted.
+    pub fn sync_read(
+        &mut self,
+        book: &Manuscript,
+        tokenizer: &Tokenizer,
+        read: &ReadOptions,
+    ) -> anyhow::Result<()> {
         let mut stored = Vec::new();
         let mut contents = Vec::new();
         for (chapter, ch) in book.chapters.iter().enumerate() {
@@ -211,6 +224,12 @@ impl Session {
         self.project.sync_manuscript(&stored).context("recording the manuscript")?;
         self.project.set_lead_in_ms(book.lead_in_ms)?;
         self.project.set_sources(&self.sources)?;
+        self.project.set_book(BookRecord {
+            info: book.info.clone(),
+            chapter_titles: book.chapters.iter().map(|c| c.title.clone()).collect(),
+            cover_file: None,
+            read: *read,
+        })?;
         let proofed = self.project.proofed_segments()?;
         if proofed.len() != stored.len() {
             bail!(

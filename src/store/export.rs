@@ -143,6 +143,15 @@ struct ChapterPlan {
     pieces: Vec<Piece>,
 }
 
+/// A chapter's title as the manuscript gives it (a heading, an EPUB's contents), else its
+/// first segment's text, shortened.
+fn chapter_title(titles: &[Option<String>], first: &super::StoredSegment) -> String {
+    match titles.get(first.chapter as usize) {
+        Some(Some(t)) => t.clone(),
+        _ => first.text.chars().take(60).collect::<String>().trim().to_string(),
+    }
+}
+
 /// Round to nearest and clamp to the signed range of `bits`; the scale is 2^(bits−1).
 pub fn quantise(x: f32, bits: u32) -> i32 {
     let scale = (1i64 << (bits - 1)) as f64;
@@ -205,6 +214,7 @@ fn plan(project: &Project, allow_stale: bool) -> Result<ExportPlan> {
     let mut stale = Vec::new();
     let mut chapters: Vec<ChapterPlan> = Vec::new();
     let lead_in = project.lead_in_ms()?;
+    let titles = project.book()?.chapter_titles;
     for s in &segments {
         let take = project.chosen_take(s.id)?.filter(|t| t.status == TakeStatus::Ok);
         let Some(take) = take else {
@@ -220,7 +230,7 @@ fn plan(project: &Project, allow_stale: bool) -> Result<ExportPlan> {
         if chapters.last().is_none_or(|c| c.chapter != s.chapter) {
             chapters.push(ChapterPlan {
                 chapter: s.chapter,
-                title: s.text.chars().take(60).collect::<String>().trim().to_string(),
+                title: chapter_title(&titles, s),
                 segments: Vec::new(),
                 pieces: Vec::new(),
             });
@@ -403,6 +413,7 @@ fn file_name(path: &Path) -> String {
 /// Exports the project's current manuscript; see the module docs.
 pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     let ExportPlan { chapters, stale } = plan(project, opts.allow_stale)?;
+    let book = project.book()?;
     let (stem, dir) = stem_and_dir(&opts.out);
     if !dir.as_os_str().is_empty() {
         fs::create_dir_all(&dir)
@@ -444,9 +455,17 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     let cue_path = dir.join(format!("{stem}.{ext}.cue"));
     let json_path = dir.join(format!("{stem}.{ext}.chapters.json"));
     write_atomically(&cue_path, |tmp| {
-        fs::write(tmp, cue_sheet(&marks)).map_err(|e| StoreError::io("writing cue sheet", tmp, e))
+        fs::write(tmp, cue_sheet_of_book(&book.info, &marks))
+            .map_err(|e| StoreError::io("writing cue sheet", tmp, e))
     })?;
+    let cover = copy_cover(project, &book, &dir, &stem)?;
     let json = serde_json::json!({
+        "book": {
+            "title": book.info.title,
+            "author": book.info.author,
+            "language": book.info.language,
+            "cover": cover.as_deref().map(file_name),
+        },
         "sample_rate_hz": SAMPLE_RATE_HZ,
         "format": opts.format,
         "sample_format": opts.sample_format,
@@ -467,6 +486,38 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
         json_path,
         total_samples: book_start,
     })
+}
+
+/// The book's cover, copied from the project beside the export as `STEM.cover.EXT`.
+fn copy_cover(
+    project: &Project,
+    book: &super::BookRecord,
+    dir: &Path,
+    stem: &str,
+) -> Result<Option<PathBuf>> {
+    let Some(name) = &book.cover_file else { return Ok(None) };
+    let from = project.dir().join(name);
+    let ext = Path::new(name).extension().and_then(|e| e.to_str()).unwrap_or("img");
+    let to = dir.join(format!("{stem}.cover.{ext}"));
+    let bytes = fs::read(&from).map_err(|e| StoreError::io("reading the cover", &from, e))?;
+    write_atomically(&to, |tmp| {
+        fs::write(tmp, &bytes).map_err(|e| StoreError::io("writing the cover", tmp, e))
+    })?;
+    Ok(Some(to))
+}
+
+/// A cue sheet with the book's title and author (`TITLE`, `PERFORMER` before the first file).
+pub fn cue_sheet_of_book(info: &lectern_text::BookInfo, marks: &[ChapterMark]) -> String {
+    let mut head = String::new();
+    if let Some(t) = &info.title {
+        head.push_str(&format!("TITLE \"{}\"\n", t.replace('"', "'")));
+    }
+    if let Some(a) = &info.author {
+        head.push_str(&format!("PERFORMER \"{}\"\n", a.replace('"', "'")));
+    }
+    let sheet = cue_sheet(marks);
+    let (generator, rest) = sheet.split_at(sheet.find('\n').map_or(0, |k| k + 1));
+    format!("{generator}{head}{rest}")
 }
 
 /// A cue sheet: one track per chapter; consecutive chapters in one file share its FILE line.

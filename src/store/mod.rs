@@ -345,6 +345,20 @@ impl std::fmt::Debug for Project {
 const SETTINGS_RENDER_PARAMS: &str = "render_params";
 const SETTINGS_LEAD_IN_MS: &str = "lead_in_ms";
 const SETTINGS_SOURCES: &str = "sources";
+const SETTINGS_BOOK: &str = "book";
+
+/// What the manuscript says about the book, for export: its metadata, chapter titles, the
+/// cover's file in the project directory, and the options it was read with.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BookRecord {
+    pub info: lectern_text::BookInfo,
+    /// One per chapter, in order (`None`: untitled).
+    pub chapter_titles: Vec<Option<String>>,
+    /// The cover's file name in the project directory (`cover.jpg`).
+    pub cover_file: Option<String>,
+    pub read: crate::reading::ReadOptions,
+}
 
 /// What a project's last sync was made with (absolute directories).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -713,6 +727,39 @@ impl Project {
         let json = serde_json::to_string(sources)
             .map_err(|e| StoreError::InvalidInput(format!("sources: {e}")))?;
         self.set_setting(SETTINGS_SOURCES, &json)
+    }
+
+    /// The book's record as last synced (defaults for a project synced before it was kept).
+    pub fn book(&self) -> Result<BookRecord> {
+        match self.setting(SETTINGS_BOOK)? {
+            None => Ok(BookRecord::default()),
+            Some(json) => serde_json::from_str(&json).map_err(|e| StoreError::Corrupt {
+                path: self.db_path(),
+                detail: format!("settings.{SETTINGS_BOOK}: {e}"),
+            }),
+        }
+    }
+
+    /// Records the book; a cover is written beside the database as `cover.EXT` (atomically,
+    /// and only when its bytes changed).
+    pub fn set_book(&mut self, mut book: BookRecord) -> Result<()> {
+        book.cover_file = match &book.info.cover {
+            Some(cover) => {
+                let name = format!("cover.{}", cover.extension());
+                let path = self.dir.join(&name);
+                if fs::read(&path).ok().as_deref() != Some(cover.bytes.as_slice()) {
+                    let tmp = self.dir.join(format!("{name}.tmp"));
+                    fs::write(&tmp, &cover.bytes)
+                        .and_then(|()| fs::rename(&tmp, &path))
+                        .map_err(|e| StoreError::io("writing the cover", &path, e))?;
+                }
+                Some(name)
+            }
+            None => None,
+        };
+        let json = serde_json::to_string(&book)
+            .map_err(|e| StoreError::InvalidInput(format!("book record: {e}")))?;
+        self.set_setting(SETTINGS_BOOK, &json)
     }
 
     fn setting(&self, key: &str) -> Result<Option<String>> {

@@ -9,10 +9,11 @@ use std::sync::mpsc::Sender;
 use anyhow::Context;
 
 use super::app::{Command, Msg, RowInit, TakeEntry};
+use crate::reading::ReadOptions;
 use crate::session::{SegmentView, Session, Work};
 use crate::store::SegmentKey;
 use lectern_engine::protocol::{Request, SegmentId, Take};
-use lectern_text::{Manuscript, ParseOptions, Tokenizer};
+use lectern_text::{Manuscript, Tokenizer};
 
 /// The session, the manuscript it was opened on and the tokenizer that reads it.
 pub struct Desk {
@@ -21,6 +22,7 @@ pub struct Desk {
     tokenizer: Arc<Tokenizer>,
     /// (key, content key) of every segment at the last sync: what a reload compares.
     synced: Vec<(SegmentKey, String)>,
+    read: ReadOptions,
 }
 
 impl std::fmt::Debug for Desk {
@@ -29,23 +31,37 @@ impl std::fmt::Debug for Desk {
     }
 }
 
-/// Reads a manuscript file as the session needs it.
+/// Reads a manuscript file as the session needs it, with the default reading options.
 pub fn read_manuscript(path: &Path, tokenizer: &Tokenizer) -> anyhow::Result<Manuscript> {
-    Manuscript::load(path, &ParseOptions::default().with_tokenizer(tokenizer))
-        .with_context(|| format!("reading {}", path.display()))
+    crate::reading::load(path, tokenizer, &ReadOptions::default())
 }
 
 impl Desk {
     /// Syncs the manuscript into the session's project.
     pub fn open(
-        mut session: Session,
+        session: Session,
         manuscript: &Path,
         tokenizer: Arc<Tokenizer>,
     ) -> anyhow::Result<Self> {
-        let book = read_manuscript(manuscript, &tokenizer)?;
-        session.sync(&book, &tokenizer)?;
-        let mut desk =
-            Self { session, manuscript: manuscript.to_path_buf(), tokenizer, synced: Vec::new() };
+        Self::open_with(session, manuscript, tokenizer, ReadOptions::default())
+    }
+
+    /// Syncs the manuscript, read with `read`, into the session's project.
+    pub fn open_with(
+        mut session: Session,
+        manuscript: &Path,
+        tokenizer: Arc<Tokenizer>,
+        read: ReadOptions,
+    ) -> anyhow::Result<Self> {
+        let book = crate::reading::load(manuscript, &tokenizer, &read)?;
+        session.sync_read(&book, &tokenizer, &read)?;
+        let mut desk = Self {
+            session,
+            manuscript: manuscript.to_path_buf(),
+            tokenizer,
+            synced: Vec::new(),
+            read,
+        };
         desk.synced = desk.fingerprint();
         Ok(desk)
     }
@@ -85,8 +101,8 @@ impl Desk {
     /// changed (nothing to do). Otherwise the engine's queue is replaced by the new plan, so
     /// groups form exactly as a fresh run would form them.
     pub fn reload(&mut self, engine: &Sender<Request>) -> anyhow::Result<Option<Vec<SegmentId>>> {
-        let book = read_manuscript(&self.manuscript, &self.tokenizer)?;
-        self.session.sync(&book, &self.tokenizer)?;
+        let book = crate::reading::load(&self.manuscript, &self.tokenizer, &self.read)?;
+        self.session.sync_read(&book, &self.tokenizer, &self.read)?;
         let now = self.fingerprint();
         if now == self.synced {
             return Ok(None);

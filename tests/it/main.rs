@@ -5,6 +5,7 @@
 //!
 //! Run one area with `cargo test --test it AREA::`, e.g. `cargo test --test it store_export::`.
 
+mod epub_common;
 mod session_common;
 mod store_common;
 
@@ -25,6 +26,7 @@ mod store_bad_input;
 mod store_export;
 mod store_kill;
 mod store_project;
+mod text_epub;
 mod tui_app;
 mod tui_loop;
 mod tui_view;

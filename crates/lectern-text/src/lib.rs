@@ -34,6 +34,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod document;
 pub mod hashing;
 pub mod manuscript;
 pub mod mapped;
@@ -44,8 +45,10 @@ pub mod tokenizer;
 
 use std::path::PathBuf;
 
+pub use document::{BookInfo, Cover, DocBlock, DocChapter, Document};
 pub use manuscript::{
-    Chapter, Format, Manuscript, ParseOptions, PauseDefaults, Position, Segment, SegmentKind, Span,
+    Chapter, Format, Frontend, Manuscript, ParseOptions, PauseDefaults, Position, Segment,
+    SegmentKind, Span,
 };
 pub use normalize::Lang;
 pub use pronounce::Pronunciations;

@@ -19,8 +19,9 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use super::document::{BookInfo, Document};
 use super::mapped::Mapped;
-use super::normalize::{Lang, normalize_at};
+use super::normalize::{Lang, normalize_at, normalize_runs_at, script_runs};
 use super::pronounce::Pronunciations;
 use super::segment::{
     Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, sentence_pieces, speakable,
@@ -44,6 +45,18 @@ impl Format {
             _ => Self::Plain,
         }
     }
+}
+
+/// How a paragraph's language is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Frontend {
+    /// Per run: CJK runs are normalised as Chinese, the rest as English
+    /// ([`super::normalize::script_runs`]).
+    #[default]
+    Lectern,
+    /// Upstream's rule: one language per paragraph, Chinese if it holds any ideograph.
+    Upstream,
 }
 
 /// Structural pauses, in milliseconds.
@@ -89,6 +102,7 @@ pub struct ParseOptions<'a> {
     /// Fast start: the manuscript's first segment ends after its first sentence, so the
     /// first audio needs only that sentence's speech tokens (see [`split_lead_sentence`]).
     pub lead_sentence: bool,
+    pub frontend: Frontend,
 }
 
 impl Default for ParseOptions<'_> {
@@ -100,6 +114,7 @@ impl Default for ParseOptions<'_> {
             pronunciations: Pronunciations::default(),
             tokenizer: None,
             lead_sentence: true,
+            frontend: Frontend::default(),
         }
     }
 }
@@ -117,6 +132,11 @@ impl<'a> ParseOptions<'a> {
 
     pub fn with_pronunciations(mut self, p: Pronunciations) -> Self {
         self.pronunciations = p;
+        self
+    }
+
+    pub fn with_frontend(mut self, frontend: Frontend) -> Self {
+        self.frontend = frontend;
         self
     }
 
@@ -174,6 +194,8 @@ pub struct Chapter {
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Manuscript {
     pub path: Option<PathBuf>,
+    /// Title, author, language and cover, where the format carries them (EPUB).
+    pub info: BookInfo,
     pub chapters: Vec<Chapter>,
     /// Explicit pauses before the first segment.
     pub lead_in_ms: u32,
@@ -196,6 +218,30 @@ impl Manuscript {
     /// Parses text (plain unless `opts.format` says otherwise). Empty text gives no chapters.
     pub fn parse(src: &str, opts: &ParseOptions<'_>) -> Result<Self> {
         parse_source(src, opts.format.unwrap_or(Format::Plain), opts, Path::new("<text>"))
+    }
+
+    /// Segments a document read from a container (an EPUB): its plain-text layout
+    /// ([`Document::source_text`]) is the source the spans point into. Front matter is left out
+    /// when `skip_front_matter`.
+    pub fn from_document(
+        doc: &Document,
+        path: &Path,
+        skip_front_matter: bool,
+        opts: &ParseOptions<'_>,
+    ) -> Result<Self> {
+        let (src, laid_out) = doc.source_text(skip_front_matter);
+        let blocks = laid_out
+            .into_iter()
+            .map(|b| {
+                let text = Mapped::identity(&src[b.range.clone()], b.range.start);
+                (b.opens_chapter, Block { kind: b.kind, text })
+            })
+            .collect();
+        let m = parse_blocks(&src, blocks, opts, path)?;
+        if m.segments().next().is_none() {
+            return Err(TextError::Empty { path: path.to_path_buf() });
+        }
+        Ok(Self { path: Some(path.to_path_buf()), info: doc.info.clone(), ..m })
     }
 
     /// All segments in reading order.
@@ -254,9 +300,7 @@ pub fn normalized_runs(src: &str, format: Format, opts: &ParseOptions<'_>) -> Re
         for run in
             pause_runs(&block.text.text, src, &block.text, Path::new("<text>"), &opts.pauses)?
         {
-            if let Some(n) =
-                normalize_run(&block.text.text[run.range.clone()], &opts.pronunciations)
-            {
+            if let Some(n) = normalize_run(&block.text.text[run.range.clone()], opts) {
                 runs.push(n.1.text);
             }
         }
@@ -270,6 +314,18 @@ fn parse_source(
     opts: &ParseOptions<'_>,
     path: &Path,
 ) -> Result<Manuscript> {
+    // A heading opens a titled chapter.
+    let blocks = blocks(src, format).into_iter().map(|(title, b)| (title.map(Some), b)).collect();
+    parse_blocks(src, blocks, opts, path)
+}
+
+/// Segments blocks of `src`; a block paired with `Some(title)` opens a chapter.
+fn parse_blocks(
+    src: &str,
+    blocks: Vec<(Option<Option<String>>, Block)>,
+    opts: &ParseOptions<'_>,
+    path: &Path,
+) -> Result<Manuscript> {
     let tokens = |s: &str| match opts.tokenizer {
         Some(t) => t.count(s),
         None => estimate_tokens(s),
@@ -279,21 +335,21 @@ fn parse_source(
     let mut chapters: Vec<Chapter> = vec![Chapter::default()];
     let mut drafts: Vec<Draft> = Vec::new();
     let mut lead_in_ms = 0;
-    for (title, block) in blocks(src, format) {
-        if let Some(title) = title {
+    for (opens_chapter, block) in blocks {
+        if let Some(title) = opens_chapter {
             if !chapters.last().is_some_and(|c| c.title.is_none() && drafts.is_empty()) {
                 if let Some(d) = drafts.last_mut() {
                     d.level = d.level.max(Level::Chapter);
                 }
                 chapters.push(Chapter::default());
             }
-            chapters.last_mut().expect("one chapter").title = Some(title);
+            chapters.last_mut().expect("one chapter").title = title;
         }
         let chapter = chapters.len() - 1;
         let runs = pause_runs(&block.text.text, src, &block.text, path, &opts.pauses)?;
         for run in runs {
             let block_text = &block.text.text[run.range.clone()];
-            if let Some((lang, norm)) = normalize_run(block_text, &opts.pronunciations) {
+            if let Some((lang, norm)) = normalize_run(block_text, opts) {
                 let measure = if lang == Lang::Zh { &mut measure_zh } else { &mut measure_en };
                 let mut ranges = split_paragraph(&norm.text, lang, &opts.limits, measure);
                 if opts.lead_sentence && drafts.is_empty() && block.kind != SegmentKind::Heading {
@@ -353,7 +409,7 @@ fn parse_source(
     if chapters.iter().all(|c| c.segments.is_empty()) {
         chapters.clear();
     }
-    Ok(Manuscript { path: None, chapters, lead_in_ms })
+    Ok(Manuscript { path: None, info: BookInfo::default(), chapters, lead_in_ms })
 }
 
 /// Splits the first of a run's segment ranges after its first sentence, when it has more
@@ -381,14 +437,25 @@ pub fn split_lead_sentence(
 }
 
 /// Normalises one run; `None` when it has nothing to say. Appends the final mark upstream adds.
-fn normalize_run(text: &str, prons: &Pronunciations) -> Option<(Lang, Mapped)> {
+/// The run's language is Chinese when it holds an ideograph (for segmenting: Chinese marks
+/// include the English ones); its text is normalised per [`Frontend`].
+fn normalize_run(text: &str, opts: &ParseOptions<'_>) -> Option<(Lang, Mapped)> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return None;
     }
     let lead = text.len() - text.trim_start().len();
     let lang = Lang::detect(trimmed);
-    let mut norm = normalize_at(trimmed, lead, lang, prons);
+    let prons = &opts.pronunciations;
+    let mut norm = match opts.frontend {
+        Frontend::Upstream => normalize_at(trimmed, lead, lang, prons),
+        Frontend::Lectern => normalize_runs_at(trimmed, lead, prons),
+    };
+    // The final mark follows the language of the text's last run.
+    let lang_at_end = match opts.frontend {
+        Frontend::Upstream => lang,
+        Frontend::Lectern => script_runs(trimmed).last().map_or(lang, |(_, l)| *l),
+    };
     let t = norm.text.trim_end();
     if !speakable(t) && !t.contains(['[', '<']) {
         return None;
@@ -397,7 +464,7 @@ fn normalize_run(text: &str, prons: &Pronunciations) -> Option<(Lang, Mapped)> {
     let ends_marked = last.chars().next_back().is_some_and(|c| is_mark(c, lang));
     if !ends_marked {
         let end = lead + trimmed.len();
-        norm.push_replace(if lang == Lang::Zh { "。" } else { "." }, end..end);
+        norm.push_replace(if lang_at_end == Lang::Zh { "。" } else { "." }, end..end);
     }
     Some((lang, norm))
 }

@@ -54,6 +54,13 @@ impl Mapped {
         self.text.push_str(s);
     }
 
+    /// Appends another mapped string (its source offsets are kept as they are).
+    pub fn append(&mut self, other: Mapped) {
+        let shift = self.text.len();
+        self.runs.extend(other.runs.into_iter().map(|r| Run { out: r.out + shift, ..r }));
+        self.text.push_str(&other.text);
+    }
+
     /// The source byte range behind output bytes `out` (which must lie on char boundaries).
     pub fn src_range(&self, out: Range<usize>) -> Range<usize> {
         if self.runs.is_empty() {

@@ -37,6 +37,101 @@ pub fn is_cjk(c: char) -> bool {
     ('\u{4e00}'..='\u{9fff}').contains(&c)
 }
 
+/// Symbols and units read aloud: (sign, English, Chinese). Longer signs first (`°C` before
+/// `°`). Currency signs before a number are read with it by the number rules; these are the
+/// signs on their own (`5 €`).
+const SYMBOLS: &[(&str, &str, &str)] = &[
+    ("°C", "degrees Celsius", "摄氏度"),
+    ("℃", "degrees Celsius", "摄氏度"),
+    ("°F", "degrees Fahrenheit", "华氏度"),
+    ("℉", "degrees Fahrenheit", "华氏度"),
+    ("°", "degrees", "度"),
+    ("±", "plus or minus", "正负"),
+    ("×", "times", "乘"),
+    ("÷", "divided by", "除以"),
+    ("→", "to", "到"),
+    ("≈", "approximately", "约等于"),
+    ("€", "euros", "欧元"),
+    ("£", "pounds", "英镑"),
+    ("$", "dollars", "美元"),
+    ("¥", "yen", "日元"),
+    ("₹", "rupees", "卢比"),
+    ("%", "percent", "百分之"),
+];
+
+/// Pictographs, emoticons, dingbats, flags and skin tones (all within U+1F000–U+1FAFF):
+/// nothing to say.
+fn is_emoji(c: char) -> bool {
+    matches!(c,
+        '\u{1f000}'..='\u{1faff}' | '\u{2600}'..='\u{27bf}'
+        | '\u{2b50}' | '\u{2b55}' | '\u{2300}'..='\u{23ff}')
+}
+
+/// Full-width and CJK punctuation (U+3000–U+303F, U+FF00–U+FFEF): Chinese wherever it stands.
+fn is_cjk_punct(c: char) -> bool {
+    ('\u{3000}'..='\u{303f}').contains(&c) || ('\u{ff00}'..='\u{ffef}').contains(&c)
+}
+
+/// The text's runs of one language: Chinese from a CJK ideograph or CJK punctuation, English
+/// from a letter of any other script. A number written right against an ideograph (`2024年`,
+/// `3个`) is Chinese. Other digits, spaces and signs go with the English text they lead into
+/// (`« À demain`), else with the run before them (`pens (4)。`), so Chinese rules never touch
+/// the spacing or numbers of English text.
+pub fn script_runs(text: &str) -> Vec<(std::ops::Range<usize>, Lang)> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let strong: Vec<Option<Lang>> = chars
+        .iter()
+        .map(|&(i, c)| {
+            if is_cjk(c) || is_cjk_punct(c) {
+                Some(Lang::Zh)
+            } else if c.is_alphabetic() && !text[..i].ends_with('°') {
+                // (`°C`'s letter is part of the unit, which has no language of its own.)
+                Some(Lang::En)
+            } else if c.is_ascii_digit() && number_touches_ideograph(&text[i..]) {
+                Some(Lang::Zh)
+            } else {
+                None
+            }
+        })
+        .collect();
+    let mut runs: Vec<(std::ops::Range<usize>, Lang)> = Vec::new();
+    let mut before: Option<Lang> = None;
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        let lang = strong[k].unwrap_or_else(|| {
+            let next = strong[k..].iter().find_map(|l| *l);
+            match (before, next) {
+                (_, Some(Lang::En)) => Lang::En,
+                (Some(b), _) => b,
+                (None, n) => n.unwrap_or(Lang::En),
+            }
+        });
+        if strong[k].is_some() {
+            before = Some(lang);
+        }
+        match runs.last_mut() {
+            Some((r, l)) if *l == lang => r.end = i + c.len_utf8(),
+            _ => runs.push((i..i + c.len_utf8(), lang)),
+        }
+    }
+    runs
+}
+
+/// Whether the number starting `s` is followed directly by a CJK ideograph.
+fn number_touches_ideograph(s: &str) -> bool {
+    let after = s.trim_start_matches(|c: char| c.is_ascii_digit() || matches!(c, '.' | ',' | ':'));
+    after.chars().next().is_some_and(is_cjk)
+}
+
+/// Normalises each run of [`script_runs`] in its own language: Chinese numerals and
+/// punctuation only where the text is Chinese, English spacing and numbers elsewhere.
+pub fn normalize_runs_at(text: &str, base: usize, prons: &Pronunciations) -> Mapped {
+    let mut out = Mapped::default();
+    for (range, lang) in script_runs(text) {
+        out.append(normalize_at(&text[range.clone()], base + range.start, lang, prons));
+    }
+    out
+}
+
 /// Normalises `text` (auto-detected language, no overrides) and returns the plain string.
 pub fn normalize_str(text: &str) -> String {
     normalize(text, Lang::detect(text), &Pronunciations::default()).text
@@ -122,10 +217,56 @@ impl Normalizer<'_> {
                 return true;
             }
         }
-        match self.lang {
+        if is_emoji(c) {
+            return self.drop_emoji();
+        }
+        let done = match self.lang {
             Lang::En => self.step_en(c),
             Lang::Zh => self.step_zh(c),
+        };
+        done || self.symbol()
+    }
+
+    /// A symbol or unit read aloud in the run's language ([`SYMBOLS`]); English words are
+    /// spaced from a letter or digit touching the sign.
+    fn symbol(&mut self) -> bool {
+        let rest = self.rest();
+        let Some(&(sign, en, zh)) = SYMBOLS.iter().find(|(sign, _, _)| rest.starts_with(sign))
+        else {
+            return false;
+        };
+        // `°C` is a unit only when no letter follows (`°Cx` is something else).
+        if sign.ends_with(|c: char| c.is_ascii_alphabetic())
+            && rest[sign.len()..].starts_with(char::is_alphanumeric)
+        {
+            return false;
         }
+        let spoken = match self.lang {
+            Lang::Zh => zh.to_string(),
+            Lang::En => {
+                let word_before = self.prev().is_some_and(char::is_alphanumeric);
+                let word_after = rest[sign.len()..].starts_with(char::is_alphanumeric);
+                let pre = if word_before { " " } else { "" };
+                let post = if word_after { " " } else { "" };
+                format!("{pre}{en}{post}")
+            }
+        };
+        self.replace(sign.len(), &spoken);
+        true
+    }
+
+    /// An emoji (with its modifiers, joiners and variation selectors) is not spoken.
+    fn drop_emoji(&mut self) -> bool {
+        let emoji_or_space =
+            |c: char| is_emoji(c) || matches!(c, '\u{200d}' | '\u{fe0f}' | '\u{fe0e}') || c == ' ';
+        let mut n: usize =
+            self.rest().chars().take_while(|&c| emoji_or_space(c)).map(char::len_utf8).sum();
+        // Keep one space between the words around it (the one before it, if any, stays).
+        if !self.prev().is_none_or(char::is_whitespace) {
+            n -= self.rest()[..n].len() - self.rest()[..n].trim_end_matches(' ').len();
+        }
+        self.replace(n, "");
+        true
     }
 
     /// Collapses a blank run to one space (English) or applies `replace_blank` (Chinese).

@@ -1,6 +1,7 @@
 //! Table-driven normalisation tests (English and Chinese TN, special tokens untouched).
 
 use lectern_text::normalize::normalize_str;
+use lectern_text::{Frontend, Manuscript, ParseOptions};
 
 const CASES: &[(&str, &str)] = &[
     // English cardinals
@@ -131,4 +132,40 @@ fn overrides_apply_before_normalisation() {
     let p = Pronunciations::parse("Nguyen = Win\nSQL = sequel\n", "p.txt".as_ref()).unwrap();
     let out = normalize("Nguyen ran 3 SQL queries", Lang::En, &p);
     assert_eq!(out.text, "Win ran three sequel queries");
+}
+
+/// Exact normalised text of one paragraph under each frontend.
+fn normalised(text: &str, frontend: Frontend) -> String {
+    let opts = ParseOptions::default().with_frontend(frontend).with_lead_sentence(false);
+    let book = Manuscript::parse(text, &opts).unwrap();
+    book.segments().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" | ")
+}
+
+#[test]
+fn mixed_paragraphs_are_normalised_per_run() {
+    let para = "她说：« À demain, Paul. » I bought 4 pens in 1999 for $3.50 and 2024年有3个。";
+    assert_eq!(
+        normalised(para, Frontend::Lectern),
+        "她说：« À demain, Paul. » I bought four pens in nineteen ninety-nine for three dollars \
+         and fifty cents and 二零二四年有三个。"
+    );
+    // Upstream's rule reads the whole paragraph as Chinese.
+    let upstream = normalised(para, Frontend::Upstream);
+    assert!(upstream.contains("«Àdemain"), "{upstream}");
+    assert!(upstream.contains("四 pens") || upstream.contains("四pens"), "{upstream}");
+    assert_eq!(normalised("Pens (4) and 笔", Frontend::Lectern), "Pens (four) and 笔。");
+}
+
+#[test]
+fn symbols_and_units_are_read_in_the_runs_language_and_emoji_dropped() {
+    let en = |t| normalised(t, Frontend::Lectern);
+    assert_eq!(en("It was ±3°C outside."), "It was plus or minus three degrees Celsius outside.");
+    assert_eq!(en("Set 2 × 3 → 6, about 50%."), "Set two times three to six, about fifty percent.");
+    assert_eq!(en("It costs 5 € here."), "It costs five euros here.");
+    assert_eq!(en("Great day 🎉👍🏽 indeed."), "Great day indeed.");
+    assert_eq!(
+        en("Boiling: 212°F or 100 ℃."),
+        "Boiling: two hundred and twelve degrees Fahrenheit or one hundred degrees Celsius."
+    );
+    assert_eq!(en("气温±3°C。"), "气温正负三摄氏度。");
 }

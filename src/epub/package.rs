@@ -1,0 +1,338 @@
+//! The package document (`content.opf`), `META-INF/container.xml`, the EPUB 3 navigation
+//! document and the EPUB 2 NCX. Errors are reasons; the caller names the entry.
+
+use std::collections::{HashMap, HashSet};
+
+use quick_xml::Reader;
+use quick_xml::events::{BytesRef, BytesStart, Event};
+
+use super::resolve_href;
+
+/// A failure inside one XML entry, as a reason with the byte offset.
+pub(super) fn xml_error(reader: &Reader<&[u8]>, e: &quick_xml::Error) -> String {
+    format!("malformed XML at byte {}: {e}", reader.error_position())
+}
+
+/// An attribute's value (entities resolved, HTML's named ones included), by qualified name.
+pub(super) fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
+    let a = e.try_get_attribute(name).ok().flatten()?;
+    a.normalized_value(quick_xml::XmlVersion::Implicit1_0).ok().map(|v| v.into_owned())
+}
+
+/// The tokens of a space-separated attribute (`epub:type`, `properties`).
+pub(super) fn attr_tokens(e: &BytesStart<'_>, name: &str) -> Vec<String> {
+    attr(e, name).map(|v| v.split_whitespace().map(str::to_string).collect()).unwrap_or_default()
+}
+
+/// The element's local name (`dc:title` → `title`).
+pub(super) fn local(e: &BytesStart<'_>) -> String {
+    e.local_name().as_ref().to_string()
+}
+
+/// The text an entity or character reference stands for.
+pub(super) fn resolve_ref(r: &BytesRef<'_>) -> Result<String, String> {
+    if let Some(c) = r.resolve_char_ref().map_err(|e| format!("bad character reference: {e}"))? {
+        return Ok(c.to_string());
+    }
+    quick_xml::escape::resolve_predefined_entity(r)
+        .map(str::to_string)
+        .ok_or_else(|| format!("unknown entity `&{};`", &**r))
+}
+
+/// A reader over an entry's text that checks end tags.
+pub(super) fn reader(xml: &str) -> Reader<&[u8]> {
+    Reader::from_reader(xml.as_bytes())
+}
+
+/// `META-INF/container.xml` → the first rootfile's path.
+pub(super) fn rootfile(xml: &str) -> Result<String, String> {
+    let mut r = reader(xml);
+    loop {
+        match r.read_event() {
+            Ok(Event::Start(e) | Event::Empty(e)) if local(&e) == "rootfile" => {
+                if let Some(p) = attr(&e, "full-path") {
+                    return Ok(p);
+                }
+            }
+            Ok(Event::Eof) => return Err("no <rootfile full-path=…> names the package".into()),
+            Err(e) => return Err(xml_error(&r, &e)),
+            _ => {}
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct ManifestItem {
+    pub href: String,
+    pub media_type: String,
+    pub properties: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct SpineItem {
+    pub href: String,
+    pub linear: bool,
+}
+
+/// A table-of-contents entry: the file and fragment it points at, and its title.
+#[derive(Debug, Clone)]
+pub(super) struct TocEntry {
+    pub file: String,
+    pub fragment: String,
+    pub title: String,
+}
+
+/// The package document, hrefs resolved to entry names.
+#[derive(Debug, Default)]
+pub(super) struct Package {
+    pub title: Option<String>,
+    pub creators: Vec<String>,
+    pub language: Option<String>,
+    pub manifest: HashMap<String, ManifestItem>,
+    pub spine: Vec<SpineItem>,
+    pub nav_href: Option<String>,
+    pub ncx_href: Option<String>,
+    pub cover_href: Option<String>,
+    /// EPUB 2 guide references: (type, file).
+    pub guide: Landmarks,
+    /// EPUB 3 landmarks: (epub:type, file), filled from the navigation document.
+    pub landmarks: Landmarks,
+}
+
+/// Guide and landmark types that name front matter (EPUB 2 guide and EPUB 3 structural
+/// semantics vocabularies).
+const FRONT_MATTER_TYPES: &[&str] = &[
+    "cover",
+    "title-page",
+    "titlepage",
+    "halftitlepage",
+    "copyright-page",
+    "toc",
+    "dedication",
+    "epigraph",
+    "imprint",
+    "frontmatter",
+    "loi",
+    "lot",
+];
+
+/// Guide and landmark types that mark where the body matter starts.
+const BODY_START_TYPES: &[&str] = &["text", "bodymatter", "start"];
+
+impl Package {
+    pub fn parse(xml: &str, opf_path: &str) -> Result<Self, String> {
+        let mut pkg = Self::default();
+        let mut r = reader(xml);
+        let mut spine_ids: Vec<(String, bool)> = Vec::new();
+        let mut ncx_id = None;
+        let mut cover_id = None;
+        // The metadata element whose text is being read.
+        let mut reading: Option<String> = None;
+        let mut text = String::new();
+        loop {
+            let event = r.read_event().map_err(|e| xml_error(&r, &e))?;
+            match event {
+                Event::Start(e)
+                    if matches!(local(&e).as_str(), "title" | "creator" | "language") =>
+                {
+                    reading = Some(local(&e));
+                    text.clear();
+                }
+                Event::Text(t) if reading.is_some() => text.push_str(&t.xml10_content()),
+                Event::GeneralRef(g) if reading.is_some() => text.push_str(&resolve_ref(&g)?),
+                Event::End(_) if reading.is_some() => {
+                    let value = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                    match reading.take().as_deref() {
+                        _ if value.is_empty() => {}
+                        Some("title") if pkg.title.is_none() => pkg.title = Some(value),
+                        Some("creator") => pkg.creators.push(value),
+                        Some("language") if pkg.language.is_none() => pkg.language = Some(value),
+                        _ => {}
+                    }
+                }
+                Event::Start(e) | Event::Empty(e) => match local(&e).as_str() {
+                    "item" => {
+                        let (Some(id), Some(href)) = (attr(&e, "id"), attr(&e, "href")) else {
+                            return Err("a manifest <item> lacks its id or href".into());
+                        };
+                        let item = ManifestItem {
+                            href: resolve_href(opf_path, &href).0,
+                            media_type: attr(&e, "media-type").unwrap_or_default(),
+                            properties: attr_tokens(&e, "properties"),
+                        };
+                        pkg.manifest.insert(id, item);
+                    }
+                    "spine" => ncx_id = attr(&e, "toc"),
+                    "itemref" => {
+                        let id = attr(&e, "idref").ok_or("a spine <itemref> lacks its idref")?;
+                        spine_ids.push((id, attr(&e, "linear").as_deref() != Some("no")));
+                    }
+                    "meta" if attr(&e, "name").as_deref() == Some("cover") => {
+                        cover_id = attr(&e, "content");
+                    }
+                    "reference" => {
+                        if let (Some(t), Some(href)) = (attr(&e, "type"), attr(&e, "href")) {
+                            pkg.guide.push((t, resolve_href(opf_path, &href).0));
+                        }
+                    }
+                    _ => {}
+                },
+                Event::Eof => break,
+                _ => {}
+            }
+        }
+        for (id, linear) in spine_ids {
+            let item = pkg
+                .manifest
+                .get(&id)
+                .ok_or_else(|| format!("the spine names `{id}`, which the manifest lacks"))?;
+            pkg.spine.push(SpineItem { href: item.href.clone(), linear });
+        }
+        if pkg.spine.is_empty() {
+            return Err("the spine lists no content documents".into());
+        }
+        let with_property = |p: &str| {
+            pkg.manifest
+                .values()
+                .find(|i| i.properties.iter().any(|x| x == p))
+                .map(|i| i.href.clone())
+        };
+        pkg.nav_href = with_property("nav");
+        pkg.cover_href = with_property("cover-image").or_else(|| {
+            let item = pkg.manifest.get(cover_id.as_deref()?)?;
+            item.media_type.starts_with("image/").then(|| item.href.clone())
+        });
+        pkg.ncx_href = ncx_id
+            .and_then(|id| pkg.manifest.get(&id))
+            .or_else(|| pkg.manifest.values().find(|i| i.media_type == "application/x-dtbncx+xml"))
+            .map(|i| i.href.clone());
+        Ok(pkg)
+    }
+
+    pub fn media_type_of(&self, href: &str) -> Option<&str> {
+        self.manifest.values().find(|i| i.href == href).map(|i| i.media_type.as_str())
+    }
+
+    /// Files the guide or landmarks call front matter, and every spine item before the body
+    /// matter's start when they mark one.
+    pub fn front_matter_files(&self) -> HashSet<&str> {
+        let marks = self.guide.iter().chain(&self.landmarks);
+        let mut front: HashSet<&str> = marks
+            .clone()
+            .filter(|(t, _)| FRONT_MATTER_TYPES.contains(&t.as_str()))
+            .map(|(_, f)| f.as_str())
+            .collect();
+        let body_start = marks.clone().find(|(t, _)| BODY_START_TYPES.contains(&t.as_str()));
+        if let Some((_, start)) = body_start {
+            if let Some(k) = self.spine.iter().position(|i| &i.href == start) {
+                front.extend(self.spine[..k].iter().map(|i| i.href.as_str()));
+            }
+        }
+        front
+    }
+}
+
+/// Landmarks of a navigation document or guide references: (type, file).
+pub(super) type Landmarks = Vec<(String, String)>;
+
+/// The EPUB 3 navigation document → (toc entries, landmarks).
+pub(super) fn nav(xml: &str, nav_path: &str) -> Result<(Vec<TocEntry>, Landmarks), String> {
+    let mut r = reader(xml);
+    let mut toc = Vec::new();
+    let mut landmarks = Vec::new();
+    // Which nav we are in, by its epub:type, and its nesting depth.
+    let mut in_nav: Option<(String, usize)> = None;
+    let mut depth = 0usize;
+    // The link being read: (href, epub:type, text).
+    let mut link: Option<(String, String, String)> = None;
+    loop {
+        let event = r.read_event().map_err(|e| xml_error(&r, &e))?;
+        match event {
+            Event::Start(e) => {
+                depth += 1;
+                let name = local(&e);
+                if name == "nav" && in_nav.is_none() {
+                    let kind = attr_tokens(&e, "epub:type").into_iter().next().unwrap_or_default();
+                    in_nav = Some((kind, depth));
+                } else if name == "a" && in_nav.is_some() {
+                    let href = attr(&e, "href").unwrap_or_default();
+                    let kind = attr(&e, "epub:type").unwrap_or_default();
+                    link = Some((href, kind, String::new()));
+                }
+            }
+            Event::Text(t) => {
+                if let Some(l) = link.as_mut() {
+                    l.2.push_str(&t.xml10_content());
+                }
+            }
+            Event::GeneralRef(g) => {
+                if let Some(l) = link.as_mut() {
+                    l.2.push_str(&resolve_ref(&g)?);
+                }
+            }
+            Event::End(e) => {
+                let name = e.local_name().as_ref().to_string();
+                if name == "a" {
+                    if let (Some((href, kind, text)), Some((nav_kind, _))) = (link.take(), &in_nav)
+                    {
+                        let (file, fragment) = resolve_href(nav_path, &href);
+                        let title = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                        match nav_kind.as_str() {
+                            "toc" if !href.is_empty() => {
+                                toc.push(TocEntry { file, fragment, title })
+                            }
+                            "landmarks" => landmarks.push((kind, file)),
+                            _ => {}
+                        }
+                    }
+                }
+                if name == "nav" && in_nav.as_ref().is_some_and(|(_, d)| *d == depth) {
+                    in_nav = None;
+                }
+                depth = depth.saturating_sub(1);
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    Ok((toc, landmarks))
+}
+
+/// The EPUB 2 NCX → toc entries, in document order (nested points after their parent).
+pub(super) fn ncx_toc(xml: &str, ncx_path: &str) -> Result<Vec<TocEntry>, String> {
+    let mut r = reader(xml);
+    let mut toc = Vec::new();
+    // Labels of the open navPoints, innermost last.
+    let mut labels: Vec<String> = Vec::new();
+    let mut in_label_text = false;
+    loop {
+        let event = r.read_event().map_err(|e| xml_error(&r, &e))?;
+        match event {
+            Event::Start(e) if local(&e) == "navPoint" => labels.push(String::new()),
+            Event::Start(e) if local(&e) == "text" && !labels.is_empty() => in_label_text = true,
+            Event::Start(e) | Event::Empty(e) if local(&e) == "content" => {
+                if let (Some(src), Some(label)) = (attr(&e, "src"), labels.last()) {
+                    let (file, fragment) = resolve_href(ncx_path, &src);
+                    let title = label.split_whitespace().collect::<Vec<_>>().join(" ");
+                    toc.push(TocEntry { file, fragment, title });
+                }
+            }
+            Event::Text(t) if in_label_text => {
+                labels.last_mut().expect("in a navPoint").push_str(&t.xml10_content());
+            }
+            Event::GeneralRef(g) if in_label_text => {
+                labels.last_mut().expect("in a navPoint").push_str(&resolve_ref(&g)?);
+            }
+            Event::End(e) => match e.local_name().as_ref() {
+                "navPoint" => {
+                    labels.pop();
+                }
+                "text" => in_label_text = false,
+                _ => {}
+            },
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    Ok(toc)
+}

@@ -1,0 +1,244 @@
+//! EPUB input: real EPUB 2 and 3 files built in the test, read into chapters (titles from the
+//! nav document or the NCX, a chapter over two files, an anchor opening a chapter, non-linear
+//! items left out, front matter flagged), metadata, the manuscript they make, bad books.
+
+use std::path::Path;
+
+use lectern::epub::{self, EpubError};
+use lectern_text::{Document, Manuscript, ParseOptions, SegmentKind};
+
+use crate::epub_common::{PNG, epub2, epub3, write_epub, xhtml};
+
+/// Every chapter as (title, front matter, [block texts]).
+fn outline(doc: &Document) -> Vec<(Option<String>, bool, Vec<String>)> {
+    doc.chapters
+        .iter()
+        .map(|c| {
+            (c.title.clone(), c.front_matter, c.blocks.iter().map(|b| b.text.clone()).collect())
+        })
+        .collect()
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn epub3_chapters_follow_the_nav_document() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("book.epub");
+    epub3(&path);
+    let doc = epub::read(&path).unwrap();
+    assert_eq!(
+        outline(&doc),
+        vec![
+            (Some("Title Page".into()), true, s(&["The Test of Time", "by Ada Writer"])),
+            (
+                Some("Chapter 1: Arrival".into()),
+                false,
+                s(&[
+                    "Chapter 1: Arrival",
+                    "The train came in at dusk.",
+                    "Nobody met it.",
+                    "Later, the rain began.",
+                    "It did not stop."
+                ])
+            ),
+            (Some("Chapter 2".into()), false, s(&["Chapter 2", "Morning was grey."])),
+            (Some("Chapter 3".into()), false, s(&["Chapter 3", "Evening was gold.", "The end."])),
+        ]
+    );
+    assert_eq!(doc.chapters[1].blocks[0].kind, SegmentKind::Heading);
+    assert_eq!(doc.chapters[1].blocks[1].kind, SegmentKind::Body);
+    assert_eq!(doc.info.title.as_deref(), Some("The Test of Time"));
+    assert_eq!(doc.info.author.as_deref(), Some("Ada Writer, Bo Second"));
+    assert_eq!(doc.info.language.as_deref(), Some("en"));
+    let cover = doc.info.cover.as_ref().expect("cover");
+    assert_eq!((cover.media_type.as_str(), cover.bytes.as_slice()), ("image/png", PNG));
+    assert_eq!(cover.extension(), "png");
+}
+
+#[test]
+fn epub2_chapters_follow_the_ncx_and_the_guide_marks_front_matter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("old.epub");
+    epub2(&path);
+    let doc = epub::read(&path).unwrap();
+    assert_eq!(
+        outline(&doc),
+        vec![
+            (Some("Copyright".into()), true, s(&["\u{a9} 1901 C. Author. All rights reserved."])),
+            (
+                Some("Part One".into()),
+                false,
+                s(&[
+                    "Part One",
+                    "It began\u{2026} quietly\u{2014}as things do.",
+                    "Second paragraph."
+                ])
+            ),
+            (Some("Part Two".into()), false, s(&["Part Two", "Then it ended."])),
+        ]
+    );
+    assert_eq!(doc.info.title.as_deref(), Some("Old & New"));
+    assert_eq!(doc.info.author.as_deref(), Some("C. Author"));
+    assert_eq!(doc.info.language.as_deref(), Some("fr"));
+    assert_eq!(doc.info.cover.as_ref().map(|c| c.extension()), Some("jpg"));
+}
+
+#[test]
+fn a_book_becomes_a_manuscript_without_losing_a_paragraph() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("book.epub");
+    epub3(&path);
+    let doc = epub::read(&path).unwrap();
+    let opts = ParseOptions::default().with_lead_sentence(false);
+    let book = Manuscript::from_document(&doc, &path, false, &opts).unwrap();
+    let titles: Vec<_> = book.chapters.iter().map(|c| c.title.as_deref()).collect();
+    assert_eq!(
+        titles,
+        [Some("Title Page"), Some("Chapter 1: Arrival"), Some("Chapter 2"), Some("Chapter 3")]
+    );
+    // Every block of the book is in the segments, in order.
+    let all: String = book.segments().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" ");
+    let mut at = 0;
+    for block in doc.chapters.iter().flat_map(|c| &c.blocks) {
+        let first_word = block.text.split_whitespace().next().unwrap();
+        let k = all[at..].find(first_word).unwrap_or_else(|| panic!("{first_word} lost: {all}"));
+        at += k;
+    }
+    assert_eq!(book.info.title.as_deref(), Some("The Test of Time"));
+    // Front matter left out on request; the chapters after it are unchanged.
+    let skipped = Manuscript::from_document(&doc, &path, true, &opts).unwrap();
+    let titles: Vec<_> = skipped.chapters.iter().map(|c| c.title.as_deref()).collect();
+    assert_eq!(titles, [Some("Chapter 1: Arrival"), Some("Chapter 2"), Some("Chapter 3")]);
+    let texts = |m: &Manuscript| m.segments().map(|s| s.text.clone()).collect::<Vec<_>>();
+    assert!(texts(&book).ends_with(&texts(&skipped)));
+    assert!(!texts(&skipped).iter().any(|t| t.contains("Ada Writer")));
+}
+
+#[test]
+fn a_book_without_navigation_makes_a_chapter_of_each_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("bare.epub");
+    let opf = r#"<package xmlns="http://www.idpf.org/2007/opf" version="3.0"><metadata/>
+      <manifest><item id="a" href="a.xhtml" media-type="application/xhtml+xml"/>
+      <item id="b" href="b.xhtml" media-type="application/xhtml+xml"/></manifest>
+      <spine><itemref idref="a"/><itemref idref="b"/></spine></package>"#;
+    let a = xhtml("First", "<p>One.</p>");
+    let b = xhtml("", "<h2>Second</h2><p>Two.</p>");
+    write_epub(
+        &path,
+        "p.opf",
+        &[("p.opf", opf.as_bytes()), ("a.xhtml", a.as_bytes()), ("b.xhtml", b.as_bytes())],
+    );
+    let doc = epub::read(&path).unwrap();
+    assert_eq!(
+        outline(&doc),
+        vec![
+            (Some("First".into()), false, s(&["One."])),
+            (Some("Second".into()), false, s(&["Second", "Two."])),
+        ]
+    );
+}
+
+fn error_of(path: &Path) -> String {
+    let e: EpubError = epub::read(path).unwrap_err();
+    e.to_string()
+}
+
+#[test]
+fn bad_books_name_the_file_and_the_entry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let not_zip = tmp.path().join("text.epub");
+    std::fs::write(&not_zip, "just text").unwrap();
+    let e = error_of(&not_zip);
+    assert!(e.contains("text.epub: not an EPUB (not a ZIP container"), "{e}");
+
+    let no_container = tmp.path().join("nocontainer.epub");
+    let file = std::fs::File::create(&no_container).unwrap();
+    let mut zip = zip::ZipWriter::new(file);
+    zip.start_file("mimetype", zip::write::SimpleFileOptions::default()).unwrap();
+    zip.finish().unwrap();
+    let e = error_of(&no_container);
+    assert!(e.contains("nocontainer.epub: the EPUB has no entry `META-INF/container.xml`"), "{e}");
+
+    let opf = r#"<package xmlns="http://www.idpf.org/2007/opf"><metadata/><manifest>
+      <item id="a" href="a.xhtml" media-type="application/xhtml+xml"/></manifest>
+      <spine><itemref idref="a"/><itemref idref="ghost"/></spine></package>"#;
+    let ghost = tmp.path().join("ghost.epub");
+    write_epub(&ghost, "o.opf", &[("o.opf", opf.as_bytes())]);
+    let e = error_of(&ghost);
+    assert!(e.contains("ghost.epub: entry `o.opf`: the spine names `ghost`"), "{e}");
+
+    let opf = r#"<package xmlns="http://www.idpf.org/2007/opf"><metadata/><manifest>
+      <item id="a" href="a.xhtml" media-type="application/xhtml+xml"/></manifest>
+      <spine><itemref idref="a"/></spine></package>"#;
+    let missing = tmp.path().join("missing.epub");
+    write_epub(&missing, "o.opf", &[("o.opf", opf.as_bytes())]);
+    let e = error_of(&missing);
+    assert!(
+        e.contains("missing.epub: the EPUB has no entry `a.xhtml` (the spine lists it)"),
+        "{e}"
+    );
+
+    let broken = tmp.path().join("broken.epub");
+    let bad = "<html><body><p>unclosed</body></html>";
+    write_epub(&broken, "o.opf", &[("o.opf", opf.as_bytes()), ("a.xhtml", bad.as_bytes())]);
+    let e = error_of(&broken);
+    assert!(e.contains("broken.epub: entry `a.xhtml`: malformed XML at byte"), "{e}");
+
+    let entity = tmp.path().join("entity.epub");
+    let bad = xhtml("t", "<p>&madeup;</p>");
+    write_epub(&entity, "o.opf", &[("o.opf", opf.as_bytes()), ("a.xhtml", bad.as_bytes())]);
+    let e = error_of(&entity);
+    assert!(e.contains("entity.epub: entry `a.xhtml`: unknown entity `&madeup;`"), "{e}");
+}
+
+fn lectern() -> std::process::Command {
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lectern"));
+    cmd.env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("HOME", &home)
+        .env("LECTERN_VOICES", "/nonexistent-lectern-voices");
+    cmd
+}
+
+fn run_ok(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().expect("run lectern");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    err
+}
+
+#[test]
+fn an_epub_renders_and_exports_with_its_titles_author_and_cover() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = tmp.path().join("book.epub");
+    epub3(&book);
+    let wav = tmp.path().join("render.wav");
+    run_ok(
+        lectern()
+            .arg("render")
+            .arg(&book)
+            .arg("-o")
+            .arg(&wav)
+            .args(["--quiet", "--skip-front-matter"]),
+    );
+    let out = tmp.path().join("out/book.wav");
+    run_ok(lectern().arg("export").arg(&book).arg("-o").arg(&out));
+    let cue = std::fs::read_to_string(tmp.path().join("out/book.wav.cue")).unwrap();
+    assert!(cue.starts_with("REM GENERATOR \"Lectern\"\nTITLE \"The Test of Time\"\nPERFORMER \"Ada Writer, Bo Second\"\nFILE"), "{cue}");
+    let tracks: Vec<&str> = cue.lines().filter_map(|l| l.strip_prefix("    TITLE ")).collect();
+    assert_eq!(tracks, ["\"Chapter 1: Arrival\"", "\"Chapter 2\"", "\"Chapter 3\""]);
+    assert_eq!(std::fs::read(tmp.path().join("out/book.cover.png")).unwrap(), PNG);
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("out/book.wav.chapters.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["book"]["language"], "en");
+    assert_eq!(json["book"]["cover"], "book.cover.png");
+    // The export read the book as the render did (front matter skipped): nothing is missing.
+    assert_eq!(json["chapters"].as_array().unwrap().len(), 3);
+}
