@@ -7,7 +7,6 @@ use clap::{Parser, Subcommand};
 
 use crate::config::{Config, Setting, Source, pick};
 use crate::{bench, limits, render, store, workstation};
-use lectern_engine::cosyvoice::lm_precision;
 use lectern_engine::protocol::{MinLenRule, Precision, RenderParams};
 use lectern_model::flow::FlowMatmul;
 use lectern_parity as parity;
@@ -309,7 +308,7 @@ impl WorkloadArgs {
         o.quick = quick;
         o.lanes = (!self.lanes.is_empty()).then(|| self.lanes.iter().map(|&l| l.max(1)).collect());
         o.steps = self.steps;
-        o.precision = self.precision.map(|p| lm_precision(p.into()));
+        o.precision = self.precision.map(Into::into);
         o.flow_matmul = self.flow_matmul.map(Into::into);
         o
     }
@@ -390,16 +389,6 @@ impl SynthArgs {
     }
 }
 
-/// A precision as the flag and the configuration file spell it.
-pub fn precision_name(p: Precision) -> &'static str {
-    match p {
-        Precision::F32 => "f32",
-        Precision::F16 => "f16",
-        Precision::Bf16 => "bf16",
-        Precision::Q8_0 => "q8_0",
-    }
-}
-
 /// Flags of the workstation that `config.toml` can also set.
 #[derive(Debug, Clone, Default)]
 pub struct ExtraFlags {
@@ -457,7 +446,7 @@ impl Effective {
             row("nfe", self.nfe.value.to_string(), &self.nfe.source),
             row("group_target", self.group_target.value.to_string(), &self.group_target.source),
             row("lanes", self.lanes.value.to_string(), &self.lanes.source),
-            row("precision", precision_name(self.precision.value).into(), &self.precision.source),
+            row("precision", self.precision.value.name().into(), &self.precision.source),
             row("theme", self.theme.value.clone(), &self.theme.source),
             row(
                 "playback_device",

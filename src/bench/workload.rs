@@ -28,9 +28,7 @@ use serde_json::{Value, json};
 
 use lectern_engine::Engine;
 use lectern_engine::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
-use lectern_engine::cosyvoice::{
-    CosyVoiceBackend, LmHandle, PreparedVoice, lm_device, lm_precision,
-};
+use lectern_engine::cosyvoice::{CosyVoiceBackend, LmHandle, PreparedVoice, lm_device};
 use lectern_engine::protocol::{
     EngineEvent, LaneMemory, MinLenRule, Precision, RenderParams, Request, SegmentSpec,
     SegmentState,
@@ -407,8 +405,7 @@ fn build_backend(
     let dev = &opts.device;
     let lm_ckpt =
         super::lm::random_checkpoint(cfg, opts.weights_seed, all_text_ids, &lm_device(dev)?)?;
-    let mut lm =
-        SpeechLm::new(&cfg.lm, &Weights::root(Arc::new(lm_ckpt)), lm_precision(opts.precision))?;
+    let mut lm = SpeechLm::new(&cfg.lm, &Weights::root(Arc::new(lm_ckpt)), opts.precision)?;
     lm.set_decode_graphs(opts.cuda_graphs);
     let flow_ckpt = super::flow::random_flow(&cfg.flow, opts.weights_seed, dev)?;
     let mut flow = CausalMaskedDiffWithDiT::new(

@@ -16,7 +16,7 @@ use crate::voice::{ModelSignature, Voice};
 use lectern_model::config::{ModelConfig, ModelFiles, N_MELS};
 use lectern_model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
 use lectern_model::hift::Hift;
-use lectern_model::lm::{GenerateOptions, LaneRequest, LmPrecision, SpeechLm};
+use lectern_model::lm::{GenerateOptions, LaneRequest, SpeechLm};
 use lectern_model::sampling::{self, SamplingConfig};
 use lectern_text::Tokenizer;
 
@@ -110,16 +110,6 @@ impl From<candle::Error> for EngineError {
     }
 }
 
-/// Maps the engine's precision to the LM's.
-pub fn lm_precision(p: Precision) -> LmPrecision {
-    match p {
-        Precision::F32 => LmPrecision::F32,
-        Precision::F16 => LmPrecision::F16,
-        Precision::Bf16 => LmPrecision::Bf16,
-        Precision::Q8_0 => LmPrecision::Q8_0,
-    }
-}
-
 /// Device memory in use, bytes: on CUDA, total minus free as the driver reports it
 /// (`cuMemGetInfo`) — what the process holds, including candle's cached allocations and the
 /// CUDA context, i.e. the figure that sees pressure. `None` on the CPU (process memory covers
@@ -160,7 +150,7 @@ impl CosyVoiceBackend {
             .check_model(&ModelSignature::from_model_dir(model_dir).map_err(invalid)?)
             .map_err(invalid)?;
         let files = ModelFiles::in_dir(model_dir);
-        let lm = SpeechLm::from_dir(model_dir, lm_precision(precision), &lm_device(device)?)?;
+        let lm = SpeechLm::from_dir(model_dir, precision, &lm_device(device)?)?;
         let mut flow =
             CausalMaskedDiffWithDiT::load(&cfg.flow, &files.flow, device, &NoiseSource::Rebuilt)?;
         flow.set_matmul(flow_matmul)?;

@@ -12,16 +12,8 @@ pub type SegmentId = u64;
 /// Id of one take of a segment, unique within an engine run.
 pub type TakeId = u64;
 
-/// LM weight precision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Precision {
-    #[default]
-    F32,
-    F16,
-    Bf16,
-    Q8_0,
-}
+/// LM weight precision: the model's own type, under the name the engine's settings use.
+pub use lectern_model::lm::LmPrecision as Precision;
 
 /// Which stop ids the minimum-length guard blocks (spec §6.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -47,8 +47,11 @@ pub const END_OF_PROMPT_ID: u32 = 151_646;
 /// Default number of lanes decoded together.
 pub const DEFAULT_MAX_LANES: usize = 8;
 
-/// Storage precision of the projection weights (and the speech head).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Storage precision of the projection weights (and the speech head). The one precision
+/// vocabulary of the workspace: the engine's settings and every take record name it (serde,
+/// snake_case: `f32`, `f16`, `bf16`, `q8_0`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LmPrecision {
     #[default]
     F32,

@@ -9,7 +9,6 @@ use super::{clock, panel};
 use crate::audio::player::PlayState;
 use crate::tui::app::App;
 use crate::tui::theme::Theme;
-use lectern_engine::protocol::Precision;
 
 fn state_line<'a>(app: &App, theme: &Theme) -> Line<'a> {
     let (icon, word) = match app.player.state {
@@ -97,17 +96,6 @@ pub fn draw_transport(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(sink_line).wrap(Wrap { trim: false }), sink);
 }
 
-/// Short name of a precision.
-#[must_use]
-pub fn precision_name(p: Precision) -> &'static str {
-    match p {
-        Precision::F32 => "f32",
-        Precision::F16 => "f16",
-        Precision::Bf16 => "bf16",
-        Precision::Q8_0 => "q8_0",
-    }
-}
-
 /// The live render parameters.
 pub fn draw_params(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     let p = &app.params;
@@ -127,7 +115,7 @@ pub fn draw_params(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
         row("NFE", p.nfe.to_string(), "[ ]"),
         row("group", group, "{ }"),
         row("lanes", p.lanes.to_string(), "l L"),
-        row("precision", precision_name(p.precision).to_string(), ""),
+        row("precision", p.precision.name().to_string(), ""),
         row("backend", app.backend.clone(), ""),
     ];
     frame.render_widget(Paragraph::new(lines).block(panel("parameters", theme)), area);
