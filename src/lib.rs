@@ -6,6 +6,7 @@
 //! - `parity`: `lectern parity`, model stages against reference fixtures;
 //! - `tui`: the workstation front end (state, keys, themes, panels, event loop);
 //! - `engine`: background synthesis thread, scheduler, telemetry, takes;
+//! - `deliver`: delivery files (ACX MP3s, M4B) mastered from the 24 kHz master, and `check`;
 //! - `store`: project database, take files, export;
 //! - `audio`: playback (cpal + ring buffer, file sink), WAV I/O;
 //! - `model`: CosyVoice3 in candle — pure math, no threads, no I/O beyond loading;
@@ -18,6 +19,7 @@ pub mod audio;
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod deliver;
 pub mod engine;
 pub mod hashing;
 pub mod limits;

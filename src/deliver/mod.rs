@@ -1,0 +1,3 @@
+//! Delivery: what a retailer or a listener's player takes, mastered from the 24 kHz master.
+
+pub mod mastering;
