@@ -109,7 +109,8 @@ pub struct DeliveryOptions {
     /// Recordings (WAV) of the opening and closing credits, each delivered as its own file.
     pub opening_credits: Option<PathBuf>,
     pub closing_credits: Option<PathBuf>,
-    /// Write `sample.mp3`: the start of this chapter, whole segments, at most 5 minutes.
+    /// Write `sample.mp3`: the start of this chapter (1-based, in reading order, credits not
+    /// counted), whole segments, at most 5 minutes.
     pub sample_chapter: Option<u32>,
     /// Longest file, seconds, head and tail included (ACX: 120 minutes).
     pub max_file_s: f64,
@@ -209,9 +210,11 @@ pub fn export(project: &Project, opts: &DeliveryOptions) -> Result<DeliveryRepor
         DeliveryFormat::M4b => vec![m4b::write(&tracks_audio(&tracks, &room_tone)?, opts)?],
     };
     if let Some(chapter) = opts.sample_chapter {
-        let ch = export_plan.chapters.iter().find(|c| c.chapter == chapter).ok_or_else(|| {
+        let count = export_plan.chapters.len();
+        let ch = chapter.checked_sub(1).and_then(|i| export_plan.chapters.get(i as usize));
+        let ch = ch.ok_or_else(|| {
             DeliverError::Invalid(format!(
-                "--sample {chapter}: the manuscript has no chapter {chapter}"
+                "--sample {chapter}: the manuscript has no chapter {chapter} (it has {count}, numbered from 1)"
             ))
         })?;
         let sample_max = content_max_samples(acx::SAMPLE_MAX_S)?;

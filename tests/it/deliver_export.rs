@@ -169,9 +169,18 @@ fn credits_are_their_own_files_and_the_sample_is_short() {
     assert!(sample.check.duration_s <= acx::SAMPLE_MAX_S);
     assert_eq!(ffprobe(&sample.path)["format"]["tags"]["title"], "Retail Sample");
     // A chapter the manuscript does not have is an error.
-    let opts = DeliveryOptions { sample_chapter: Some(9), ..acx_options(&tmp.path().join("y")) };
-    let err = deliver::export(&p, &opts).unwrap_err().to_string();
-    assert!(err.contains("no chapter 9"), "{err}");
+    assert_eq!(ffprobe(&sample.path)["format"]["tags"]["album"], "The Lighthouse");
+    // Chapter 2 in reading order, whole (it is short): the same length as its file.
+    let chapter2 = &report.files[2];
+    assert!(chapter2.title.starts_with("Sentence number 2"), "{}", chapter2.title);
+    assert_eq!(sample.samples, chapter2.samples);
+    // A chapter the manuscript does not have is an error.
+    for n in [0, 3] {
+        let opts =
+            DeliveryOptions { sample_chapter: Some(n), ..acx_options(&tmp.path().join("y")) };
+        let err = deliver::export(&p, &opts).unwrap_err().to_string();
+        assert!(err.contains(&format!("no chapter {n} (it has 2, numbered from 1)")), "{err}");
+    }
 }
 
 #[test]
