@@ -11,6 +11,7 @@
 //! - `audio`: playback (cpal + ring buffer, file sink), WAV I/O;
 //! - `model`: CosyVoice3 in candle — pure math, no threads, no I/O beyond loading;
 //! - `assets`: what the binary carries (sample, demo model) and the platform directories;
+//! - `quality`: per-take quality figures (speaker similarity, speaking rate, loudness);
 //! - `limits`: the accepted ranges of numeric settings (CLI, workstation, config files);
 //! - `hashing`: the one stable hash and mixing function (stored hashes, seeds).
 
@@ -25,6 +26,7 @@ pub mod hashing;
 pub mod limits;
 pub mod model;
 pub mod parity;
+pub mod quality;
 pub mod render;
 pub mod session;
 pub mod store;
