@@ -1058,6 +1058,15 @@ fn run_delivery(cfg: &Config, run: DeliveryRun) -> Result<()> {
     for f in &report.files {
         eprintln!("wrote {} ({:.1} s)", f.path.display(), f.samples as f64 / 44_100.0);
     }
+    // Files of an earlier export (another chapter list) would be uploaded or checked with
+    // these; they are not removed, but named.
+    let written: std::collections::HashSet<&std::path::Path> =
+        report.files.iter().map(|f| f.path.as_path()).collect();
+    for other in deliver::check::delivery_files(&opts.out_dir).unwrap_or_default() {
+        if !written.contains(other.as_path()) {
+            eprintln!("warning: {} is not from this export (left as it was)", other.display());
+        }
+    }
     let checks: Vec<_> = report.files.iter().map(|f| f.check.clone()).collect();
     print_checks(&checks, d.json)?;
     Ok(())

@@ -211,6 +211,15 @@ fn export_preset_acx_from_the_cli_checks_what_it_wrote() {
     assert!(o.status.success(), "{stdout}{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(stdout.matches(" pass\n").count(), 2, "{stdout}");
     assert_eq!(deliver_common::names(&out).len(), 2);
+    // A file of an earlier export in the folder is named, not removed.
+    std::fs::copy(out.join(&deliver_common::names(&out)[0]), out.join("00-old.mp3")).unwrap();
+    let o =
+        lectern().args(["export", "--preset", "acx", "-o"]).arg(&out).arg(&dir).output().unwrap();
+    assert!(o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("00-old.mp3 is not from this export"), "{stderr}");
+    assert!(out.join("00-old.mp3").is_file());
+    std::fs::remove_file(out.join("00-old.mp3")).unwrap();
     // The title defaults to the project's name.
     assert_eq!(
         deliver_common::ffprobe(&out.join(&deliver_common::names(&out)[0]))["format"]["tags"]["album"],
