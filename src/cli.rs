@@ -550,16 +550,27 @@ pub enum Command {
     Export {
         /// Project directory, or the manuscript (its project is `NAME.lectern` beside it).
         project: PathBuf,
-        /// Output file (`book.wav`); with `--split chapters`, `book-01.wav`, ... beside it
-        /// [default: NAME.wav in config.toml's output_dir, else in the current directory]
+        /// Output file (`book.wav`); with `--split chapters`, `book-01.wav`, ... beside it. For
+        /// `mp3`, `m4b` and `--preset acx`: the output folder
+        /// [default: NAME.wav (or the folder NAME) in config.toml's output_dir, else in the
+        /// current directory]
         #[arg(short, long)]
         out: Option<PathBuf>,
         /// `chapters`: one file per chapter.
         #[arg(long, value_enum)]
         split: Option<ExportSplit>,
-        /// Audio format.
-        #[arg(long, value_enum, default_value = "wav")]
-        format: ExportFormatArg,
+        /// Audio format: `wav`/`flac` are the 24 kHz master; `mp3`/`m4b` are mastered for
+        /// delivery (44.1 kHz, RMS −20 dB, peaks ≤ −3 dB, room tone) [default: wav; mp3 with
+        /// --preset acx]
+        #[arg(long, value_enum)]
+        format: Option<ExportFormatArg>,
+        /// `acx`: Audible/ACX's requirements: one MP3 per chapter (192 kbps CBR, 44.1 kHz
+        /// mono), ≤ 120 min each, RMS −23…−18 dB, peaks ≤ −3 dB, room tone; checked after
+        /// writing.
+        #[arg(long, value_enum)]
+        preset: Option<ExportPreset>,
+        #[command(flatten)]
+        delivery: DeliveryArgs,
         /// Bits per sample: 16 or 24 (WAV also 32 = float).
         #[arg(long, default_value_t = 16)]
         bits: u32,
@@ -571,6 +582,15 @@ pub enum Command {
         /// each); without it such takes are refused.
         #[arg(long)]
         allow_stale: bool,
+    },
+    /// Check delivery files (a folder of MP3/M4B files, or one file) against ACX's audio
+    /// requirements: RMS, peak, noise floor, room tone, sample rate, bitrate, channels, length.
+    Check {
+        /// A folder (its .mp3 and .m4b files) or one file.
+        path: PathBuf,
+        /// Print the figures as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
     /// Voice prompts: make one from a recording, list them, or show one.
     Voice {
@@ -584,10 +604,54 @@ pub enum ExportSplit {
     Chapters,
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExportFormatArg {
     Wav,
     Flac,
+    Mp3,
+    M4b,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportPreset {
+    Acx,
+}
+
+/// `lectern export`'s options for delivery formats (`mp3`, `m4b`, `--preset acx`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DeliveryArgs {
+    /// Book title (tags; the M4B's name) [default: the manuscript's file name]
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Author (tags).
+    #[arg(long)]
+    pub author: Option<String>,
+    /// Narrator (tags).
+    #[arg(long)]
+    pub narrator: Option<String>,
+    /// Cover image for the M4B (JPEG or PNG).
+    #[arg(long)]
+    pub cover: Option<PathBuf>,
+    /// A room-tone recording (WAV, under −60 dB RMS) to lay under every file instead of the
+    /// generated noise bed.
+    #[arg(long)]
+    pub room_tone: Option<PathBuf>,
+    /// Level of the generated room tone, dB RMS (between −90 and −60) [default: -70]
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "room_tone")]
+    pub room_tone_db: Option<f64>,
+    /// Recording (WAV) of the opening credits, delivered as the first file.
+    #[arg(long)]
+    pub opening_credits: Option<PathBuf>,
+    /// Recording (WAV) of the closing credits, delivered as the last file.
+    #[arg(long)]
+    pub closing_credits: Option<PathBuf>,
+    /// Also write a retail sample (`sample.mp3`): the start of chapter N, whole segments,
+    /// at most 5 minutes.
+    #[arg(long, value_name = "CHAPTER")]
+    pub sample: Option<u32>,
+    /// Print the check of the written files as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -689,9 +753,35 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Some(Command::Export { project, out, split, format, bits, loudness, allow_stale }) => {
+        Some(Command::Export {
+            project,
+            out,
+            split,
+            format,
+            preset,
+            delivery,
+            bits,
+            loudness,
+            allow_stale,
+        }) => {
             let cfg = Config::load_default();
             cfg.check()?;
+            if preset.is_some()
+                || matches!(format, Some(ExportFormatArg::Mp3 | ExportFormatArg::M4b))
+            {
+                let args = DeliveryRun {
+                    project,
+                    out,
+                    split,
+                    format,
+                    preset,
+                    delivery,
+                    loudness,
+                    allow_stale,
+                };
+                return run_delivery(&cfg, args);
+            }
+            let format = format.unwrap_or(ExportFormatArg::Wav);
             let out = match out {
                 Some(o) => o,
                 None => {
@@ -699,10 +789,7 @@ pub fn run(cli: Cli) -> Result<()> {
                         || "book".to_string(),
                         |s| s.to_string_lossy().trim_end_matches(".lectern").to_string(),
                     );
-                    let ext = match format {
-                        ExportFormatArg::Wav => "wav",
-                        ExportFormatArg::Flac => "flac",
-                    };
+                    let ext = if format == ExportFormatArg::Flac { "flac" } else { "wav" };
                     output_dir(&cfg).join(format!("{stem}.{ext}"))
                 }
             };
@@ -717,6 +804,7 @@ pub fn run(cli: Cli) -> Result<()> {
             run_export(&project, opts)
         }
         Some(Command::Voice { action }) => run_voice(action),
+        Some(Command::Check { path, json }) => run_check(&path, json),
         Some(Command::Config { synth, ui }) => run_config(&synth, &ui),
         Some(Command::Render {
             manuscript,
@@ -879,21 +967,10 @@ fn run_export(project: &std::path::Path, args: ExportArgs) -> Result<()> {
         other => anyhow::bail!("--bits {other}: use 16, 24 or 32"),
     };
     let format = match args.format {
-        ExportFormatArg::Wav => ExportFormat::Wav,
         ExportFormatArg::Flac => ExportFormat::Flac,
+        _ => ExportFormat::Wav,
     };
-    let dir = if project.is_file() {
-        store::Project::dir_for_manuscript(project)
-    } else {
-        project.to_path_buf()
-    };
-    anyhow::ensure!(dir.join(store::DB_FILE).is_file(), "no Lectern project at {}", dir.display());
-    if project.is_file() {
-        // Given the manuscript, export what it says now: edits since the last render show up
-        // as stale or missing segments instead of the old text exported silently.
-        crate::session::resync_for_export(project, &dir)?;
-    }
-    let project = store::Project::open(&dir)?;
+    let project = open_for_export(project)?;
     let opts = ExportOptions {
         out: args.out,
         format,
@@ -916,6 +993,129 @@ fn run_export(project: &std::path::Path, args: ExportArgs) -> Result<()> {
         }
     }
     eprintln!("chapters: {} and {}", report.cue_path.display(), report.json_path.display());
+    Ok(())
+}
+
+/// Opens the project of `project` (a project directory or its manuscript) for export; given
+/// the manuscript, syncs it first, so edits since the last render show up as stale or missing
+/// segments instead of the old text exported silently.
+fn open_for_export(project: &std::path::Path) -> Result<store::Project> {
+    let dir = if project.is_file() {
+        store::Project::dir_for_manuscript(project)
+    } else {
+        project.to_path_buf()
+    };
+    anyhow::ensure!(dir.join(store::DB_FILE).is_file(), "no Lectern project at {}", dir.display());
+    if project.is_file() {
+        crate::session::resync_for_export(project, &dir)?;
+    }
+    Ok(store::Project::open(&dir)?)
+}
+
+/// What `lectern export` was asked for when it writes delivery files.
+struct DeliveryRun {
+    project: PathBuf,
+    out: Option<PathBuf>,
+    split: Option<ExportSplit>,
+    format: Option<ExportFormatArg>,
+    preset: Option<ExportPreset>,
+    delivery: DeliveryArgs,
+    loudness: Option<f64>,
+    allow_stale: bool,
+}
+
+/// The manuscript's name without `.lectern` or extension, for default titles and outputs.
+fn book_stem(project: &std::path::Path) -> String {
+    project.file_stem().map_or_else(
+        || "book".to_string(),
+        |s| s.to_string_lossy().trim_end_matches(".lectern").to_string(),
+    )
+}
+
+fn run_delivery(cfg: &Config, run: DeliveryRun) -> Result<()> {
+    use crate::deliver::{self, DeliveryFormat, DeliveryOptions, RoomToneSource};
+    let acx = run.preset == Some(ExportPreset::Acx);
+    if acx && run.loudness.is_some() {
+        anyhow::bail!(
+            "--preset acx sets its own levels (RMS −23…−18 dB, peaks ≤ −3 dB): leave out --loudness"
+        );
+    }
+    if run.loudness.is_some() {
+        anyhow::bail!(
+            "--loudness applies to wav and flac; mp3 and m4b are mastered to RMS −20 dB with peaks ≤ −3 dB"
+        );
+    }
+    let format = match run.format {
+        None | Some(ExportFormatArg::Mp3) => DeliveryFormat::Mp3,
+        Some(ExportFormatArg::M4b) if !acx => DeliveryFormat::M4b,
+        Some(other) => anyhow::bail!(
+            "--preset acx delivers MP3 files; --format {} cannot be combined with it",
+            format!("{other:?}").to_lowercase()
+        ),
+    };
+    let d = run.delivery;
+    let stem = book_stem(&run.project);
+    let room_tone = match (d.room_tone, d.room_tone_db) {
+        (Some(p), _) => RoomToneSource::Recording(p),
+        (None, Some(level_db)) => RoomToneSource::Noise { level_db },
+        (None, None) => RoomToneSource::default(),
+    };
+    let opts = DeliveryOptions {
+        out_dir: run.out.unwrap_or_else(|| output_dir(cfg).join(&stem)),
+        format,
+        split_chapters: acx || run.split.is_some(),
+        meta: deliver::BookMeta {
+            title: d.title.unwrap_or(stem),
+            author: d.author.unwrap_or_default(),
+            narrator: d.narrator.unwrap_or_default(),
+            cover: d.cover,
+        },
+        room_tone,
+        opening_credits: d.opening_credits,
+        closing_credits: d.closing_credits,
+        sample_chapter: d.sample,
+        enforce_acx: acx,
+        allow_stale: run.allow_stale,
+        ..DeliveryOptions::default()
+    };
+    let project = open_for_export(&run.project)?;
+    let report = deliver::export(&project, &opts)?;
+    for s in &report.stale {
+        eprintln!("warning: stale take exported (--allow-stale) for {s}");
+    }
+    for f in &report.files {
+        eprintln!("wrote {} ({:.1} s)", f.path.display(), f.samples as f64 / 44_100.0);
+    }
+    // Files of an earlier export (another chapter list) would be uploaded or checked with
+    // these; they are not removed, but named.
+    let written: std::collections::HashSet<&std::path::Path> =
+        report.files.iter().map(|f| f.path.as_path()).collect();
+    for other in deliver::check::delivery_files(&opts.out_dir).unwrap_or_default() {
+        if !written.contains(other.as_path()) {
+            eprintln!("warning: {} is not from this export (left as it was)", other.display());
+        }
+    }
+    let checks: Vec<_> = report.files.iter().map(|f| f.check.clone()).collect();
+    print_checks(&checks, d.json)?;
+    Ok(())
+}
+
+/// Prints checks as a table (stdout) or JSON.
+fn print_checks(checks: &[crate::deliver::check::FileCheck], json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(checks)?);
+    } else {
+        print!("{}", crate::deliver::check::table(checks));
+    }
+    Ok(())
+}
+
+/// `lectern check`: exits non-zero when a file fails.
+fn run_check(path: &std::path::Path, json: bool) -> Result<()> {
+    let checks = crate::deliver::check::check_dir(path).map_err(anyhow::Error::msg)?;
+    print_checks(&checks, json)?;
+    let failing = checks.iter().filter(|c| !c.passes()).count();
+    anyhow::ensure!(failing == 0, "{failing} of {} file(s) fail ACX's requirements", checks.len());
     Ok(())
 }
 

@@ -12,7 +12,10 @@
 //! - `workstation`, `render`: the two ways a session runs (live, or a whole book to files);
 //! - `tui`: the workstation front end (state, keys, themes, panels, event loop);
 //! - `session`: manuscript + model + voice → the project's segments and takes;
+//! - `deliver`: delivery files (ACX MP3s, M4B) mastered from the 24 kHz master, and `check`;
+//! - `quality`: per-take quality figures (speaker similarity, speaking rate, loudness);
 //! - `store`: project database, take files, export;
+//! - `epub`, `reading`: EPUB books read into manuscripts;
 //! - `audio`: playback (cpal + ring buffer, file sink), WAV I/O;
 //! - `config`, `voices`, `assets`: the installation (config file, voices directory, what the
 //!   binary carries and the platform directories);
@@ -23,8 +26,10 @@ pub mod audio;
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod deliver;
 pub mod epub;
 pub mod limits;
+pub mod quality;
 pub mod reading;
 pub mod render;
 pub mod session;

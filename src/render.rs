@@ -73,6 +73,8 @@ pub struct RenderedSegment {
     pub reused: bool,
     /// The seed of the take.
     pub seed: u64,
+    /// The take's quality figures against the book's (None in a dry run).
+    pub quality: Option<crate::quality::TakeQuality>,
 }
 
 /// What a render produced.
@@ -248,6 +250,20 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     // The output comes from the store's chosen takes, exactly what export would use.
     let takes = chosen_takes(&session, &rendered_keys)?;
     report.segments = joined_segments(session.segments(), &takes)?;
+    let qualities = take_qualities(&mut session, &takes, &model, &voice)?;
+    for (seg, q) in report.segments.iter_mut().zip(qualities) {
+        if !q.flags.is_empty() {
+            eprintln!(
+                "note: segment {}: {} (loudness {:+.1} dB vs the book's median, {:.1} units/s{})",
+                seg.id + 1,
+                q.flags.join(", "),
+                q.loudness_vs_median_db,
+                q.rate_per_s,
+                q.similarity.map_or(String::new(), |s| format!(", similarity {s:.2}"))
+            );
+        }
+        seg.quality = Some(q);
+    }
     let planned = session.segments().to_vec();
     let output = Output { rendered: &report.segments, planned: &planned, takes: &takes };
     report.files = write_outputs(opts, &book, &output, &mut session, lead_in_samples)?;
@@ -300,6 +316,7 @@ fn planned_segments(book: &Manuscript) -> Vec<RenderedSegment> {
                 pause_samples: master::ms_to_samples(s.pause_after_ms),
                 reused: false,
                 seed: 0,
+                quality: None,
             });
         }
     }
@@ -357,9 +374,60 @@ fn joined_segments(
             pause_samples: master::ms_to_samples(s.pause_after_ms),
             reused: take.reused,
             seed: take.seed,
+            quality: None,
         });
     }
     Ok(out)
+}
+
+/// The chosen takes' quality figures, in manuscript order ([`crate::quality`]). Speaker
+/// similarity needs the model's `campplus.onnx`; without it the figure is left out.
+fn take_qualities(
+    session: &mut Session,
+    takes: &HashMap<SegmentKey, ChosenTake>,
+    model: &ModelChoice,
+    voice: &lectern_engine::voice::Voice,
+) -> anyhow::Result<Vec<crate::quality::TakeQuality>> {
+    use lectern_engine::voice::extract::CAMPPLUS_ONNX;
+    let campplus = model.dir.join(CAMPPLUS_ONNX);
+    let encoder = if campplus.is_file() {
+        Some(lectern_engine::voice::onnx::SpeakerEncoder::load(&campplus)?)
+    } else {
+        None
+    };
+    let voice_embedding: Vec<f32> = voice.speaker_embedding.flatten_all()?.to_vec1()?;
+    let planned: Vec<(SegmentKey, String)> =
+        session.segments().iter().map(|s| (s.key, s.text.clone())).collect();
+    let mut figures = Vec::with_capacity(planned.len());
+    for (key, text) in planned {
+        let samples = session.load_samples(takes[&key].id)?;
+        let similarity = match &encoder {
+            Some(e) => take_embedding(e, &samples)?
+                .map(|emb| crate::quality::cosine(&emb, &voice_embedding)),
+            None => None,
+        };
+        figures.push(
+            crate::quality::TakeFigures::measure(&text, &samples, similarity)
+                .map_err(anyhow::Error::msg)?,
+        );
+    }
+    Ok(crate::quality::assess(&figures))
+}
+
+/// The CAM++ embedding of a 24 kHz take, as the voice's was made (16 kHz, 80-bin Kaldi fbank,
+/// mean-normalised); None for a take too short for one fbank frame.
+fn take_embedding(
+    encoder: &lectern_engine::voice::onnx::SpeakerEncoder,
+    samples: &[f32],
+) -> anyhow::Result<Option<Vec<f32>>> {
+    use lectern_engine::voice::dsp::{kaldi, resample};
+    let wav16 = resample(samples, crate::store::SAMPLE_RATE_HZ, 16_000);
+    let (mut fbank, frames) = kaldi::fbank_80(&wav16);
+    if frames == 0 {
+        return Ok(None);
+    }
+    kaldi::subtract_column_mean(&mut fbank, 80);
+    Ok(Some(encoder.embed(&fbank, frames)?))
 }
 
 /// What a render says when segments failed: which (number, line, text) and why, and that the

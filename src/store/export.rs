@@ -122,13 +122,13 @@ pub struct ExportReport {
 
 /// A stretch of one output file.
 #[derive(Debug, Clone)]
-enum Piece {
+pub(crate) enum Piece {
     Take(Box<TakeInfo>),
     Silence(u64),
 }
 
 impl Piece {
-    fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         match self {
             Self::Take(t) => t.num_samples,
             Self::Silence(n) => *n,
@@ -136,11 +136,11 @@ impl Piece {
     }
 }
 
-struct ChapterPlan {
-    chapter: u32,
-    title: String,
-    segments: Vec<SegmentId>,
-    pieces: Vec<Piece>,
+pub(crate) struct ChapterPlan {
+    pub(crate) chapter: u32,
+    pub(crate) title: String,
+    pub(crate) segments: Vec<SegmentId>,
+    pub(crate) pieces: Vec<Piece>,
 }
 
 /// A chapter's title as the manuscript gives it (a heading, an EPUB's contents), else its
@@ -198,14 +198,14 @@ impl Meter {
 }
 
 /// The export's chapters, and the stale takes it uses (only when allowed).
-struct ExportPlan {
-    chapters: Vec<ChapterPlan>,
-    stale: Vec<SegmentRef>,
+pub(crate) struct ExportPlan {
+    pub(crate) chapters: Vec<ChapterPlan>,
+    pub(crate) stale: Vec<SegmentRef>,
 }
 
 /// Plans the export: chapters of pieces. Fails when a segment has no usable chosen take, or
 /// a stale one (made for other content) unless `allow_stale`.
-fn plan(project: &Project, allow_stale: bool) -> Result<ExportPlan> {
+pub(crate) fn plan(project: &Project, allow_stale: bool) -> Result<ExportPlan> {
     let segments = project.segments()?;
     if segments.is_empty() {
         return Err(StoreError::Export("the manuscript has no segments".into()));
@@ -290,7 +290,7 @@ fn tmp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let tmp = tmp_path(path);
     if let Err(e) = write(&tmp) {
         let _ = fs::remove_file(&tmp);

@@ -5,6 +5,7 @@
 //!
 //! Run one area with `cargo test --test it AREA::`, e.g. `cargo test --test it store_export::`.
 
+mod deliver_common;
 mod epub_common;
 mod session_common;
 mod store_common;
@@ -15,6 +16,8 @@ mod audio_render;
 mod bench_workload;
 mod checkpoint_integrity;
 mod cli_limits;
+mod deliver_check;
+mod deliver_export;
 mod e2e_fixtures;
 mod e2e_tmux;
 mod install;

@@ -112,6 +112,33 @@ fn wav_length_is_tokens_times_960_plus_pauses() {
     assert!(pauses.contains(&(500 * SAMPLES_PER_MS)), "{pauses:?}");
     assert!(dir.path().join("book.lectern").join("project.db").is_file());
     assert!(!dir.path().join("book.partial.wav").exists());
+
+    // Every take carries its quality figures (#19). On the random-weight tiny model they are
+    // only arithmetic: units, rate and loudness against the median, and a cosine in [-1, 1].
+    let segments = report["segments"].as_array().unwrap();
+    let mut vs_median = Vec::new();
+    for s in segments {
+        let q = &s["quality"];
+        assert!(q["text_units"].as_u64().unwrap() > 0, "{q}");
+        let voiced = q["voiced_s"].as_f64().unwrap();
+        let rate = q["rate_per_s"].as_f64().unwrap();
+        if voiced > 0.0 {
+            let units = q["text_units"].as_f64().unwrap();
+            assert!((rate - units / voiced).abs() < 1e-9, "{q}");
+        }
+        assert!(q["flags"].is_array());
+        if let Some(sim) = q["similarity"].as_f64() {
+            assert!((-1.0..=1.0).contains(&sim), "{q}");
+        }
+        if let Some(lufs) = q["loudness_lufs"].as_f64() {
+            vs_median.push(q["loudness_vs_median_db"].as_f64().unwrap());
+            assert!(lufs < 0.0, "{q}");
+        }
+    }
+    // The tiny model's campplus.onnx is there: at least one take long enough has a similarity.
+    assert!(segments.iter().any(|s| s["quality"]["similarity"].is_f64()));
+    // Against the median: some take is at or above it and some at or below.
+    assert!(vs_median.iter().any(|d| *d >= 0.0) && vs_median.iter().any(|d| *d <= 0.0));
 }
 
 #[test]

@@ -1,0 +1,580 @@
+//! Delivery: what a retailer or a listener's player takes, mastered from the 24 kHz master.
+//!
+//! `export --preset acx` writes one MP3 per chapter (44.1 kHz mono, 192 kbps CBR, ID3 tags),
+//! chapters longer than [`DeliveryOptions::max_file_s`] split at segment boundaries, opening and
+//! closing credits as their own files, an optional retail sample; `--format m4b` writes one
+//! AAC file with chapter marks (see [`m4b`]). Each track is mastered by [`mastering`], encoded,
+//! then decoded again and measured ([`check`]): if the encoder pushed a peak over ACX's limit
+//! the limiter's ceiling is lowered by the overshoot and the track encoded again, so the figures
+//! a narrator uploads are the figures measured.
+//!
+//! Deterministic: the same project and options give the same bytes (no clocks, seeded noise,
+//! synchronous resampling, LAME without its timestamped info frame).
+
+pub mod check;
+pub mod m4b;
+pub mod mastering;
+pub mod mp3;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::store::export::{Piece, plan, write_atomically};
+use crate::store::{Project, SAMPLE_RATE_HZ, SegmentRef, StoreError};
+use check::{FileCheck, acx};
+use mastering::{DELIVERY_RATE_HZ, RoomTone};
+
+/// Errors of a delivery export; nothing is left half-written (files are renamed into place).
+#[derive(Debug, thiserror::Error)]
+pub enum DeliverError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{path}: {detail}", path = .path.display())]
+    File { path: PathBuf, detail: String },
+    #[error("{0}")]
+    Audio(String),
+    #[error(
+        "{file}: still fails after mastering ({detail}); nothing is wrong with the takes' files: \
+         report this with the figures"
+    )]
+    Mastering { file: String, detail: String },
+}
+
+pub type Result<T> = std::result::Result<T, DeliverError>;
+
+/// Container of the delivery files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryFormat {
+    #[default]
+    Mp3,
+    M4b,
+}
+
+/// The book's metadata for tags and credits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct BookMeta {
+    pub title: String,
+    pub author: String,
+    pub narrator: String,
+    /// Cover image (JPEG or PNG) for the M4B.
+    pub cover: Option<PathBuf>,
+}
+
+/// Where the room tone comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RoomToneSource {
+    /// Seeded noise at this RMS level, dBFS (−90 to −60 exclusive).
+    Noise { level_db: f64 },
+    /// The narrator's room-tone recording (WAV, any rate, mono or stereo).
+    Recording(PathBuf),
+}
+
+impl Default for RoomToneSource {
+    fn default() -> Self {
+        Self::Noise { level_db: DEFAULT_ROOM_TONE_DB }
+    }
+}
+
+/// Default room-tone level, dB RMS: well under ACX's −60 dB noise floor, well over silence.
+pub const DEFAULT_ROOM_TONE_DB: f64 = -70.0;
+/// Seed of the room-tone noise (fixed: the same export twice is the same bytes).
+pub const ROOM_TONE_SEED: u64 = 0x001E_C7E2;
+/// Room tone at the head and the tail of each file, seconds (ACX: 0.5–1 and 1–5).
+pub const HEAD_S: f64 = 0.75;
+pub const TAIL_S: f64 = 2.5;
+/// RMS the mastering aims at, dB (the middle of ACX's −23…−18).
+pub const TARGET_RMS_DB: f64 = -20.0;
+/// The limiter's first ceiling, dBFS: under ACX's −3 dB with room for the encoder's overshoot.
+pub const FIRST_CEILING_DB: f64 = -4.0;
+/// Highest true peak the mastering accepts after encoding, dBTP.
+pub const TRUE_PEAK_MAX_DB: f64 = -3.0;
+/// Most gain-and-limit rounds of [`master`].
+const MASTERING_ROUNDS: usize = 12;
+/// Encodes tried per track before giving up.
+const MASTERING_ATTEMPTS: usize = 5;
+
+#[derive(Debug, Clone)]
+pub struct DeliveryOptions {
+    /// Output directory.
+    pub out_dir: PathBuf,
+    pub format: DeliveryFormat,
+    /// One file per chapter (always for ACX).
+    pub split_chapters: bool,
+    pub meta: BookMeta,
+    pub room_tone: RoomToneSource,
+    /// Recordings (WAV) of the opening and closing credits, each delivered as its own file.
+    pub opening_credits: Option<PathBuf>,
+    pub closing_credits: Option<PathBuf>,
+    /// Write `sample.mp3`: the start of this chapter (1-based, in reading order, credits not
+    /// counted), whole segments, at most 5 minutes.
+    pub sample_chapter: Option<u32>,
+    /// Longest file, seconds, head and tail included (ACX: 120 minutes).
+    pub max_file_s: f64,
+    /// Fail when a file breaks an ACX rule after mastering (the ACX preset).
+    pub enforce_acx: bool,
+    pub allow_stale: bool,
+}
+
+impl Default for DeliveryOptions {
+    fn default() -> Self {
+        Self {
+            out_dir: PathBuf::from("."),
+            format: DeliveryFormat::Mp3,
+            split_chapters: true,
+            meta: BookMeta::default(),
+            room_tone: RoomToneSource::default(),
+            opening_credits: None,
+            closing_credits: None,
+            sample_chapter: None,
+            max_file_s: acx::MAX_DURATION_S,
+            enforce_acx: true,
+            allow_stale: false,
+        }
+    }
+}
+
+/// One delivered file.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveredFile {
+    pub path: PathBuf,
+    pub title: String,
+    /// Position in reading order (0 for the retail sample).
+    pub track: u32,
+    /// Samples at 44.1 kHz before encoding.
+    pub samples: u64,
+    /// Limiter ceiling of the encode that passed, dBFS.
+    pub ceiling_db: f64,
+    /// Chapter marks inside the file: (title, start seconds).
+    pub chapters: Vec<(String, f64)>,
+    /// The figures measured on the encoded file.
+    pub check: FileCheck,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DeliveryReport {
+    pub files: Vec<DeliveredFile>,
+    pub stale: Vec<SegmentRef>,
+}
+
+/// Where a track's audio comes from.
+enum Source<'a> {
+    /// Takes and pauses of the project (a chapter, part of one, or the sample's span).
+    Pieces(Vec<&'a Piece>),
+    /// A recording the narrator supplies (credits).
+    Recording(PathBuf),
+}
+
+struct Track<'a> {
+    title: String,
+    /// Base of the file name (no number, no extension).
+    slug: String,
+    source: Source<'a>,
+}
+
+/// Exports the project for delivery; see the module docs.
+pub fn export(project: &Project, opts: &DeliveryOptions) -> Result<DeliveryReport> {
+    check_options(opts)?;
+    let export_plan = plan(project, opts.allow_stale)?;
+    let room_tone = load_room_tone(&opts.room_tone)?;
+    std::fs::create_dir_all(&opts.out_dir).map_err(|e| DeliverError::File {
+        path: opts.out_dir.clone(),
+        detail: format!("creating the output directory: {e}"),
+    })?;
+    let content_max = content_max_samples(opts.max_file_s)?;
+    let mut tracks = Vec::new();
+    if let Some(p) = &opts.opening_credits {
+        tracks.push(recording_track("Opening Credits", p));
+    }
+    for ch in &export_plan.chapters {
+        let parts = split_pieces(&ch.pieces, content_max, ch.chapter)?;
+        let n = parts.len();
+        for (k, part) in parts.into_iter().enumerate() {
+            let base = if ch.title.is_empty() {
+                format!("Chapter {}", ch.chapter)
+            } else {
+                ch.title.clone()
+            };
+            let title = if n > 1 { format!("{base} (part {})", k + 1) } else { base };
+            tracks.push(Track { slug: slug(&title), title, source: Source::Pieces(part) });
+        }
+    }
+    if let Some(p) = &opts.closing_credits {
+        tracks.push(recording_track("Closing Credits", p));
+    }
+    let mut files = match opts.format {
+        DeliveryFormat::Mp3 => write_mp3s(&tracks, opts, &room_tone)?,
+        DeliveryFormat::M4b => vec![m4b::write(&tracks_audio(&tracks, &room_tone)?, opts)?],
+    };
+    if let Some(chapter) = opts.sample_chapter {
+        let count = export_plan.chapters.len();
+        let ch = chapter.checked_sub(1).and_then(|i| export_plan.chapters.get(i as usize));
+        let ch = ch.ok_or_else(|| {
+            DeliverError::Invalid(format!(
+                "--sample {chapter}: the manuscript has no chapter {chapter} (it has {count}, numbered from 1)"
+            ))
+        })?;
+        let sample_max = content_max_samples(acx::SAMPLE_MAX_S)?;
+        let span = sample_span(&ch.pieces, sample_max, chapter)?;
+        let track = Track {
+            title: "Retail Sample".into(),
+            slug: "sample".into(),
+            source: Source::Pieces(span),
+        };
+        let path = opts.out_dir.join("sample.mp3");
+        files.push(write_mp3(&track, 0, 0, &path, opts, &room_tone)?);
+    }
+    if opts.enforce_acx {
+        let failing: Vec<String> = files
+            .iter()
+            .flat_map(|f| {
+                f.check.failures.iter().map(move |x| format!("{}: {}", f.path.display(), x.detail))
+            })
+            .collect();
+        if !failing.is_empty() {
+            return Err(DeliverError::Mastering {
+                file: failing.join("; "),
+                detail: "ACX rules".into(),
+            });
+        }
+    }
+    Ok(DeliveryReport { files, stale: export_plan.stale })
+}
+
+fn check_options(opts: &DeliveryOptions) -> Result<()> {
+    if let RoomToneSource::Noise { level_db } = opts.room_tone {
+        if !(level_db > -90.0 && level_db < acx::NOISE_FLOOR_MAX_DB) {
+            return Err(DeliverError::Invalid(format!(
+                "room tone level {level_db} dB: use a level under ACX's {} dB noise floor and over −90 dB (e.g. {DEFAULT_ROOM_TONE_DB})",
+                acx::NOISE_FLOOR_MAX_DB
+            )));
+        }
+    }
+    for p in [&opts.opening_credits, &opts.closing_credits].into_iter().flatten() {
+        if !p.is_file() {
+            return Err(DeliverError::File {
+                path: p.clone(),
+                detail: "no such credits recording".into(),
+            });
+        }
+    }
+    if opts.sample_chapter.is_some() && opts.format != DeliveryFormat::Mp3 {
+        return Err(DeliverError::Invalid(
+            "--sample writes an MP3 retail sample: use it with --format mp3 or --preset acx".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn recording_track<'a>(title: &str, path: &Path) -> Track<'a> {
+    Track { title: title.into(), slug: slug(title), source: Source::Recording(path.to_path_buf()) }
+}
+
+/// Most 24 kHz samples of takes and pauses in a file of `max_s` seconds with its head and tail.
+fn content_max_samples(max_s: f64) -> Result<u64> {
+    let content_s = max_s - HEAD_S - TAIL_S;
+    if content_s <= 0.0 {
+        return Err(DeliverError::Invalid(format!(
+            "a file of {max_s} s cannot hold its room tone"
+        )));
+    }
+    Ok((content_s * f64::from(SAMPLE_RATE_HZ)) as u64)
+}
+
+/// Splits a chapter's pieces into parts of at most `max` samples, at take boundaries (a pause
+/// goes with the take before it). A single take longer than `max` is an error.
+fn split_pieces(pieces: &[Piece], max: u64, chapter: u32) -> Result<Vec<Vec<&Piece>>> {
+    let mut parts: Vec<Vec<&Piece>> = vec![Vec::new()];
+    let mut len = 0u64;
+    for p in pieces {
+        let is_take = matches!(p, Piece::Take(_));
+        let current = parts.last().map_or(0, Vec::len);
+        if is_take && current > 0 && len + p.len() > max {
+            parts.push(Vec::new());
+            len = 0;
+        }
+        if is_take && p.len() > max {
+            return Err(DeliverError::Invalid(format!(
+                "chapter {chapter}: one take is longer than a whole file may be"
+            )));
+        }
+        len += p.len();
+        if let Some(part) = parts.last_mut() {
+            part.push(p);
+        }
+    }
+    Ok(parts)
+}
+
+/// The first whole segments of a chapter that fit in `max` samples.
+fn sample_span(pieces: &[Piece], max: u64, chapter: u32) -> Result<Vec<&Piece>> {
+    let parts = split_pieces(pieces, max, chapter)?;
+    Ok(parts.into_iter().next().unwrap_or_default())
+}
+
+/// A short ASCII file-name base: lower-case words joined by '-', at most 40 characters.
+#[must_use]
+pub fn slug(title: &str) -> String {
+    let words: Vec<String> = title
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut s = String::new();
+    for w in words {
+        if s.len() + w.len() + 1 > 40 {
+            break;
+        }
+        if !s.is_empty() {
+            s.push('-');
+        }
+        s.push_str(&w);
+    }
+    if s.is_empty() { "track".into() } else { s }
+}
+
+fn load_room_tone(src: &RoomToneSource) -> Result<RoomTone> {
+    match src {
+        RoomToneSource::Noise { level_db } => {
+            Ok(RoomTone::Noise { level_db: *level_db, seed: ROOM_TONE_SEED })
+        }
+        RoomToneSource::Recording(path) => {
+            let tone = read_recording(path)?;
+            let file_err = |detail: String| DeliverError::File { path: path.clone(), detail };
+            if tone.len() < DELIVERY_RATE_HZ as usize / 2 {
+                return Err(file_err("room tone shorter than 0.5 s".into()));
+            }
+            let level = mastering::rms_db(&tone);
+            if level > acx::NOISE_FLOOR_MAX_DB {
+                return Err(file_err(format!(
+                    "room tone at {level:.1} dB RMS is over ACX's {} dB noise floor",
+                    acx::NOISE_FLOOR_MAX_DB
+                )));
+            }
+            if check::noise_floor_db(&tone, DELIVERY_RATE_HZ) < check::DIGITAL_SILENCE_DB {
+                return Err(file_err("the room-tone recording holds digital silence".into()));
+            }
+            Ok(RoomTone::Recording(tone))
+        }
+    }
+}
+
+/// A WAV recording as 44.1 kHz mono.
+fn read_recording(path: &Path) -> Result<Vec<f32>> {
+    let file_err = |detail: String| DeliverError::File { path: path.to_path_buf(), detail };
+    let d = crate::audio::wav::read_any(path).map_err(|e| file_err(e.to_string()))?;
+    let ch = usize::from(d.channels.max(1));
+    let mono: Vec<f32> = d.samples.chunks(ch).map(|f| f.iter().sum::<f32>() / ch as f32).collect();
+    mastering::resample(&mono, d.sample_rate_hz, DELIVERY_RATE_HZ).map_err(file_err)
+}
+
+/// The voice of a track at 44.1 kHz, without head or tail: takes trimmed to their voiced part
+/// and faded at the joins, pauses as silence (room tone goes under everything later); leading
+/// and trailing pauses dropped (the head and tail replace them).
+fn track_voice(track: &Track) -> Result<Vec<f32>> {
+    let voice_24k = match &track.source {
+        Source::Recording(path) => {
+            let x = read_recording(path)?;
+            let r = mastering::voiced_range(&x, DELIVERY_RATE_HZ);
+            if r.is_empty() {
+                return Err(DeliverError::File {
+                    path: path.clone(),
+                    detail: "nothing but silence".into(),
+                });
+            }
+            return Ok(x[r].to_vec());
+        }
+        Source::Pieces(pieces) => {
+            let mut out = Vec::new();
+            for piece in pieces {
+                match piece {
+                    Piece::Take(t) => {
+                        let samples = crate::store::takes::read_verified(t)?;
+                        let mut voiced =
+                            samples[mastering::voiced_range(&samples, SAMPLE_RATE_HZ)].to_vec();
+                        crate::audio::master::fade_edges(&mut voiced);
+                        out.extend_from_slice(&voiced);
+                    }
+                    Piece::Silence(n) if !out.is_empty() => {
+                        out.resize(out.len() + *n as usize, 0.0)
+                    }
+                    Piece::Silence(_) => {}
+                }
+            }
+            let last_voice = pieces.iter().rposition(|p| matches!(p, Piece::Take(_)));
+            let trailing: u64 =
+                last_voice.map_or(0, |i| pieces[i + 1..].iter().map(|p| p.len()).sum());
+            out.truncate(out.len() - trailing as usize);
+            out
+        }
+    };
+    mastering::resample(&voice_24k, SAMPLE_RATE_HZ, DELIVERY_RATE_HZ).map_err(DeliverError::Audio)
+}
+
+/// The mastered track: head, voice, tail; RMS to the target, peaks under `ceiling_db`, room
+/// tone under all of it.
+fn master(voice: &[f32], ceiling_db: f64, room_tone: &RoomTone, track: u64) -> Vec<f32> {
+    let head = (HEAD_S * f64::from(DELIVERY_RATE_HZ)) as usize;
+    let tail = (TAIL_S * f64::from(DELIVERY_RATE_HZ)) as usize;
+    let mut x = vec![0f32; head];
+    x.extend_from_slice(voice);
+    x.resize(x.len() + tail, 0.0);
+    let ceiling = mastering::db_to_gain(ceiling_db) as f32;
+    // Limiting lowers the RMS; gain and limit again until the RMS settles within 0.1 dB of the
+    // target (speech takes one or two rounds, very dynamic audio more; the limiter has the
+    // last word, so the ceiling always holds).
+    for _ in 0..MASTERING_ROUNDS {
+        mastering::gain_to_rms(&mut x, TARGET_RMS_DB);
+        mastering::limit(&mut x, ceiling, DELIVERY_RATE_HZ);
+        if mastering::rms_db(&x) > TARGET_RMS_DB - 0.1 {
+            break;
+        }
+    }
+    room_tone.add_under(&mut x, track);
+    x
+}
+
+fn number_width(total: usize) -> usize {
+    total.to_string().len().max(2)
+}
+
+fn write_mp3s(
+    tracks: &[Track],
+    opts: &DeliveryOptions,
+    room_tone: &RoomTone,
+) -> Result<Vec<DeliveredFile>> {
+    let total = tracks.len() as u32;
+    let width = number_width(tracks.len());
+    let mut files = Vec::new();
+    if opts.split_chapters {
+        for (i, t) in tracks.iter().enumerate() {
+            let n = i as u32 + 1;
+            let path = opts.out_dir.join(format!("{n:0width$}-{}.mp3", t.slug));
+            files.push(write_mp3(t, n, total, &path, opts, room_tone)?);
+        }
+    } else {
+        // One MP3 for the whole book: the tracks' mastered audio joined.
+        let audio = tracks_audio(tracks, room_tone)?;
+        let name =
+            if opts.meta.title.is_empty() { "book".to_string() } else { slug(&opts.meta.title) };
+        let path = opts.out_dir.join(format!("{name}.mp3"));
+        files.push(encode_checked(&audio, &opts.meta.title, 1, 1, &path, opts)?);
+    }
+    Ok(files)
+}
+
+/// Masters, encodes and checks one track, lowering the limiter's ceiling until the encoded
+/// file's peaks pass.
+fn write_mp3(
+    t: &Track,
+    n: u32,
+    total: u32,
+    path: &Path,
+    opts: &DeliveryOptions,
+    room_tone: &RoomTone,
+) -> Result<DeliveredFile> {
+    let voice = track_voice(t)?;
+    let mut ceiling_db = FIRST_CEILING_DB;
+    let mut last = String::new();
+    for _ in 0..MASTERING_ATTEMPTS {
+        let x = master(&voice, ceiling_db, room_tone, u64::from(n));
+        let audio = TrackAudio {
+            title: t.title.clone(),
+            samples: x,
+            ceiling_db,
+            chapters: vec![(t.title.clone(), 0.0)],
+        };
+        let file = encode_checked(&audio, &t.title, n, total, path, opts)?;
+        let overshoot =
+            (file.check.peak_db - acx::PEAK_MAX_DB).max(file.check.true_peak_db - TRUE_PEAK_MAX_DB);
+        if overshoot <= 0.0 {
+            return Ok(file);
+        }
+        last = format!(
+            "peak {:.2} dB, true peak {:.2} dBTP at ceiling {ceiling_db:.2} dB",
+            file.check.peak_db, file.check.true_peak_db
+        );
+        ceiling_db -= overshoot + 0.25;
+    }
+    let _ = std::fs::remove_file(path);
+    Err(DeliverError::Mastering { file: path.display().to_string(), detail: last })
+}
+
+/// A mastered stretch of audio with its chapter marks.
+pub struct TrackAudio {
+    pub title: String,
+    pub samples: Vec<f32>,
+    pub ceiling_db: f64,
+    /// (title, start seconds) of each chapter in it.
+    pub chapters: Vec<(String, f64)>,
+}
+
+/// All tracks mastered and joined (for one-file outputs): chapter marks at each track's start.
+/// Each track keeps its own head and tail room tone, so a chapter starts after a breath.
+fn tracks_audio(tracks: &[Track], room_tone: &RoomTone) -> Result<TrackAudio> {
+    let mut samples = Vec::new();
+    let mut chapters = Vec::new();
+    for (i, t) in tracks.iter().enumerate() {
+        chapters.push((t.title.clone(), samples.len() as f64 / f64::from(DELIVERY_RATE_HZ)));
+        // A lower first ceiling than per-file MP3s: a joined file has one chance to pass.
+        samples.extend(master(&track_voice(t)?, FIRST_CEILING_DB - 0.5, room_tone, i as u64 + 1));
+    }
+    Ok(TrackAudio { title: String::new(), samples, ceiling_db: FIRST_CEILING_DB - 0.5, chapters })
+}
+
+/// Encodes `audio` as a tagged MP3 at `path` (atomically) and checks the written file.
+fn encode_checked(
+    audio: &TrackAudio,
+    title: &str,
+    n: u32,
+    total: u32,
+    path: &Path,
+    opts: &DeliveryOptions,
+) -> Result<DeliveredFile> {
+    let tags = mp3::Tags {
+        book: opts.meta.title.clone(),
+        author: opts.meta.author.clone(),
+        narrator: opts.meta.narrator.clone(),
+        title: title.to_string(),
+        track: n,
+        total_tracks: total,
+    };
+    let mut bytes = mp3::id3_tag(&tags).map_err(DeliverError::Audio)?;
+    bytes.extend(mp3::encode(&mp3::to_i16(&audio.samples)).map_err(DeliverError::Audio)?);
+    write_atomically(path, |tmp| {
+        std::fs::write(tmp, &bytes).map_err(|e| StoreError::io("writing delivery file", tmp, e))
+    })?;
+    let check = check::check_file(path).map_err(DeliverError::Audio)?;
+    Ok(DeliveredFile {
+        path: path.to_path_buf(),
+        title: title.to_string(),
+        track: n,
+        samples: audio.samples.len() as u64,
+        ceiling_db: audio.ceiling_db,
+        chapters: audio.chapters.clone(),
+        check,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_short_ascii_words() {
+        assert_eq!(slug("Chapter One: The Storm!"), "chapter-one-the-storm");
+        assert_eq!(slug("¿Qué?"), "qu");
+        assert_eq!(slug("…"), "track");
+        assert!(slug(&"word ".repeat(30)).len() <= 40);
+    }
+
+    #[test]
+    fn pieces_split_at_takes_with_their_pauses() {
+        let pieces = vec![Piece::Silence(10), Piece::Silence(5)];
+        assert_eq!(split_pieces(&pieces, 100, 1).unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,227 @@
+//! Per-take quality figures, so drift across a long book is visible: how like the voice a take
+//! sounds (cosine of CAM++ speaker embeddings, the model the voice was made with), how fast it
+//! speaks (text units per second of voiced audio: words, or characters for Chinese), and how
+//! loud it is against the book's median (integrated loudness, BS.1770).
+//!
+//! Outliers are flagged against the book itself, not fixed thresholds: voices, languages and
+//! models differ, a take that differs from its neighbours is what a narrator needs to hear.
+//! On the bundled tiny model (random weights) the figures are computed the same way but mean
+//! nothing about a voice: no speaker discrimination is claimed there.
+
+use serde::Serialize;
+
+use crate::deliver::mastering::{TRIM_THRESHOLD_DB, rms_db};
+
+/// A take louder or quieter than the book's median by more than this is flagged, dB.
+pub const LOUDNESS_OUTLIER_DB: f64 = 3.0;
+/// A take faster or slower than the book's median rate by more than this factor is flagged.
+pub const RATE_OUTLIER_RATIO: f64 = 1.3;
+/// A take whose similarity is this far under the book's median is flagged (cosine).
+pub const SIMILARITY_OUTLIER: f32 = 0.1;
+
+/// What a take measures, and how it compares with the book.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TakeQuality {
+    /// Seconds of 10 ms frames over the trim threshold (−50 dBFS).
+    pub voiced_s: f64,
+    /// Words (Latin script), plus characters of Chinese.
+    pub text_units: usize,
+    /// Text units per voiced second (0 when nothing is voiced).
+    pub rate_per_s: f64,
+    /// Integrated loudness, LUFS (None for a take under 0.4 s, one BS.1770 block, or silence).
+    pub loudness_lufs: Option<f64>,
+    /// Loudness minus the book's median, dB (0 when not measured).
+    pub loudness_vs_median_db: f64,
+    /// Cosine of the take's CAM++ embedding and the voice's (None: no CAM++ model).
+    pub similarity: Option<f32>,
+    /// Which figures are outliers in this book: `loudness`, `rate`, `voice`; `silent` for a
+    /// take with text but no voiced frame.
+    pub flags: Vec<&'static str>,
+}
+
+/// Cosine similarity of two vectors (0 when either is all zeros).
+#[must_use]
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    let (na, nb) = (norm(a), norm(b));
+    if na == 0.0 || nb == 0.0 { 0.0 } else { (dot / (na * nb)) as f32 }
+}
+
+/// Text units of `text`: each Han character counts one, each other run of letters or digits
+/// one word.
+#[must_use]
+pub fn text_units(text: &str) -> usize {
+    let mut units = 0;
+    let mut in_word = false;
+    for c in text.chars() {
+        if is_han(c) {
+            units += 1;
+            in_word = false;
+        } else if c.is_alphanumeric() {
+            if !in_word {
+                units += 1;
+            }
+            in_word = true;
+        } else if c != '\'' && c != '’' {
+            in_word = false;
+        }
+    }
+    units
+}
+
+fn is_han(c: char) -> bool {
+    matches!(c, '\u{4E00}'..='\u{9FFF}' | '\u{3400}'..='\u{4DBF}' | '\u{F900}'..='\u{FAFF}')
+}
+
+/// Seconds of `samples` in 10 ms frames louder than [`TRIM_THRESHOLD_DB`].
+#[must_use]
+pub fn voiced_seconds(samples: &[f32], rate_hz: u32) -> f64 {
+    let frame = (rate_hz / 100) as usize;
+    let voiced = samples.chunks(frame).filter(|c| rms_db(c) > TRIM_THRESHOLD_DB).count();
+    voiced as f64 * 0.01
+}
+
+/// Median of the finite values (None if there are none).
+#[must_use]
+pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    Some(if v.len() % 2 == 0 { f64::midpoint(v[mid - 1], v[mid]) } else { v[mid] })
+}
+
+/// One take's own figures, before the book's medians are known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TakeFigures {
+    pub voiced_s: f64,
+    pub text_units: usize,
+    pub loudness_lufs: Option<f64>,
+    pub similarity: Option<f32>,
+}
+
+impl TakeFigures {
+    /// Measures a take of `text` (24 kHz samples); `similarity` from the caller's CAM++.
+    pub fn measure(text: &str, samples: &[f32], similarity: Option<f32>) -> Result<Self, String> {
+        let rate = crate::store::SAMPLE_RATE_HZ;
+        let lufs = crate::store::export::integrated_lufs(samples).map_err(|e| e.to_string())?;
+        Ok(Self {
+            voiced_s: voiced_seconds(samples, rate),
+            text_units: text_units(text),
+            loudness_lufs: lufs.is_finite().then_some(lufs),
+            // A degenerate embedding (a take of a few frames) says nothing.
+            similarity: similarity.filter(|s| s.is_finite()),
+        })
+    }
+
+    fn rate_per_s(&self) -> f64 {
+        if self.voiced_s > 0.0 { self.text_units as f64 / self.voiced_s } else { 0.0 }
+    }
+}
+
+/// Compares every take with the book: medians of loudness, rate and similarity, and flags.
+#[must_use]
+pub fn assess(figures: &[TakeFigures]) -> Vec<TakeQuality> {
+    let loud_median = median(figures.iter().filter_map(|f| f.loudness_lufs));
+    let rate_median = median(figures.iter().map(TakeFigures::rate_per_s).filter(|r| *r > 0.0));
+    let sim_median = median(figures.iter().filter_map(|f| f.similarity.map(f64::from)));
+    figures
+        .iter()
+        .map(|f| {
+            let rate = f.rate_per_s();
+            let vs_median = match (f.loudness_lufs, loud_median) {
+                (Some(l), Some(m)) => l - m,
+                _ => 0.0,
+            };
+            let mut flags = Vec::new();
+            if vs_median.abs() > LOUDNESS_OUTLIER_DB {
+                flags.push("loudness");
+            }
+            if f.voiced_s == 0.0 && f.text_units > 0 {
+                flags.push("silent");
+            }
+            if let (Some(m), true) = (rate_median, rate > 0.0) {
+                if rate > m * RATE_OUTLIER_RATIO || rate < m / RATE_OUTLIER_RATIO {
+                    flags.push("rate");
+                }
+            }
+            if let (Some(s), Some(m)) = (f.similarity, sim_median) {
+                if f64::from(s) < m - f64::from(SIMILARITY_OUTLIER) {
+                    flags.push("voice");
+                }
+            }
+            TakeQuality {
+                voiced_s: f.voiced_s,
+                text_units: f.text_units,
+                rate_per_s: rate,
+                loudness_lufs: f.loudness_lufs,
+                loudness_vs_median_db: vs_median,
+                similarity: f.similarity,
+                flags,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cosine_of_known_vectors() {
+        assert!((cosine(&[1.0, 0.0], &[1.0, 0.0]) - 1.0).abs() < 1e-6);
+        assert!(cosine(&[1.0, 0.0], &[0.0, 2.0]).abs() < 1e-6);
+        assert!((cosine(&[1.0, 1.0], &[-1.0, -1.0]) + 1.0).abs() < 1e-6);
+        assert!((cosine(&[3.0, 4.0], &[4.0, 3.0]) - 0.96).abs() < 1e-6);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 2.0]), 0.0);
+    }
+
+    #[test]
+    fn text_units_are_words_or_han_characters() {
+        assert_eq!(text_units("The keeper's lamp, lit at 9."), 6);
+        assert_eq!(text_units("灯塔亮了。"), 4);
+        assert_eq!(text_units("Mixed 中文 text"), 4);
+        assert_eq!(text_units("…"), 0);
+    }
+
+    #[test]
+    fn rate_is_units_per_voiced_second() {
+        // 1 s of tone and 1 s of silence: 1 voiced second; 4 words → 4 words/s.
+        let mut x: Vec<f32> = (0..24_000).map(|i| 0.3 * (i as f32 * 0.05).sin()).collect();
+        x.extend(vec![0.0; 24_000]);
+        let f = TakeFigures::measure("one two three four", &x, None).unwrap();
+        assert!((f.voiced_s - 1.0).abs() < 1e-9, "{}", f.voiced_s);
+        assert!((f.rate_per_s() - 4.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn outliers_are_flagged_against_the_book() {
+        let take = |lufs: f64, voiced_s: f64, sim: f32| TakeFigures {
+            voiced_s,
+            text_units: 10,
+            loudness_lufs: Some(lufs),
+            similarity: Some(sim),
+        };
+        let q = assess(&[
+            take(-20.0, 4.0, 0.8),
+            take(-20.5, 4.0, 0.82),
+            take(-19.5, 4.1, 0.79),
+            take(-25.0, 4.0, 0.8),  // quiet
+            take(-20.0, 2.0, 0.8),  // fast: 5 units/s against 2.5
+            take(-20.0, 4.0, 0.55), // another voice
+            TakeFigures { voiced_s: 0.1, text_units: 0, loudness_lufs: None, similarity: None },
+            TakeFigures { voiced_s: 0.0, text_units: 5, loudness_lufs: None, similarity: None },
+        ]);
+        assert_eq!(q[3].loudness_vs_median_db, -5.0);
+        let flags: Vec<&[&str]> = q.iter().map(|t| t.flags.as_slice()).collect();
+        // The last, too short to measure, is not flagged for what could not be measured.
+        let want: [&[&str]; 8] =
+            [&[], &[], &[], &["loudness"], &["rate"], &["voice"], &[], &["silent"]];
+        assert_eq!(flags, want);
+        assert_eq!(median([3.0, 1.0, 2.0, f64::NEG_INFINITY]), Some(2.0));
+        assert_eq!(median([4.0, 1.0]), Some(2.5));
+    }
+}

@@ -1,0 +1,309 @@
+//! Delivery export (`export --preset acx`, `--format mp3|m4b`): files decoded by an independent
+//! decoder (Debian's ffprobe/ffmpeg) have ACX's format, tags, chapter marks and levels; the same
+//! project exported twice gives the same bytes; take silences are trimmed to the pause plan;
+//! long chapters split; credits and the retail sample are their own files.
+
+use crate::deliver_common;
+use crate::store_common;
+
+use deliver_common::{ffmpeg_decode, ffprobe, names, project, project_with, write_wav};
+use lectern::deliver::check::{self, acx};
+use lectern::deliver::{self, BookMeta, DeliveryFormat, DeliveryOptions, HEAD_S, TAIL_S};
+
+fn acx_options(out: &std::path::Path) -> DeliveryOptions {
+    DeliveryOptions {
+        out_dir: out.to_path_buf(),
+        meta: BookMeta {
+            title: "The Lighthouse".into(),
+            author: "Ada Writer".into(),
+            narrator: "Nell Reader".into(),
+            cover: None,
+        },
+        ..DeliveryOptions::default()
+    }
+}
+
+#[test]
+fn acx_export_is_one_passing_tagged_mp3_per_chapter_and_deterministic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, _, _) = project(&tmp.path().join("p"), 7, 3, 0);
+    let out = tmp.path().join("out");
+    let report = deliver::export(&p, &acx_options(&out)).unwrap();
+    assert_eq!(report.files.len(), 3);
+    let files = names(&out);
+    assert_eq!(files.len(), 3, "{files:?}");
+    for (i, name) in files.iter().enumerate() {
+        assert!(name.starts_with(&format!("{:02}-sentence-number-{}", i + 1, i * 3)), "{name}");
+        assert!(name.ends_with(".mp3"));
+        let probe = ffprobe(&out.join(name));
+        let stream = &probe["streams"][0];
+        assert_eq!(stream["codec_name"], "mp3");
+        assert_eq!(stream["sample_rate"], "44100");
+        assert_eq!(stream["channels"], 1);
+        assert_eq!(
+            probe["format"]["bit_rate"].as_str().unwrap().parse::<u32>().unwrap() / 1000,
+            192
+        );
+        let tags = &probe["format"]["tags"];
+        assert_eq!(tags["album"], "The Lighthouse");
+        assert_eq!(tags["artist"], "Ada Writer");
+        assert_eq!(tags["composer"], "Nell Reader");
+        assert_eq!(tags["track"], format!("{}/3", i + 1));
+        assert_eq!(tags["genre"], "Audiobook");
+        assert!(tags["title"].as_str().unwrap().starts_with(&format!("Sentence number {}", i * 3)));
+    }
+    // Every frame is 192 kbps (CBR), read from the headers.
+    for f in &report.files {
+        let frames = check::mp3_frames(&std::fs::read(&f.path).unwrap()).unwrap();
+        assert!(frames.mpeg1_layer3 && frames.mono && frames.frames > 10);
+        assert_eq!(frames.bitrates_kbps, vec![192]);
+        assert!(f.check.passes(), "{}", check::table(std::slice::from_ref(&f.check)));
+    }
+    // The check's levels agree with ffmpeg's decoding of the same file.
+    for f in &report.files {
+        let (rate, samples) = ffmpeg_decode(&f.path);
+        assert_eq!(rate, 44_100);
+        let l = check::levels(&samples, rate).unwrap();
+        assert!((l.rms_db - f.check.rms_db).abs() < 0.1, "{} vs {}", l.rms_db, f.check.rms_db);
+        assert!(l.peak_db <= acx::PEAK_MAX_DB, "{}", l.peak_db);
+        assert!((acx::RMS_MIN_DB..=acx::RMS_MAX_DB).contains(&l.rms_db));
+        assert!(
+            l.noise_floor_db <= acx::NOISE_FLOOR_MAX_DB
+                && l.noise_floor_db > check::DIGITAL_SILENCE_DB
+        );
+        assert!((acx::HEAD_MIN_S..=acx::HEAD_MAX_S).contains(&l.head_s), "{}", l.head_s);
+        assert!((acx::TAIL_MIN_S..=acx::TAIL_MAX_S).contains(&l.tail_s), "{}", l.tail_s);
+    }
+    // `check` on the folder passes too; a second export is byte-identical.
+    assert!(check::check_dir(&out).unwrap().iter().all(check::FileCheck::passes));
+    let again = tmp.path().join("again");
+    deliver::export(&p, &acx_options(&again)).unwrap();
+    assert_eq!(names(&again), files);
+    for name in &files {
+        let (a, b) =
+            (std::fs::read(out.join(name)).unwrap(), std::fs::read(again.join(name)).unwrap());
+        assert!(a == b, "{name} differs between two exports");
+    }
+}
+
+#[test]
+fn take_silences_are_trimmed_to_the_pause_plan() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 0.5 s of digital silence around every take.
+    let (p, segments, takes) = project(&tmp.path().join("p"), 3, 3, 12_000);
+    let out = tmp.path().join("out");
+    let report = deliver::export(&p, &acx_options(&out)).unwrap();
+    // The voice: each take without its silence (the synthetic audio is voiced edge to edge)
+    // but for a 30 ms guard each side, then the manuscript's pause, except after the last.
+    let guard = 720;
+    let voice_24k: usize =
+        takes.iter().map(|t| t.samples.len() - 24_000 + 2 * guard).sum::<usize>()
+            + segments[..2].iter().map(|s| s.pause_after_ms as usize * 24).sum::<usize>();
+    let voice_44k = (voice_24k * 147).div_ceil(80);
+    let head = (HEAD_S * 44_100.0) as usize;
+    let tail = (TAIL_S * 44_100.0) as usize;
+    assert_eq!(report.files[0].samples as usize, head + voice_44k + tail);
+    // And room tone, not silence, where the take's silence was.
+    let c = &report.files[0].check;
+    assert!(c.passes(), "{}", check::table(std::slice::from_ref(c)));
+}
+
+#[test]
+fn long_chapters_split_at_segment_boundaries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, _, _) = project(&tmp.path().join("p"), 6, 6, 0);
+    let out = tmp.path().join("out");
+    // Files of at most head + tail + 1 s: the 6 takes (0.1–0.4 s plus pauses) need several.
+    let opts = DeliveryOptions { max_file_s: HEAD_S + TAIL_S + 1.0, ..acx_options(&out) };
+    let report = deliver::export(&p, &opts).unwrap();
+    assert!(report.files.len() >= 2, "{}", report.files.len());
+    for (i, f) in report.files.iter().enumerate() {
+        assert!(f.title.ends_with(&format!("(part {})", i + 1)), "{}", f.title);
+        assert!(f.check.duration_s <= opts.max_file_s + 0.1, "{}", f.check.duration_s);
+        let tags = &ffprobe(&f.path)["format"]["tags"];
+        assert_eq!(tags["track"], format!("{}/{}", i + 1, report.files.len()));
+    }
+    // A take that cannot fit in a file at all is an error, not a cut mid-sentence.
+    let opts = DeliveryOptions {
+        max_file_s: HEAD_S + TAIL_S + 0.05,
+        ..acx_options(&tmp.path().join("x"))
+    };
+    let err = deliver::export(&p, &opts).unwrap_err().to_string();
+    assert!(err.contains("longer than a whole file"), "{err}");
+}
+
+#[test]
+fn credits_are_their_own_files_and_the_sample_is_short() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, _, _) = project(&tmp.path().join("p"), 4, 2, 0);
+    // Credits recorded at 48 kHz stereo with silence around the voice.
+    let mut credit = vec![0f32; 48_000];
+    credit.extend((0..96_000).map(|i| 0.3 * (i as f32 * 0.05).sin()));
+    credit.extend(vec![0f32; 48_000]);
+    let opening = tmp.path().join("opening.wav");
+    let closing = tmp.path().join("closing.wav");
+    write_wav(&opening, &credit, 48_000, 2);
+    write_wav(&closing, &credit, 48_000, 2);
+    let out = tmp.path().join("out");
+    let opts = DeliveryOptions {
+        opening_credits: Some(opening),
+        closing_credits: Some(closing),
+        sample_chapter: Some(2),
+        ..acx_options(&out)
+    };
+    let report = deliver::export(&p, &opts).unwrap();
+    let files = names(&out);
+    assert_eq!(
+        files[..2],
+        ["01-opening-credits.mp3".to_string(), "02-sentence-number-0-of-the-book.mp3".to_string()]
+    );
+    assert_eq!(files[3], "04-closing-credits.mp3");
+    assert_eq!(files[4], "sample.mp3");
+    assert_eq!(files.len(), 5);
+    // The credits' 2 s of voice, trimmed, between the head and the tail.
+    let credits = &report.files[0];
+    let voice = credits.check.duration_s - HEAD_S - TAIL_S;
+    assert!((1.9..2.2).contains(&voice), "{voice}");
+    assert!(report.files.iter().all(|f| f.check.passes()));
+    let sample = report.files.iter().find(|f| f.path.ends_with("sample.mp3")).unwrap();
+    assert!(sample.check.duration_s <= acx::SAMPLE_MAX_S);
+    assert_eq!(ffprobe(&sample.path)["format"]["tags"]["title"], "Retail Sample");
+    // A chapter the manuscript does not have is an error.
+    assert_eq!(ffprobe(&sample.path)["format"]["tags"]["album"], "The Lighthouse");
+    // Chapter 2 in reading order, whole (it is short): the same length as its file.
+    let chapter2 = &report.files[2];
+    assert!(chapter2.title.starts_with("Sentence number 2"), "{}", chapter2.title);
+    assert_eq!(sample.samples, chapter2.samples);
+    // A chapter the manuscript does not have is an error.
+    for n in [0, 3] {
+        let opts =
+            DeliveryOptions { sample_chapter: Some(n), ..acx_options(&tmp.path().join("y")) };
+        let err = deliver::export(&p, &opts).unwrap_err().to_string();
+        assert!(err.contains(&format!("no chapter {n} (it has 2, numbered from 1)")), "{err}");
+    }
+}
+
+#[test]
+fn m4b_has_chapter_marks_and_tags_and_is_deterministic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, _, _) = project(&tmp.path().join("p"), 6, 2, 0);
+    let out = tmp.path().join("out");
+    let opts = DeliveryOptions {
+        format: DeliveryFormat::M4b,
+        split_chapters: false,
+        enforce_acx: false,
+        ..acx_options(&out)
+    };
+    let report = deliver::export(&p, &opts).unwrap();
+    assert_eq!(names(&out), ["the-lighthouse.m4b"]);
+    let file = &report.files[0];
+    let probe = ffprobe(&file.path);
+    let stream = &probe["streams"][0];
+    assert_eq!(stream["codec_name"], "aac");
+    assert_eq!(stream["sample_rate"], "44100");
+    assert_eq!(stream["channels"], 1);
+    let tags = &probe["format"]["tags"];
+    assert_eq!(tags["title"], "The Lighthouse");
+    assert_eq!(tags["artist"], "Ada Writer");
+    assert_eq!(tags["composer"], "Nell Reader");
+    let chapters = probe["chapters"].as_array().unwrap();
+    assert_eq!(chapters.len(), 3);
+    for (i, ch) in chapters.iter().enumerate() {
+        assert!(
+            ch["tags"]["title"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("Sentence number {}", i * 2))
+        );
+        let start: f64 = ch["start_time"].as_str().unwrap().parse().unwrap();
+        assert!((start - file.chapters[i].1).abs() < 0.01, "{start} vs {}", file.chapters[i].1);
+    }
+    // Levels as mastered (ACX's figures, though ACX itself takes MP3s).
+    let (rate, samples) = ffmpeg_decode(&file.path);
+    let l = check::levels(&samples, rate).unwrap();
+    assert!((acx::RMS_MIN_DB..=acx::RMS_MAX_DB).contains(&l.rms_db), "{}", l.rms_db);
+    assert!(l.peak_db <= acx::PEAK_MAX_DB, "{}", l.peak_db);
+    let again = tmp.path().join("again");
+    deliver::export(&p, &DeliveryOptions { out_dir: again.clone(), ..opts }).unwrap();
+    assert!(
+        std::fs::read(&file.path).unwrap()
+            == std::fs::read(again.join("the-lighthouse.m4b")).unwrap()
+    );
+}
+
+#[test]
+fn a_missing_ffmpeg_is_a_clear_error_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    store_common::manuscript(&store_common::sentences(1), 1, 1);
+    let (_p, _, _) = project(&tmp.path().join("p"), 2, 2, 0);
+    drop(_p);
+    let out = tmp.path().join("out");
+    let o = deliver_common::lectern()
+        .env("LECTERN_FFMPEG", "/nonexistent/ffmpeg")
+        .args(["export", "--format", "m4b", "-o"])
+        .arg(&out)
+        .arg(tmp.path().join("p"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("needs the ffmpeg program") && err.contains("apt install ffmpeg"),
+        "{err}"
+    );
+    assert!(!out.exists() || names(&out).is_empty());
+}
+
+#[test]
+fn peaks_are_limited_until_the_encoded_file_passes() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Speech-like crest factor: a quiet tone with a loud 2 ms burst every 50 ms (+25 dB).
+    let (p, _, _) = project_with(&tmp.path().join("p"), 4, 4, |take| {
+        take.iter()
+            .enumerate()
+            .map(|(i, &s)| if i % 1200 < 48 { s * 3.0 } else { s * 0.15 })
+            .collect()
+    });
+    let out = tmp.path().join("out");
+    let report = deliver::export(&p, &acx_options(&out)).unwrap();
+    let f = &report.files[0];
+    assert!(f.ceiling_db <= deliver::FIRST_CEILING_DB, "{}", f.ceiling_db);
+    let (rate, samples) = ffmpeg_decode(&f.path);
+    let l = check::levels(&samples, rate).unwrap();
+    assert!(l.peak_db <= acx::PEAK_MAX_DB, "{}", l.peak_db);
+    assert!(l.true_peak_db <= deliver::TRUE_PEAK_MAX_DB, "{}", l.true_peak_db);
+    assert!((acx::RMS_MIN_DB..=acx::RMS_MAX_DB).contains(&l.rms_db), "{}", l.rms_db);
+    assert!(f.check.passes(), "{}", check::table(std::slice::from_ref(&f.check)));
+}
+
+#[test]
+fn a_room_tone_recording_lies_under_every_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, _, _) = project(&tmp.path().join("p"), 2, 1, 0);
+    // 1 s of "room" at 48 kHz, −65 dB RMS.
+    let mut room: Vec<f32> =
+        (0..48_000u32).map(|i| (i * 7919 % 1000) as f32 / 1000.0 - 0.5).collect();
+    lectern::deliver::mastering::gain_to_rms(&mut room, -65.0);
+    let wav = tmp.path().join("room.wav");
+    write_wav(&wav, &room, 48_000, 1);
+    let out = tmp.path().join("out");
+    let opts = DeliveryOptions {
+        room_tone: deliver::RoomToneSource::Recording(wav.clone()),
+        ..acx_options(&out)
+    };
+    let report = deliver::export(&p, &opts).unwrap();
+    for f in &report.files {
+        assert!((f.check.noise_floor_db + 65.0).abs() < 2.0, "{}", f.check.noise_floor_db);
+        assert!(f.check.passes());
+    }
+    // A recording over the noise floor is refused, naming it and its level.
+    let mut loud = room.clone();
+    lectern::deliver::mastering::gain_to_rms(&mut loud, -50.0);
+    write_wav(&wav, &loud, 48_000, 1);
+    let opts = DeliveryOptions {
+        room_tone: deliver::RoomToneSource::Recording(wav.clone()),
+        ..acx_options(&tmp.path().join("z"))
+    };
+    let err = deliver::export(&p, &opts).unwrap_err().to_string();
+    assert!(err.contains("room.wav") && err.contains("-50.1 dB RMS"), "{err}");
+}
