@@ -27,6 +27,7 @@ pub mod epub;
 pub mod limits;
 pub mod reading;
 pub mod render;
+pub mod say;
 pub mod session;
 pub mod store;
 pub mod tui;
