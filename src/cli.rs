@@ -499,6 +499,28 @@ pub enum Command {
         #[arg(long)]
         rerender_settings: bool,
     },
+    /// Speak a line for a quick check (a name, a number, a pronunciation entry) with the
+    /// model and voice the other commands use; plays it, or writes it with `-o`.
+    Say {
+        /// The text to speak (pause and language markup work as in a manuscript).
+        text: String,
+        /// Write the audio here (24 kHz mono float WAV) instead of playing it.
+        #[arg(short, long)]
+        out: Option<PathBuf>,
+        /// Pronunciation list to read with [default: pronunciations.txt in the current
+        /// directory, if there is one]
+        #[arg(long)]
+        pronunciations: Option<PathBuf>,
+        #[command(flatten)]
+        synth: SynthArgs,
+        /// Audio output: `default`, a device name or cpal id, or `file` [default: default]
+        #[arg(long)]
+        playback_device: Option<String>,
+        /// Where the audio goes when there is no audio device [default: say.wav in
+        /// config.toml's output_dir, else in the current directory]
+        #[arg(long)]
+        fallback_wav: Option<PathBuf>,
+    },
     /// Run one model stage on a reference fixture case and write Lectern's outputs (a
     /// developer's check against the upstream implementation; hidden from the help).
     #[command(hide = true)]
@@ -867,6 +889,35 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             if let Some(path) = report {
                 std::fs::write(&path, serde_json::to_string_pretty(&rep)?)?;
+            }
+            Ok(())
+        }
+        Some(Command::Say { text, out, pronunciations, synth, playback_device, fallback_wav }) => {
+            let cfg = Config::load_default();
+            cfg.check()?;
+            let extra = ExtraFlags { playback_device, ..ExtraFlags::default() };
+            let eff = synth.effective(&cfg, &extra);
+            let opts = crate::say::SayOptions {
+                text,
+                out,
+                pronunciations,
+                model: eff.model.value.clone(),
+                voice: eff.voice.value.clone(),
+                device: parse_device(&eff.device.value)?,
+                params: eff.params(&synth),
+                flow_matmul: synth.flow_matmul.map(Into::into),
+                base_seed: synth.seed,
+                playback_device: eff.playback_device.value.clone(),
+                fallback_wav: fallback_wav.unwrap_or_else(|| output_dir(&cfg).join("say.wav")),
+            };
+            match crate::say::say(&opts)? {
+                crate::say::Said::Played(device) => eprintln!("played on {device}"),
+                crate::say::Said::Written(path) if opts.out.is_some() => {
+                    eprintln!("wrote {}", path.display());
+                }
+                crate::say::Said::Written(path) => {
+                    eprintln!("no audio device: wrote {} instead", path.display());
+                }
             }
             Ok(())
         }

@@ -32,6 +32,7 @@ pub mod limits;
 pub mod quality;
 pub mod reading;
 pub mod render;
+pub mod say;
 pub mod session;
 pub mod store;
 pub mod tui;

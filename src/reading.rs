@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use lectern_text::{Frontend, Manuscript, ParseOptions, Tokenizer};
+use lectern_text::{Frontend, Manuscript, ParseOptions, Pronunciations, Tokenizer};
 
 /// Choices about what of a manuscript is read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -20,7 +20,13 @@ pub struct ReadOptions {
 
 /// Reads a manuscript: EPUB by its `.epub` extension, else plain text or Markdown.
 pub fn load(path: &Path, tokenizer: &Tokenizer, read: &ReadOptions) -> anyhow::Result<Manuscript> {
-    let opts = ParseOptions::default().with_tokenizer(tokenizer).with_frontend(read.frontend);
+    // The project's pronunciations (`pronunciations.txt` beside the manuscript), so an entry
+    // changes the text of exactly the segments that hold its word.
+    let prons = Pronunciations::beside(path)?;
+    let opts = ParseOptions::default()
+        .with_tokenizer(tokenizer)
+        .with_frontend(read.frontend)
+        .with_pronunciations(prons);
     let book = if crate::epub::is_epub(path) {
         let doc = crate::epub::read(path)?;
         Manuscript::from_document(&doc, path, read.skip_front_matter, &opts)

@@ -34,9 +34,10 @@ impl ContentBasis {
         Ok(Self { voice_hash: voice_hash(voice)?, model_hash: model_hash(model_dir, cache)? })
     }
 
-    /// The content of a segment whose text the LM gets as `text_ids`.
+    /// The content of a segment whose text the LM gets as `text_ids`, in `language` (the
+    /// segment's non-English language, [`lectern_text::Segment::language`]).
     #[must_use]
-    pub fn content(&self, text_ids: Vec<u32>) -> TakeContent {
+    pub fn content(&self, text_ids: Vec<u32>, language: Option<String>) -> TakeContent {
         TakeContent {
             text_ids,
             voice_hash: self.voice_hash.clone(),
@@ -44,6 +45,7 @@ impl ContentBasis {
             mode: MODE_ZERO_SHOT.into(),
             instruction: None,
             frontend_version: FRONTEND_VERSION.into(),
+            language,
         }
     }
 }

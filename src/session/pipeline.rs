@@ -207,7 +207,7 @@ impl Session {
                 let ids = tokenizer.encode(&s.text).with_context(|| {
                     format!("segment {} (line {})", s.id + 1, s.span.start.line)
                 })?;
-                let content = self.basis.content(ids);
+                let content = self.basis.content(ids, s.language.clone());
                 stored.push(StoredSegment {
                     id: s.id as u64,
                     chapter: chapter as u32,

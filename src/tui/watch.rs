@@ -1,4 +1,5 @@
-//! Manuscript hot reload: watches the manuscript file and, a short debounce after the last
+//! Manuscript hot reload: watches the manuscript file (and the `pronunciations.txt` beside it)
+//! and, a short debounce after the last
 //! change, says it changed (the session re-reads it). The directory is watched, not the file, because editors save by writing
 //! a temp file and renaming it over the original, which a watch on the file itself would lose.
 
@@ -37,8 +38,12 @@ impl ManuscriptWatcher {
         let mut watcher =
             notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
                 if let Ok(ev) = res {
-                    let ours = !ev.kind.is_access()
-                        && ev.paths.iter().any(|p| p.file_name() == name.as_deref());
+                    // The pronunciation list beside it changes the text as much as an edit.
+                    let watched = |p: &Path| {
+                        p.file_name() == name.as_deref()
+                            || p.file_name() == Some(lectern_text::pronounce::PROJECT_FILE.as_ref())
+                    };
+                    let ours = !ev.kind.is_access() && ev.paths.iter().any(|p| watched(p));
                     if ours {
                         let _ = tx.send(());
                     }

@@ -24,6 +24,7 @@ mod install;
 mod parity_cli;
 mod props;
 mod render_cli;
+mod say_cli;
 mod session_pipeline;
 mod store_bad_input;
 mod store_export;

@@ -352,3 +352,66 @@ fn damaged_and_deleted_takes_are_regenerated_bit_for_bit() {
         s.load_samples(id).unwrap();
     }
 }
+
+/// The texts of the segments a session must render.
+fn to_render(s: &mut Session) -> Vec<String> {
+    s.work().unwrap().render.iter().map(|r| r.text.clone()).collect()
+}
+
+const NAMES: &str = "# Names\n\nNguyen opened the door.\n\nThe rain kept falling.\n\n\
+                     Later that night Nguyen wrote a letter.\n\nShe slept.\n";
+
+#[test]
+fn editing_one_pronunciation_makes_exactly_the_segments_with_its_word_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = book_in(dir.path(), NAMES);
+    let prons = dir.path().join("pronunciations.txt");
+    std::fs::write(&prons, "# names\nNguyen = Win\nrain = rayn\n").unwrap();
+    let mut s = open_session(&path, 1000);
+    render_all(&mut s, RenderParams::default());
+    let texts: Vec<_> = s.segments().iter().map(|p| p.text.clone()).collect();
+    assert!(texts.contains(&"Win opened the door.".to_string()), "{texts:?}");
+    let before = chosen_hashes(&s);
+    drop(s);
+    // One entry edited to phone units: the two segments with the word, and only they.
+    std::fs::write(&prons, "# names\nNguyen = [N][W][IY1][N]\nrain = rayn\n").unwrap();
+    let mut s = open_session(&path, 1000);
+    assert_eq!(
+        to_render(&mut s),
+        ["[N][W][IY1][N] opened the door.", "Later that night [N][W][IY1][N] wrote a letter."]
+    );
+    render_all(&mut s, RenderParams::default());
+    let after = chosen_hashes(&s);
+    let changed: Vec<_> = (0..after.len()).filter(|&i| before[i] != after[i]).collect();
+    assert_eq!(changed.len(), 2, "{changed:?}");
+    drop(s);
+    // A bad entry stops the read with the file and line, and the project keeps its takes.
+    std::fs::write(&prons, "Nguyen = [N][W][IY9][N]\n").unwrap();
+    let (_, _, tokenizer) = session_common::tiny();
+    let err = read_manuscript(&path, &tokenizer).unwrap_err();
+    let msg = format!("{err:#}");
+    assert!(msg.contains("pronunciations.txt:1: bad pronunciation entry: `[IY9]`"), "{msg}");
+}
+
+#[test]
+fn a_language_change_makes_exactly_its_segments_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = "# Un\n\nBonjour Paul.\n\nThe rain kept falling.\n\nAu revoir Paul.\n";
+    let path = book_in(dir.path(), book);
+    let mut s = open_session(&path, 1000);
+    render_all(&mut s, RenderParams::default());
+    drop(s);
+    // The same words under French markup: the text ids are the same, the content is not.
+    let marked = book.replace("Bonjour Paul.", "[lang:fr]Bonjour Paul.[/lang]");
+    std::fs::write(&path, marked).unwrap();
+    let mut s = open_session(&path, 1000);
+    assert_eq!(to_render(&mut s), ["Bonjour Paul."]);
+    render_all(&mut s, RenderParams::default());
+    drop(s);
+    // A French front matter makes every Latin segment French, hence stale, but the one
+    // already marked French.
+    let front = format!("---\nlang: fr\n---\n{}", std::fs::read_to_string(&path).unwrap());
+    std::fs::write(&path, front).unwrap();
+    let mut s = open_session(&path, 1000);
+    assert_eq!(to_render(&mut s), ["Un.", "The rain kept falling.", "Au revoir Paul."]);
+}

@@ -124,6 +124,11 @@ pub struct TakeContent {
     pub instruction: Option<String>,
     /// Version of the text frontend (normalisation and segmentation rules).
     pub frontend_version: String,
+    /// The language of the segment's Latin-script text when not English (`[lang:fr]` markup or
+    /// the book's language): a change of it is a change of content, even where the text ids
+    /// stay the same. Absent from the key when `None`, so English takes keep their keys.
+    #[serde(default)]
+    pub language: Option<String>,
 }
 
 impl TakeContent {
@@ -144,6 +149,10 @@ impl TakeContent {
         if let Some(i) = &self.instruction {
             h.update(b"i");
             h.update(i.as_bytes());
+        }
+        if let Some(l) = &self.language {
+            h.update(b"\0l");
+            h.update(l.as_bytes());
         }
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }

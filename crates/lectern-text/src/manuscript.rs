@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use super::document::{BookInfo, Document};
 use super::mapped::Mapped;
-use super::normalize::{Lang, normalize_at, normalize_runs_at, script_runs};
+use super::normalize::{Lang, Latin, is_cjk, normalize_at, normalize_runs_latin_at, script_runs};
 use super::pronounce::Pronunciations;
 use super::segment::{
     Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, sentence_pieces, speakable,
@@ -103,6 +103,10 @@ pub struct ParseOptions<'a> {
     /// first audio needs only that sentence's speech tokens (see [`split_lead_sentence`]).
     pub lead_sentence: bool,
     pub frontend: Frontend,
+    /// The document's language (BCP 47, e.g. `fr`), where the caller knows it (EPUB
+    /// `dc:language`); a Markdown front matter's `lang:` is used when this is `None`. See
+    /// [`latin_reading`] for what it changes.
+    pub language: Option<String>,
 }
 
 impl Default for ParseOptions<'_> {
@@ -115,6 +119,7 @@ impl Default for ParseOptions<'_> {
             tokenizer: None,
             lead_sentence: true,
             frontend: Frontend::default(),
+            language: None,
         }
     }
 }
@@ -137,6 +142,11 @@ impl<'a> ParseOptions<'a> {
 
     pub fn with_frontend(mut self, frontend: Frontend) -> Self {
         self.frontend = frontend;
+        self
+    }
+
+    pub fn with_language(mut self, language: Option<String>) -> Self {
+        self.language = language;
         self
     }
 
@@ -175,6 +185,10 @@ pub struct Segment {
     /// Normalised text, what the tokenizer gets.
     pub text: String,
     pub lang: Lang,
+    /// The language of its Latin-script text when that is not English (`fr`, `de-CH`, …), from
+    /// `[lang:…]` markup or the document's language; tags joined with `+` when it holds
+    /// several. Part of a take's content: changing it makes the segment stale.
+    pub language: Option<String>,
     pub kind: SegmentKind,
     pub span: Span,
     /// FNV-1a 64 of `text`: unchanged text keeps its hash across edits and runs.
@@ -237,7 +251,8 @@ impl Manuscript {
                 (b.opens_chapter, Block { kind: b.kind, text })
             })
             .collect();
-        let m = parse_blocks(&src, blocks, opts, path)?;
+        let language = opts.language.as_deref().or(doc.info.language.as_deref());
+        let m = parse_blocks(&src, blocks, opts, path, language)?;
         if m.segments().next().is_none() {
             return Err(TextError::Empty { path: path.to_path_buf() });
         }
@@ -295,17 +310,21 @@ struct Draft {
 /// The normalised text of every run, in order, with the final mark upstream appends. The
 /// concatenated segments equal this text up to whitespace (a test invariant).
 pub fn normalized_runs(src: &str, format: Format, opts: &ParseOptions<'_>) -> Result<Vec<String>> {
+    let language = document_language(src, format, opts);
     let mut runs = Vec::new();
     for (_, block) in blocks(src, format) {
-        for run in
-            pause_runs(&block.text.text, src, &block.text, Path::new("<text>"), &opts.pauses)?
-        {
-            if let Some(n) = normalize_run(&block.text.text[run.range.clone()], opts) {
-                runs.push(n.1.text);
-            }
+        for (_, read) in read_block(&block, src, Path::new("<text>"), opts, language.as_deref())? {
+            runs.extend(read.map(|r| r.norm.text));
         }
     }
     Ok(runs)
+}
+
+/// The document's language: the caller's ([`ParseOptions::language`]), else a Markdown front
+/// matter's `lang:` / `language:`.
+fn document_language(src: &str, format: Format, opts: &ParseOptions<'_>) -> Option<String> {
+    let front = || (format == Format::Markdown).then(|| front_matter(src)).flatten();
+    opts.language.clone().or_else(|| front().and_then(|f| f.language))
 }
 
 fn parse_source(
@@ -316,7 +335,9 @@ fn parse_source(
 ) -> Result<Manuscript> {
     // A heading opens a titled chapter.
     let blocks = blocks(src, format).into_iter().map(|(title, b)| (title.map(Some), b)).collect();
-    parse_blocks(src, blocks, opts, path)
+    let language = document_language(src, format, opts);
+    let m = parse_blocks(src, blocks, opts, path, language.as_deref())?;
+    Ok(Manuscript { info: BookInfo { language, ..BookInfo::default() }, ..m })
 }
 
 /// Segments blocks of `src`; a block paired with `Some(title)` opens a chapter.
@@ -325,6 +346,7 @@ fn parse_blocks(
     blocks: Vec<(Option<Option<String>>, Block)>,
     opts: &ParseOptions<'_>,
     path: &Path,
+    language: Option<&str>,
 ) -> Result<Manuscript> {
     let tokens = |s: &str| match opts.tokenizer {
         Some(t) => t.count(s),
@@ -346,10 +368,9 @@ fn parse_blocks(
             chapters.last_mut().expect("one chapter").title = title;
         }
         let chapter = chapters.len() - 1;
-        let runs = pause_runs(&block.text.text, src, &block.text, path, &opts.pauses)?;
-        for run in runs {
-            let block_text = &block.text.text[run.range.clone()];
-            if let Some((lang, norm)) = normalize_run(block_text, opts) {
+        for (run, read) in read_block(&block, src, path, opts, language)? {
+            if let Some(RunText { lang, norm, pieces }) = read {
+                let block_text = &block.text.text[run.range.clone()];
                 let measure = if lang == Lang::Zh { &mut measure_zh } else { &mut measure_en };
                 let mut ranges = split_paragraph(&norm.text, lang, &opts.limits, measure);
                 if opts.lead_sentence && drafts.is_empty() && block.kind != SegmentKind::Heading {
@@ -365,6 +386,7 @@ fn parse_blocks(
                         hash: stable_hash(text.as_bytes()),
                         text,
                         lang,
+                        language: segment_language(block_text, &pieces, in_run),
                         kind: block.kind,
                         span: Span { bytes, ..Span::default() },
                         pause_after_ms: 0,
@@ -436,25 +458,131 @@ pub fn split_lead_sentence(
     ranges
 }
 
+/// A run's normalised text: its script branch (for segmenting), the text, and the language
+/// pieces it was read in (ranges in the run's text).
+struct RunText {
+    lang: Lang,
+    norm: Mapped,
+    pieces: Vec<Piece>,
+}
+
+/// A stretch of a run's text: language markup (not read), or text under a language tag
+/// (`None`: English).
+#[derive(Debug, Clone)]
+struct Piece {
+    range: Range<usize>,
+    markup: bool,
+    tag: Option<String>,
+}
+
+/// How text under a language tag is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// Per run: CJK as Chinese, the rest as English.
+    English,
+    /// CJK as Chinese, the Latin text kept as written ([`Latin::Kept`]).
+    Kept,
+    /// All of it as Chinese (`[lang:zh]`: digits and signs between Latin words too).
+    Chinese,
+}
+
+/// `None` and `en…` read as English, `zh…` as Chinese, any other language kept as written.
+fn reading(tag: Option<&str>) -> Reading {
+    match tag.map(primary_subtag) {
+        None | Some("en") => Reading::English,
+        Some("zh") => Reading::Chinese,
+        Some(_) => Reading::Kept,
+    }
+}
+
+fn primary_subtag(tag: &str) -> &str {
+    tag.split(['-', '_']).next().unwrap_or(tag)
+}
+
+/// The tag a document's language gives its Latin-script text: `None` (English) for English
+/// and for Chinese, Japanese and Korean books, whose Latin text is mostly English names and
+/// quotations; the tag itself for any other language.
+fn document_latin_tag(language: Option<&str>) -> Option<String> {
+    let tag = language?.trim().to_ascii_lowercase();
+    let cjk_or_en = matches!(primary_subtag(&tag), "en" | "zh" | "ja" | "ko" | "yue" | "");
+    (!cjk_or_en).then_some(tag)
+}
+
+/// A block split at its pause markup, each run normalised (`None`: nothing to say). The
+/// language markup state carries across pauses and ends with the block.
+fn read_block(
+    block: &Block,
+    src: &str,
+    path: &Path,
+    opts: &ParseOptions<'_>,
+    language: Option<&str>,
+) -> Result<Vec<(Run, Option<RunText>)>> {
+    let text = &block.text.text;
+    let doc_tag = document_latin_tag(language);
+    let marks = lang_marks(text, src, &block.text, path)?;
+    let mut current = doc_tag.clone();
+    let mut out = Vec::new();
+    for run in pause_runs(text, src, &block.text, path, &opts.pauses)? {
+        let mut pieces = Vec::new();
+        let mut at = run.range.start;
+        for m in marks.iter().filter(|m| run.range.contains(&m.range.start)) {
+            pieces.push(Piece { range: at..m.range.start, markup: false, tag: current.clone() });
+            pieces.push(Piece { range: m.range.clone(), markup: true, tag: None });
+            current = m.tag.clone().or_else(|| doc_tag.clone());
+            at = m.range.end;
+        }
+        pieces.push(Piece { range: at..run.range.end, markup: false, tag: current.clone() });
+        for p in &mut pieces {
+            p.range = p.range.start - run.range.start..p.range.end - run.range.start;
+        }
+        pieces.retain(|p| !p.range.is_empty());
+        let read = normalize_run(&text[run.range.clone()], pieces, opts);
+        out.push((run, read));
+    }
+    Ok(out)
+}
+
 /// Normalises one run; `None` when it has nothing to say. Appends the final mark upstream adds.
 /// The run's language is Chinese when it holds an ideograph (for segmenting: Chinese marks
-/// include the English ones); its text is normalised per [`Frontend`].
-fn normalize_run(text: &str, opts: &ParseOptions<'_>) -> Option<(Lang, Mapped)> {
+/// include the English ones); its text is normalised per [`Frontend`] and, with ours, each
+/// piece per its language ([`reading`]).
+fn normalize_run(text: &str, pieces: Vec<Piece>, opts: &ParseOptions<'_>) -> Option<RunText> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
         return None;
     }
     let lead = text.len() - text.trim_start().len();
-    let lang = Lang::detect(trimmed);
+    let end = lead + trimmed.len();
+    let upstream = opts.frontend == Frontend::Upstream;
+    let any_chinese =
+        pieces.iter().any(|p| !p.markup && reading(p.tag.as_deref()) == Reading::Chinese);
+    let lang = if any_chinese && !upstream { Lang::Zh } else { Lang::detect(trimmed) };
     let prons = &opts.pronunciations;
-    let mut norm = match opts.frontend {
-        Frontend::Upstream => normalize_at(trimmed, lead, lang, prons),
-        Frontend::Lectern => normalize_runs_at(trimmed, lead, prons),
-    };
+    let mut norm = Mapped::default();
+    for p in &pieces {
+        let mut r = p.range.start.max(lead)..p.range.end.min(end);
+        if p.markup || r.is_empty() {
+            continue;
+        }
+        // Where markup stood between two spaces, one is enough.
+        if norm.text.is_empty() || norm.text.ends_with(char::is_whitespace) {
+            r.start += text[r.clone()].len() - text[r.clone()].trim_start().len();
+        }
+        let piece = &text[r.clone()];
+        norm.append(match (upstream, reading(p.tag.as_deref())) {
+            (true, _) => normalize_at(piece, r.start, lang, prons),
+            (false, Reading::English) => {
+                normalize_runs_latin_at(piece, r.start, Latin::English, prons)
+            }
+            (false, Reading::Kept) => normalize_runs_latin_at(piece, r.start, Latin::Kept, prons),
+            (false, Reading::Chinese) => normalize_at(piece, r.start, Lang::Zh, prons),
+        });
+    }
     // The final mark follows the language of the text's last run.
-    let lang_at_end = match opts.frontend {
-        Frontend::Upstream => lang,
-        Frontend::Lectern => script_runs(trimmed).last().map_or(lang, |(_, l)| *l),
+    let lang_at_end = if upstream {
+        lang
+    } else {
+        script_runs(norm.text.trim_end()).last().map_or(lang, |(_, l)| *l)
     };
     let t = norm.text.trim_end();
     if !speakable(t) && !t.contains(['[', '<']) {
@@ -463,10 +591,139 @@ fn normalize_run(text: &str, opts: &ParseOptions<'_>) -> Option<(Lang, Mapped)> 
     let last = t.trim_end_matches(is_closer);
     let ends_marked = last.chars().next_back().is_some_and(|c| is_mark(c, lang));
     if !ends_marked {
-        let end = lead + trimmed.len();
         norm.push_replace(if lang_at_end == Lang::Zh { "。" } else { "." }, end..end);
     }
-    Some((lang, norm))
+    let pieces = if upstream { Vec::new() } else { pieces };
+    Some(RunText { lang, norm, pieces })
+}
+
+/// The non-English language tags of the pieces whose words fall in `src` (a range of the
+/// run's text), in order, joined with `+`.
+fn segment_language(text: &str, pieces: &[Piece], src: Range<usize>) -> Option<String> {
+    let mut tags: Vec<&str> = Vec::new();
+    for p in pieces.iter().filter(|p| !p.markup) {
+        let Some(tag) = p.tag.as_deref() else { continue };
+        let rule = reading(Some(tag));
+        let overlap = p.range.start.max(src.start)..p.range.end.min(src.end);
+        let has_words = !overlap.is_empty()
+            && text[overlap]
+                .chars()
+                .any(|c| c.is_alphanumeric() && (rule == Reading::Chinese || !is_cjk(c)));
+        if rule != Reading::English && has_words && !tags.contains(&tag) {
+            tags.push(tag);
+        }
+    }
+    (!tags.is_empty()).then(|| tags.join("+"))
+}
+
+const LANG_OPEN: &str = "[lang:";
+const LANG_CLOSE: &str = "[/lang]";
+
+/// `[lang:TAG]` or `[/lang]` in block text, and the tag from there on (`None`: back to the
+/// document's language).
+struct LangMark {
+    range: Range<usize>,
+    tag: Option<String>,
+}
+
+/// The language markup of a block's text; a bad tag or a stray `[/lang]` is an error naming
+/// line and column. A `[lang:…]` span ends at `[/lang]` or with its paragraph; a second
+/// `[lang:…]` inside it switches language (spans do not nest).
+fn lang_marks(text: &str, src: &str, map: &Mapped, path: &Path) -> Result<Vec<LangMark>> {
+    let mut marks = Vec::new();
+    let mut open = false;
+    let mut i = 0;
+    while let Some(k) = text[i..].find('[') {
+        let at = i + k;
+        let rest = &text[at..];
+        i = at + 1;
+        if rest.starts_with(LANG_CLOSE) {
+            if !open {
+                let reason = "`[/lang]` closes no `[lang:…]` in this paragraph".to_string();
+                return Err(markup_error(src, map, at, path, reason));
+            }
+            open = false;
+            marks.push(LangMark { range: at..at + LANG_CLOSE.len(), tag: None });
+        } else if let Some(body) = rest.strip_prefix(LANG_OPEN) {
+            let tag = body.find(']').map(|e| &body[..e]).filter(|t| is_language_tag(t));
+            let Some(tag) = tag else {
+                let shown = rest.find(']').map_or(char_prefix(rest, 20), |e| &rest[..=e]);
+                let reason = format!(
+                    "bad language `{shown}`: write a BCP 47 tag, as in [lang:fr], [lang:de-CH]"
+                );
+                return Err(markup_error(src, map, at, path, reason));
+            };
+            open = true;
+            let len = LANG_OPEN.len() + tag.len() + 1;
+            marks.push(LangMark { range: at..at + len, tag: Some(tag.to_ascii_lowercase()) });
+        } else {
+            continue;
+        }
+        i = marks.last().expect("pushed").range.end;
+    }
+    Ok(marks)
+}
+
+/// A language tag as BCP 47 writes them: 2–3 letters, then subtags of 1–8 letters or digits.
+fn is_language_tag(t: &str) -> bool {
+    let mut parts = t.split(['-', '_']);
+    let primary = parts.next().unwrap_or("");
+    (2..=3).contains(&primary.len())
+        && primary.chars().all(|c| c.is_ascii_alphabetic())
+        && parts.all(|p| (1..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+/// Language markup removed (chapter titles).
+fn strip_lang_markup(title: &str) -> String {
+    let mut out = String::new();
+    let mut rest = title;
+    while let Some(k) = rest.find('[') {
+        out.push_str(&rest[..k]);
+        rest = &rest[k..];
+        let len = if rest.starts_with(LANG_CLOSE) {
+            LANG_CLOSE.len()
+        } else if let Some(e) = rest.strip_prefix(LANG_OPEN).and_then(|b| b.find(']')) {
+            LANG_OPEN.len() + e + 1
+        } else {
+            out.push('[');
+            1
+        };
+        rest = &rest[len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// An error at byte `at` of block text.
+fn markup_error(src: &str, map: &Mapped, at: usize, path: &Path, reason: String) -> TextError {
+    let bytes = map.src_range(at..at + 1);
+    let pos = Cursor::new(src).position(bytes.start);
+    TextError::Markup { path: path.to_path_buf(), line: pos.line, column: pos.column, reason }
+}
+
+/// A Markdown front matter: its end (byte offset) and its language.
+struct FrontMatter {
+    end: usize,
+    language: Option<String>,
+}
+
+/// A YAML front matter block: `---` on the first line, closed by `---` or `...`. Only its
+/// `lang:` (or `language:`) field is read; the block is never read aloud.
+fn front_matter(src: &str) -> Option<FrontMatter> {
+    let all = lines(src);
+    let (first, ..) = all.first()?;
+    if first.trim_end() != "---" {
+        return None;
+    }
+    let close = all[1..].iter().position(|(l, ..)| matches!(l.trim_end(), "---" | "..."))? + 1;
+    let language = all[1..close].iter().find_map(|(l, ..)| {
+        let (key, value) = l.split_once(':')?;
+        let key = key.trim().to_ascii_lowercase();
+        let value = value.trim().trim_matches(['"', '\'']).trim();
+        (matches!(key.as_str(), "lang" | "language") && is_language_tag(value))
+            .then(|| value.to_ascii_lowercase())
+    });
+    Some(FrontMatter { end: all[close].2, language })
 }
 
 /// A stretch of block text between pause markups, and the pause after it.
@@ -498,18 +755,12 @@ fn pause_runs(
             let end = body.find(']').filter(|&e| e <= 16);
             let value = end.map(|e| &body[..e]);
             let Some(ms) = value.and_then(parse_duration_ms) else {
-                let bytes = map.src_range(at..at + 1);
-                let pos = Cursor::new(src).position(bytes.start);
-                return Err(TextError::Markup {
-                    path: path.to_path_buf(),
-                    line: pos.line,
-                    column: pos.column,
-                    reason: format!(
-                        "bad pause `{}`: write [pause], [pause:1.5s] or [pause:300ms] (at most {} s)",
-                        rest.find(']').map_or(char_prefix(rest, 20), |e| &rest[..=e]),
-                        MAX_PAUSE_MS / 1000
-                    ),
-                });
+                let reason = format!(
+                    "bad pause `{}`: write [pause], [pause:1.5s] or [pause:300ms] (at most {} s)",
+                    rest.find(']').map_or(char_prefix(rest, 20), |e| &rest[..=e]),
+                    MAX_PAUSE_MS / 1000
+                );
+                return Err(markup_error(src, map, at, path, reason));
             };
             Some(("[pause:".len() + end.unwrap_or(0) + 1, ms, false))
         } else {
@@ -635,12 +886,13 @@ fn markdown_blocks(src: &str) -> Vec<(Option<String>, Block)> {
     let mut out = Vec::new();
     let mut para: Option<Mapped> = None;
     let mut fence: Option<&str> = None;
+    let body_start = front_matter(src).map_or(0, |f| f.end);
     let flush = |para: &mut Option<Mapped>, out: &mut Vec<(Option<String>, Block)>| {
         if let Some(p) = para.take() {
             out.push((None, Block { kind: SegmentKind::Body, text: p }));
         }
     };
-    for (content, off, _) in lines(src) {
+    for (content, off, _) in lines(src).into_iter().filter(|&(_, off, _)| off >= body_start) {
         let trimmed = content.trim_start();
         let indent: usize = content[..content.len() - trimmed.len()]
             .chars()
@@ -669,7 +921,7 @@ fn markdown_blocks(src: &str) -> Vec<(Option<String>, Block)> {
             flush(&mut para, &mut out);
             let mut m = Mapped::default();
             inline_markdown(title, t_off + level_len, &mut m);
-            let clean = m.text.trim().to_string();
+            let clean = strip_lang_markup(m.text.trim()).trim().to_string();
             out.push((Some(clean), Block { kind: SegmentKind::Heading, text: m }));
             continue;
         }
@@ -766,7 +1018,11 @@ fn inline_markdown(s: &str, base: usize, out: &mut Mapped) {
                 out.push_copy(&rest[..k], base + i);
                 i += k;
             }
-            '[' if rest.starts_with("[pause") || rest.starts_with("[break]") => {
+            '[' if rest.starts_with("[pause")
+                || rest.starts_with("[break]")
+                || rest.starts_with(LANG_OPEN)
+                || rest.starts_with(LANG_CLOSE) =>
+            {
                 out.push_copy("[", base + i);
                 i += 1;
             }

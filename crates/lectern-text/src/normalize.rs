@@ -122,14 +122,55 @@ fn number_touches_ideograph(s: &str) -> bool {
     after.chars().next().is_some_and(is_cjk)
 }
 
+/// How the Latin-script (non-CJK) text of a run is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Latin {
+    /// English rules: numbers, dates, currency, units, abbreviations, symbols.
+    #[default]
+    English,
+    /// Another language (French, German, …): words, diacritics, numbers and signs pass
+    /// through as written; only spacing is tidied and emoji dropped.
+    Kept,
+}
+
 /// Normalises each run of [`script_runs`] in its own language: Chinese numerals and
 /// punctuation only where the text is Chinese, English spacing and numbers elsewhere.
 pub fn normalize_runs_at(text: &str, base: usize, prons: &Pronunciations) -> Mapped {
+    normalize_runs_latin_at(text, base, Latin::English, prons)
+}
+
+/// [`normalize_runs_at`] with the Latin text read as `latin` says.
+pub fn normalize_runs_latin_at(
+    text: &str,
+    base: usize,
+    latin: Latin,
+    prons: &Pronunciations,
+) -> Mapped {
     let mut out = Mapped::default();
     for (range, lang) in script_runs(text) {
-        out.append(normalize_at(&text[range.clone()], base + range.start, lang, prons));
+        let (piece, at) = (&text[range.clone()], base + range.start);
+        out.append(match (lang, latin) {
+            (Lang::En, Latin::Kept) => normalize_kept_at(piece, at, prons),
+            _ => normalize_at(piece, at, lang, prons),
+        });
     }
     out
+}
+
+/// Normalises text of a language we have no rules for: pronunciations, special tokens,
+/// spacing and emoji only; words, numbers and signs are kept as written.
+pub fn normalize_kept_at(text: &str, base: usize, prons: &Pronunciations) -> Mapped {
+    let mut n = Normalizer {
+        s: text,
+        i: 0,
+        base,
+        out: Mapped::default(),
+        lang: Lang::En,
+        prons,
+        kept: true,
+    };
+    n.run();
+    n.out
 }
 
 /// Normalises `text` (auto-detected language, no overrides) and returns the plain string.
@@ -144,7 +185,8 @@ pub fn normalize(text: &str, lang: Lang, prons: &Pronunciations) -> Mapped {
 
 /// Like [`normalize`], with source offsets shifted by `base`.
 pub fn normalize_at(text: &str, base: usize, lang: Lang, prons: &Pronunciations) -> Mapped {
-    let mut n = Normalizer { s: text, i: 0, base, out: Mapped::default(), lang, prons };
+    let mut n =
+        Normalizer { s: text, i: 0, base, out: Mapped::default(), lang, prons, kept: false };
     n.run();
     n.out
 }
@@ -156,6 +198,8 @@ struct Normalizer<'a> {
     out: Mapped,
     lang: Lang,
     prons: &'a Pronunciations,
+    /// [`Latin::Kept`]: no language rules, text copied as written.
+    kept: bool,
 }
 
 impl Normalizer<'_> {
@@ -207,11 +251,14 @@ impl Normalizer<'_> {
             return true;
         }
         if c.is_whitespace() {
+            if let Some(n) = self.emoji_before_mark() {
+                self.replace(n, "");
+                return true;
+            }
             return self.whitespace();
         }
-        if c.is_alphanumeric() && self.at_word_start() && !self.prons.is_empty() {
-            let word = first_word(self.rest());
-            if let Some((n, spoken)) = self.prons.lookup(self.rest(), word) {
+        if c.is_alphanumeric() && !self.prons.is_empty() {
+            if let Some((n, spoken)) = self.prons.lookup_at(self.rest(), self.at_word_start()) {
                 let spoken = spoken.to_string();
                 self.replace(n, &spoken);
                 return true;
@@ -219,6 +266,16 @@ impl Normalizer<'_> {
         }
         if is_emoji(c) {
             return self.drop_emoji();
+        }
+        if self.kept {
+            // Word by word, so a pronunciation matches only at a word's start.
+            let n = if c.is_alphanumeric() {
+                first_word(self.rest()).len().max(1)
+            } else {
+                c.len_utf8()
+            };
+            self.copy(n);
+            return true;
         }
         let done = match self.lang {
             Lang::En => self.step_en(c),
@@ -253,6 +310,23 @@ impl Normalizer<'_> {
         };
         self.replace(sign.len(), &spoken);
         true
+    }
+
+    /// Blanks then emoji before a mark or the end (`outside 🎉.`): their length, so all of it
+    /// goes and no space is left before the mark.
+    fn emoji_before_mark(&self) -> Option<usize> {
+        let rest = self.rest();
+        let blanks = rest.len() - rest.trim_start().len();
+        let after = &rest[blanks..];
+        let emoji = after
+            .chars()
+            .take_while(|&c| is_emoji(c) || matches!(c, '\u{200d}' | '\u{fe0f}' | '\u{fe0e}' | ' '))
+            .map(char::len_utf8)
+            .sum::<usize>();
+        let next = after[emoji..].chars().next();
+        let starts_with_emoji = after.chars().next().is_some_and(is_emoji);
+        (starts_with_emoji && !next.is_some_and(|c| c.is_alphanumeric() || c == '[' || c == '<'))
+            .then_some(blanks + emoji)
     }
 
     /// An emoji (with its modifiers, joiners and variation selectors) is not spoken.

@@ -1,13 +1,21 @@
 //! Per-project pronunciation overrides: a text file of `word = spoken form` lines.
 //!
 //! Keys match whole words (a key may hold several words, e.g. `Ph.D. = P H D`); an exact-case
-//! match wins over a case-insensitive one. Blank lines and `#` comments are ignored. Overrides
-//! apply before normalisation, so a spoken form may itself contain numbers, CMU phones
-//! (`[AA1]`) or pinyin units.
+//! match wins over a case-insensitive one. A key in Chinese characters (`重庆`) matches
+//! wherever it stands in Chinese text, which has no spaces between words. Blank lines and `#`
+//! comments are ignored.
+//!
+//! The spoken form is what the model reads instead of the word, as it is (it is not normalised
+//! again): a respelling (`Nguyen = Win`), or CosyVoice3's own units — CMU phones
+//! (`Nguyen = [N][W][IY1][N]`) or pinyin initials and finals with tone marks
+//! (`重庆 = [ch][óng][q][ìng]`) — which the tokenizer turns into their special ids. A
+//! bracketed unit the tokenizer does not know is an error naming the file and line.
 
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::normalize::is_cjk;
+use super::tokenizer::is_special_token_at;
 use super::{Result, TextError};
 
 /// The per-project override file, looked for next to the manuscript.
@@ -18,6 +26,8 @@ pub const PROJECT_FILE: &str = "pronunciations.txt";
 pub struct Pronunciations {
     /// Lower-cased first word → entries starting with it, longest key first.
     by_first_word: HashMap<String, Vec<(String, String)>>,
+    /// First ideograph → entries in Chinese characters starting with it, longest key first.
+    by_first_ideograph: HashMap<char, Vec<(String, String)>>,
 }
 
 impl Pronunciations {
@@ -40,6 +50,10 @@ impl Pronunciations {
             if k.is_empty() || v.is_empty() {
                 return Err(err("empty word or spoken form"));
             }
+            if !k.starts_with(char::is_alphanumeric) {
+                return Err(err(&format!("`{k}` must start with a letter, digit or ideograph")));
+            }
+            check_units(v).map_err(|reason| err(&reason))?;
             p.insert(k, v);
         }
         Ok(p)
@@ -61,15 +75,32 @@ impl Pronunciations {
 
     /// Adds (or replaces) one override.
     pub fn insert(&mut self, word: &str, spoken: &str) {
-        let first = first_word(word).to_lowercase();
-        let list = self.by_first_word.entry(first).or_default();
+        let list = match word.chars().next() {
+            Some(c) if is_cjk(c) => self.by_first_ideograph.entry(c).or_default(),
+            _ => self.by_first_word.entry(first_word(word).to_lowercase()).or_default(),
+        };
         list.retain(|(k, _)| k != word);
         list.push((word.to_string(), spoken.to_string()));
         list.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_first_word.is_empty()
+        self.by_first_word.is_empty() && self.by_first_ideograph.is_empty()
+    }
+
+    /// The override matching at the start of `text`, as (matched byte length, spoken form):
+    /// a Chinese key anywhere, any other only at a word's start (`at_word_start`).
+    pub fn lookup_at<'a>(&'a self, text: &str, at_word_start: bool) -> Option<(usize, &'a str)> {
+        let c = text.chars().next()?;
+        if is_cjk(c) {
+            let list = self.by_first_ideograph.get(&c)?;
+            let (k, v) = list.iter().find(|(k, _)| text.starts_with(k.as_str()))?;
+            return Some((k.len(), v.as_str()));
+        }
+        if !at_word_start || !c.is_alphanumeric() {
+            return None;
+        }
+        self.lookup(text, first_word(text))
     }
 
     /// The override matching at the start of `text` (whose first word is `word`), as
@@ -84,6 +115,32 @@ impl Pronunciations {
             })
         });
         found.map(|(k, v)| (k.len(), v.as_str()))
+    }
+}
+
+/// Checks that every bracketed unit of a spoken form is one the tokenizer knows (a CMU phone,
+/// a pinyin unit or another CosyVoice3 special token), so a typo fails loudly instead of being
+/// read out letter by letter.
+fn check_units(spoken: &str) -> std::result::Result<(), String> {
+    let mut rest = spoken;
+    while let Some(k) = rest.find('[') {
+        if rest[..k].contains(']') {
+            return Err("a `]` without its `[`".into());
+        }
+        rest = &rest[k..];
+        let Some(n) = is_special_token_at(rest) else {
+            let unit = rest.find(']').map_or(rest, |e| &rest[..=e]);
+            return Err(format!(
+                "`{unit}` is not a CosyVoice3 unit: write CMU phones as in [N][W][IY1][N] or \
+                 pinyin as in [ch][óng][q][ìng] (the units are listed in \
+                 crates/lectern-text/src/cosyvoice3_special_tokens.txt)"
+            ));
+        };
+        rest = &rest[n..];
+    }
+    match rest.find(']') {
+        Some(_) => Err("a `]` without its `[`".into()),
+        None => Ok(()),
     }
 }
 
@@ -109,6 +166,12 @@ mod tests {
         assert_eq!(p.lookup("sql is", "sql"), Some((3, "sequel")));
         assert_eq!(p.lookup("Ph.D. thesis", "Ph"), Some((5, "P H D")));
         let e = Pronunciations::parse("a\nbad line", Path::new("p.txt")).unwrap_err();
+        let units = "Nguyen = [N][W][IY1][N]\n重庆 = [ch][óng][q][ìng]\n";
+        let p = Pronunciations::parse(units, Path::new("p.txt")).unwrap();
+        assert_eq!(p.lookup_at("Nguyen.", true), Some((6, "[N][W][IY1][N]")));
+        assert_eq!(p.lookup_at("Nguyen.", false), None);
+        assert_eq!(p.lookup_at("重庆的火锅", false), Some((6, "[ch][óng][q][ìng]")));
+        assert_eq!(p.lookup_at("重要", false), None);
         assert!(Pronunciations::beside(Path::new("/nonexistent/book.md")).unwrap().is_empty());
         assert!(e.to_string().contains("p.txt:1"), "{e}");
     }

@@ -1,4 +1,5 @@
 //! lectern-text's integration tests, one module per area, in one test binary.
 
+mod language;
 mod manuscript;
 mod normalize;

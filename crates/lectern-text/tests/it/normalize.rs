@@ -169,3 +169,71 @@ fn symbols_and_units_are_read_in_the_runs_language_and_emoji_dropped() {
     );
     assert_eq!(en("气温±3°C。"), "气温正负三摄氏度。");
 }
+
+/// A pronunciation file's error for one bad entry.
+fn pron_error(src: &str) -> String {
+    let e = lectern_text::Pronunciations::parse(src, "book/pronunciations.txt".as_ref());
+    e.expect_err("a bad entry").to_string()
+}
+
+#[test]
+fn pronunciations_give_phones_and_pinyin_units_as_special_token_ids() {
+    use lectern_text::{Pronunciations, Tokenizer};
+    let tok = Tokenizer::from_model_dir("../../fixtures/text".as_ref()).unwrap();
+    let src = "# names\nNguyen = [N][W][IY1][N]\n重庆 = [ch][óng][q][ìng]\nSQL = sequel\n";
+    let prons = Pronunciations::parse(src, "pronunciations.txt".as_ref()).unwrap();
+    let opts = ParseOptions::default().with_pronunciations(prons).with_lead_sentence(false);
+    let book = Manuscript::parse("Nguyen flew to 重庆 with 2 SQL books. 我在重庆住了3年。", &opts)
+        .unwrap();
+    let texts: Vec<_> = book.segments().map(|s| s.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "[N][W][IY1][N] flew to [ch][óng][q][ìng] with two sequel books.",
+            "我在[ch][óng][q][ìng]住了三年。"
+        ]
+    );
+    // Each unit is one id, the one upstream's tokenizer gives it: the special tokens are
+    // numbered from 151646 in cosyvoice3_special_tokens.txt's order.
+    let upstream = [
+        ("[N]", 151_719),
+        ("[W]", 151_744),
+        ("[IY1]", 151_713),
+        ("[ch]", 151_755),
+        ("[óng]", 151_880),
+        ("[q]", 151_806),
+        ("[ìng]", 151_872),
+    ];
+    for (unit, id) in upstream {
+        assert_eq!(tok.special_id(unit), Some(id), "{unit}");
+    }
+    let ids = tok.encode(&texts.concat()).unwrap();
+    assert_eq!(ids[..4], [151_719, 151_744, 151_713, 151_719]);
+    let chongqing = [151_755, 151_880, 151_806, 151_872];
+    assert_eq!(ids.windows(4).filter(|w| *w == chongqing).count(), 2, "{ids:?}");
+}
+
+#[test]
+fn a_bad_pronunciation_entry_names_the_file_and_line() {
+    assert_eq!(
+        pron_error("Nguyen = [N][W][IY7][N]\n"),
+        "book/pronunciations.txt:1: bad pronunciation entry: `[IY7]` is not a CosyVoice3 unit: \
+         write CMU phones as in [N][W][IY1][N] or pinyin as in [ch][óng][q][ìng] (the units are \
+         listed in crates/lectern-text/src/cosyvoice3_special_tokens.txt)"
+    );
+    assert_eq!(
+        pron_error("# ok\nA = b\n\n重庆 = [chong2]\n"),
+        "book/pronunciations.txt:4: bad pronunciation entry: `[chong2]` is not a CosyVoice3 \
+         unit: write CMU phones as in [N][W][IY1][N] or pinyin as in [ch][óng][q][ìng] (the \
+         units are listed in crates/lectern-text/src/cosyvoice3_special_tokens.txt)"
+    );
+    assert_eq!(
+        pron_error("X = [N] W]\n"),
+        "book/pronunciations.txt:1: bad pronunciation entry: a `]` without its `[`"
+    );
+    assert_eq!(
+        pron_error("-dash = minus\n"),
+        "book/pronunciations.txt:1: bad pronunciation entry: `-dash` must start with a letter, \
+         digit or ideograph"
+    );
+}
