@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use candle::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
 
 pub use super::pt::LoadChecks;
 
@@ -139,54 +140,94 @@ impl Checkpoint {
 
     /// A view that prefixes every name with `prefix.` (like candle's `VarBuilder::pp`).
     pub fn pp(self: &Arc<Self>, prefix: &str) -> Weights {
-        Weights { ckpt: Arc::clone(self), prefix: prefix.to_string(), dtype: DType::F32 }
+        Weights::root(Arc::clone(self)).pp(prefix)
     }
 }
 
-/// A prefixed, typed view into a [`Checkpoint`].
-#[derive(Debug, Clone)]
+/// A prefixed, typed view into a [`Checkpoint`]: candle-nn's [`VarBuilder`] over the
+/// checkpoint's tensors, wrapped so that every error names the file and the full tensor name
+/// (candle's own say only "cannot find tensor" or "shape mismatch"), and with upstream's
+/// weight-norm folding ([`Weights::get_weight_norm`]).
+#[derive(Clone)]
 pub struct Weights {
     ckpt: Arc<Checkpoint>,
-    prefix: String,
-    dtype: DType,
+    vb: VarBuilder<'static>,
+}
+
+impl std::fmt::Debug for Weights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Weights")
+            .field("path", &self.ckpt.path)
+            .field("prefix", &self.vb.prefix())
+            .field("dtype", &self.vb.dtype())
+            .finish()
+    }
 }
 
 impl Weights {
     pub fn root(ckpt: Arc<Checkpoint>) -> Self {
-        Self { ckpt, prefix: String::new(), dtype: DType::F32 }
+        let device = ckpt.tensors.values().next().map_or(Device::Cpu, |t| t.device().clone());
+        // Cloning the map clones tensor handles, not their storage.
+        let vb = VarBuilder::from_tensors(ckpt.tensors.clone(), DType::F32, &device);
+        Self { ckpt, vb }
     }
 
     /// Same view, tensors converted to `dtype` when fetched.
     pub fn with_dtype(&self, dtype: DType) -> Self {
-        Self { dtype, ..self.clone() }
+        Self { ckpt: Arc::clone(&self.ckpt), vb: self.vb.to_dtype(dtype) }
     }
 
     pub fn dtype(&self) -> DType {
-        self.dtype
+        self.vb.dtype()
     }
 
     pub fn device(&self) -> Device {
-        self.ckpt.tensors.values().next().map_or(Device::Cpu, |t| t.device().clone())
+        self.vb.device().clone()
     }
 
     pub fn checkpoint(&self) -> &Arc<Checkpoint> {
         &self.ckpt
     }
 
+    /// The checkpoint's name of `name` under this view's prefix, as errors report it.
     fn full(&self, name: &str) -> String {
-        if self.prefix.is_empty() { name.to_string() } else { format!("{}.{name}", self.prefix) }
+        let prefix = self.vb.prefix();
+        if prefix.is_empty() { name.to_string() } else { format!("{prefix}.{name}") }
     }
 
     pub fn pp(&self, sub: impl std::fmt::Display) -> Self {
-        Self { prefix: self.full(&sub.to_string()), ..self.clone() }
+        Self { ckpt: Arc::clone(&self.ckpt), vb: self.vb.pp(sub.to_string()) }
     }
 
     pub fn contains(&self, name: &str) -> bool {
-        self.ckpt.contains(&self.full(name))
+        self.vb.contains_tensor(name)
     }
 
+    /// The tensor `name` of shape `shape`, in the view's dtype; a missing tensor or another
+    /// shape is an error naming the file, the tensor and both shapes.
     pub fn get(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
-        self.ckpt.get(&self.full(name), shape, self.dtype)
+        if !self.contains(name) {
+            return Err(ModelError::MissingTensor {
+                path: self.ckpt.path.clone(),
+                name: self.full(name),
+            });
+        }
+        self.vb.get(shape, name).map_err(|e| {
+            let stored = self.vb.get_unchecked_dtype(name, DType::F32);
+            match stored {
+                Ok(t) if t.dims() != shape => ModelError::ShapeMismatch {
+                    path: self.ckpt.path.clone(),
+                    name: self.full(name),
+                    expected: shape.to_vec(),
+                    actual: t.dims().to_vec(),
+                },
+                _ => ModelError::DamagedTensor {
+                    path: self.ckpt.path.clone(),
+                    name: self.full(name),
+                    reason: e.to_string(),
+                },
+            }
+        })
     }
 
     /// Fetches a weight-normalised conv weight `(out, in, k)`: the plain `weight`, the torch
@@ -209,5 +250,49 @@ impl Weights {
         let norm = v.sqr()?.flatten_from(1)?.sum_keepdim(1)?.sqrt()?; // (out, 1)
         let norm = norm.reshape(g_shape.as_slice())?;
         Ok(v.broadcast_mul(&g.broadcast_div(&norm)?)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn weights() -> Weights {
+        let t = |v: Vec<f32>, shape: &[usize]| Tensor::from_vec(v, shape, &Device::Cpu).unwrap();
+        let tensors = HashMap::from([
+            ("conv.weight_g".to_string(), t(vec![2.0, 3.0], &[2, 1, 1])),
+            ("conv.weight_v".to_string(), t(vec![3.0, 4.0, 0.0, 5.0], &[2, 1, 2])),
+            ("proj.weight".to_string(), t(vec![1.0; 6], &[2, 3])),
+        ]);
+        Weights::root(Arc::new(Checkpoint::from_tensors("flow.pt", tensors)))
+    }
+
+    #[test]
+    fn a_missing_tensor_names_the_file_and_the_full_name() {
+        let err = weights().pp("decoder").get("bias", &[2]).unwrap_err();
+        assert_eq!(err.to_string(), "flow.pt: tensor `decoder.bias` is missing");
+    }
+
+    #[test]
+    fn a_wrong_shape_names_the_tensor_and_both_shapes() {
+        let err = weights().pp("proj").get("weight", &[3, 2]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "flow.pt: tensor `proj.weight` has shape [2, 3], expected [3, 2]"
+        );
+    }
+
+    #[test]
+    fn weight_norm_folds_as_g_times_v_over_its_norm() {
+        let w = weights().pp("conv").get_weight_norm(&[2, 1, 2]).unwrap();
+        let got = w.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        // Row 0: v = (3, 4), ‖v‖ = 5, g = 2 → (1.2, 1.6); row 1: v = (0, 5), g = 3 → (0, 3).
+        assert_eq!(got, vec![1.2, 1.6, 0.0, 3.0]);
+    }
+
+    #[test]
+    fn views_convert_to_their_dtype() {
+        let w = weights().with_dtype(DType::F64).pp("proj").get("weight", &[2, 3]).unwrap();
+        assert_eq!(w.dtype(), DType::F64);
     }
 }
