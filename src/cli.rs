@@ -310,6 +310,9 @@ impl WorkloadArgs {
         o.steps = self.steps;
         o.precision = self.precision.map(Into::into);
         o.flow_matmul = self.flow_matmul.map(Into::into);
+        o.lm_kernels = !self.no_lm_kernels;
+        o.flow_kernels = !self.no_flow_kernels;
+        o.vocoder_kernels = !self.no_vocoder_kernels;
         o
     }
 }
@@ -762,12 +765,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let device = parse_device(&device)?;
             let report = match (stage, workload) {
                 (_, Some(w)) => bench::workload::run(&wl.options(w, device, json))?,
-                (Some(stage), None) => {
-                    lectern_model::lm::kernels::SWITCH.set(!wl.no_lm_kernels);
-                    lectern_model::flow::kernels::SWITCH.set(!wl.no_flow_kernels);
-                    lectern_model::hift::kernels::SWITCH.set(!wl.no_vocoder_kernels);
-                    bench::run_stage(stage, &wl.stage_options(device, quick))?
-                }
+                (Some(stage), None) => bench::run_stage(stage, &wl.stage_options(device, quick))?,
                 (None, None) => anyhow::bail!("give --stage or --workload"),
             };
             if json {

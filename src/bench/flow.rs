@@ -319,24 +319,26 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     let m = block.modulation(&temb_silu)?;
     let modulation = time(dev, reps, || {
         let m = block.modulation(&temb_silu)?;
-        let a = modulate(&xs, &m[1], &m[0])?;
-        let b = modulate(&xs, &m[4], &m[3])?;
+        let a = modulate(&xs, &m[1], &m[0], opts.flow_kernels)?;
+        let b = modulate(&xs, &m[4], &m[3], opts.flow_kernels)?;
         let g1 = xs.broadcast_mul(&m[2].unsqueeze(1)?)?;
         let g2 = (&xs + xs.broadcast_mul(&m[5].unsqueeze(1)?)?)?;
         Ok((a, b, g1, g2))
     })?;
-    let norm = modulate(&xs, &m[1], &m[0])?;
+    let norm = modulate(&xs, &m[1], &m[0], opts.flow_kernels)?;
     let attention = time(dev, reps, || Ok(block.attn.forward(&norm, &rope)?))?;
     let (q, k, v) = block.attn.qkv(&norm, &rope)?;
-    let scores = time(dev, reps, || Ok(attend(&q, &k, &v, matmul)?))?;
+    let scores = time(dev, reps, || Ok(attend(&q, &k, &v, matmul, opts.flow_kernels)?))?;
     // In f32 `attend` is a fused kernel on the CPU and on CUDA; the materialised path
     // alongside, for the ratio and the largest difference between the two.
     let materialised = if matmul == FlowMatmul::F32 || dev.is_cuda() {
-        let fused = attend(&q, &k, &v, matmul)?;
-        let plain = attend_materialised(&q, &k, &v, FlowMatmul::F32)?;
+        let fused = attend(&q, &k, &v, matmul, opts.flow_kernels)?;
+        let plain = attend_materialised(&q, &k, &v, FlowMatmul::F32, opts.flow_kernels)?;
         let deviation = (fused - &plain)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
         let scale = plain.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
-        let s = time(dev, reps, || Ok(attend_materialised(&q, &k, &v, FlowMatmul::F32)?))?;
+        let s = time(dev, reps, || {
+            Ok(attend_materialised(&q, &k, &v, FlowMatmul::F32, opts.flow_kernels)?)
+        })?;
         Some((s, deviation, scale))
     } else {
         None

@@ -29,7 +29,8 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     let cfg = ModelConfig::full_size();
     let t0 = Instant::now();
     let weights = random_weights(&cfg, opts.weights_seed, &opts.device)?;
-    let hift = Hift::new(&cfg, &weights)?;
+    let mut hift = Hift::new(&cfg, &weights)?;
+    hift.set_kernels(opts.vocoder_kernels);
     let load_s = t0.elapsed().as_secs_f64();
     println!(
         "hift bench: full size (base 512, F0 cond 512), seeded random weights ({load_s:.2} s to build)"
@@ -89,7 +90,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         hift.forward(&mel)?;
         sync(&opts.device)?;
     }
-    let kernels = kernel_comparison(&hift, &mel, &opts.device)?;
+    let kernels = kernel_comparison(&mut hift, &mel, &opts.device)?;
     let convs = conv_comparison(&opts.device, opts.weights_seed)?;
     Ok(json!({ "stage": "hift", "device": format!("{:?}", opts.device), "build_s": load_s,
         "runs": rows, "conv_comparison": convs, "kernel_comparison": kernels }))
@@ -100,16 +101,15 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
 ///
 /// [`kernels`]: lectern_model::hift::kernels
 /// [`cpu`]: lectern_model::hift::cpu
-fn kernel_comparison(hift: &Hift, mel: &Tensor, device: &Device) -> anyhow::Result<Value> {
-    let timed = |on: bool| -> anyhow::Result<(f64, Vec<f32>)> {
-        lectern_model::hift::kernels::SWITCH.with(on, || {
-            hift.forward(mel)?; // warm
-            sync(device)?;
-            let t = Instant::now();
-            let wav = hift.forward(mel)?;
-            sync(device)?;
-            Ok((t.elapsed().as_secs_f64(), wav))
-        })
+fn kernel_comparison(hift: &mut Hift, mel: &Tensor, device: &Device) -> anyhow::Result<Value> {
+    let mut timed = |on: bool| -> anyhow::Result<(f64, Vec<f32>)> {
+        hift.set_kernels(on);
+        hift.forward(mel)?; // warm
+        sync(device)?;
+        let t = Instant::now();
+        let wav = hift.forward(mel)?;
+        sync(device)?;
+        Ok((t.elapsed().as_secs_f64(), wav))
     };
     let (candle_s, by_candle) = timed(false)?;
     let (kernel_s, by_kernels) = timed(true)?;

@@ -27,7 +27,7 @@ use serde_json::json;
 use super::{BenchOptions, sync};
 use lectern_model::config::ModelConfig;
 use lectern_model::lm::{
-    END_OF_PROMPT_ID, GraphSlot, KvCache, LaneBatch, LmPrecision, SpeechLm, graph_stats, kernels,
+    END_OF_PROMPT_ID, GraphSlot, KvCache, LaneBatch, LmPrecision, SpeechLm, graph_stats,
 };
 use lectern_model::sampling::{SamplingConfig, sampling_ids, segment_rng};
 use lectern_model::{Checkpoint, Weights};
@@ -225,8 +225,9 @@ pub fn run(opts: &BenchOptions) -> Result<serde_json::Value> {
         let lm = lm.as_ref().unwrap_or(&lm32);
         for &lanes in lane_counts {
             for &(graphs, own_kernels) in modes {
-                let t = kernels::SWITCH
-                    .with(own_kernels, || decode_run(lm, &cache, &first, lanes, steps, graphs))?;
+                let mut lm = lm.clone();
+                lm.set_kernels(own_kernels);
+                let t = decode_run(&lm, &cache, &first, lanes, steps, graphs)?;
                 let per_lane = steps as f64 / t.total_s;
                 let total = per_lane * lanes as f64;
                 if prec == LmPrecision::F32 && lanes == 1 && !graphs && !own_kernels {
@@ -298,9 +299,11 @@ fn kernel_deviation(lm: &SpeechLm, prefilled: &KvCache, lanes: usize, steps: usi
         (joined_copies(prefilled, lanes)?, joined_copies(prefilled, lanes)?);
     let mut slot = GraphSlot::default();
     let mut worst = 0f32;
+    let mut candle_only = lm.clone();
+    candle_only.set_kernels(false);
     for step in 0..steps {
         let tokens: Vec<u32> = (0..lanes).map(|l| ((step * 977 + l * 131) % 6561) as u32).collect();
-        let a = kernels::SWITCH.with(false, || lm.step_batch(&mut plain, &tokens))?;
+        let a = candle_only.step_batch(&mut plain, &tokens)?;
         let a = a.to_vec2::<f32>()?;
         let b = lm.decode_step(&mut engine, &tokens, &mut slot)?.to_vec2::<f32>()?;
         for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {

@@ -38,6 +38,11 @@ pub struct BenchOptions {
     pub precision: Option<lectern_model::lm::LmPrecision>,
     /// Stage flow: how the large matmuls run (default: the device's, compared with f32).
     pub flow_matmul: Option<lectern_model::flow::FlowMatmul>,
+    /// Each stage's own kernels (`SpeechLm::set_kernels` and the others): on unless
+    /// `--no-lm-kernels`, `--no-flow-kernels`, `--no-vocoder-kernels`.
+    pub lm_kernels: bool,
+    pub flow_kernels: bool,
+    pub vocoder_kernels: bool,
 }
 
 impl BenchOptions {
@@ -51,6 +56,9 @@ impl BenchOptions {
             steps: None,
             precision: None,
             flow_matmul: None,
+            lm_kernels: true,
+            flow_kernels: true,
+            vocoder_kernels: true,
         }
     }
 }

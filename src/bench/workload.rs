@@ -407,6 +407,7 @@ fn build_backend(
         super::lm::random_checkpoint(cfg, opts.weights_seed, all_text_ids, &lm_device(dev)?)?;
     let mut lm = SpeechLm::new(&cfg.lm, &Weights::root(Arc::new(lm_ckpt)), opts.precision)?;
     lm.set_decode_graphs(opts.cuda_graphs);
+    lm.set_kernels(opts.lm_kernels);
     let flow_ckpt = super::flow::random_flow(&cfg.flow, opts.weights_seed, dev)?;
     let mut flow = CausalMaskedDiffWithDiT::new(
         &cfg.flow,
@@ -414,7 +415,9 @@ fn build_backend(
         &NoiseSource::Rebuilt,
     )?;
     flow.set_matmul(opts.flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(dev)))?;
-    let hift = Hift::new(cfg, &super::hift::random_weights(cfg, opts.weights_seed, dev)?)?;
+    flow.set_kernels(opts.flow_kernels);
+    let mut hift = Hift::new(cfg, &super::hift::random_weights(cfg, opts.weights_seed, dev)?)?;
+    hift.set_kernels(opts.vocoder_kernels);
     // Never used: the forced backend builds its own lane requests from the stand-in ids.
     let tokenizer = Tokenizer::tiny_fallback(std::path::Path::new("bench-stand-in"));
     Ok(CosyVoiceBackend::with_prepared_voice(
@@ -451,9 +454,6 @@ fn cpu_model() -> String {
 /// off; returns the figures as JSON.
 pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
     ensure!(!opts.lanes.is_empty(), "no lanes given");
-    lectern_model::lm::kernels::SWITCH.set(opts.lm_kernels);
-    lectern_model::flow::kernels::SWITCH.set(opts.flow_kernels);
-    lectern_model::hift::kernels::SWITCH.set(opts.vocoder_kernels);
     let segs = segments(
         &opts.workload.text(),
         opts.tokens_per_word,

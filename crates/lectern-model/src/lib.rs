@@ -60,6 +60,7 @@ pub mod config;
 pub mod flow;
 pub mod hift;
 pub mod kernel_switch;
+pub mod linear;
 pub mod lm;
 pub mod mel;
 pub mod noise;

@@ -27,17 +27,16 @@
 
 use std::sync::Arc;
 
-use candle::{D, DType, Device, Tensor};
+use candle::{D, DType, Device, Module, Tensor};
 
 mod cache;
 mod generate;
 mod graph;
 pub mod kernels;
-mod linear;
+use crate::linear::Linear;
 pub use cache::{KvCache, LaneBatch};
 pub use generate::{GenerateOptions, Generated, LaneRequest, StopReason};
 pub use graph::{GraphSlot, GraphStats, graph_stats};
-use linear::{Linear, Rows};
 
 use super::config::{LmConfig, ModelConfig, ModelFiles};
 use super::weights::{Checkpoint, ModelError, Result, Weights};
@@ -102,7 +101,7 @@ impl Mlp {
         let gate_up = self.gate_up_proj.forward(h)?;
         let i = self.intermediate;
         let gate = candle_nn::ops::silu(&gate_up.narrow(1, 0, i)?)?;
-        self.down_proj.forward(&(gate * gate_up.narrow(1, i, i)?)?)
+        Ok(self.down_proj.forward(&(gate * gate_up.narrow(1, i, i)?)?)?)
     }
 }
 
@@ -121,7 +120,7 @@ struct LaneRows<'a> {
 }
 
 /// The CosyVoice3 speech LM with its Qwen2 backbone.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct SpeechLm {
     cfg: LmConfig,
     precision: LmPrecision,
@@ -134,6 +133,8 @@ pub struct SpeechLm {
     inv_freq: Vec<f32>,
     /// Joined decode steps through CUDA graphs (see [`graph`]); only on CUDA.
     decode_graphs: bool,
+    /// Lectern's own kernels where they apply ([`SpeechLm::set_kernels`]).
+    kernels: bool,
 }
 
 impl SpeechLm {
@@ -171,22 +172,23 @@ impl SpeechLm {
             let a = l.pp("self_attn");
             let p = l.pp("mlp");
             let qkv = vec![
-                Rows::load(&a.pp("q_proj"), h, h, true)?.scaled(attn_scale)?,
-                Rows::load(&a.pp("k_proj"), kv_dim, h, true)?,
-                Rows::load(&a.pp("v_proj"), kv_dim, h, true)?,
+                Linear::load(&a.pp("q_proj"), h, h, true)?.scaled(attn_scale)?,
+                Linear::load(&a.pp("k_proj"), kv_dim, h, true)?,
+                Linear::load(&a.pp("v_proj"), kv_dim, h, true)?,
             ];
             let gate_up = vec![
-                Rows::load(&p.pp("gate_proj"), inter, h, false)?,
-                Rows::load(&p.pp("up_proj"), inter, h, false)?,
+                Linear::load(&p.pp("gate_proj"), inter, h, false)?,
+                Linear::load(&p.pp("up_proj"), inter, h, false)?,
             ];
             layers.push(DecoderLayer {
                 self_attn: Attention {
-                    qkv_proj: Linear::stacked(qkv, precision)?,
-                    o_proj: Linear::load(&a.pp("o_proj"), h, h, false, precision)?,
+                    qkv_proj: Linear::stacked(&qkv)?.for_lm(precision)?,
+                    o_proj: Linear::load(&a.pp("o_proj"), h, h, false)?.for_lm(precision)?,
                 },
                 mlp: Mlp {
-                    gate_up_proj: Linear::stacked(gate_up, precision)?,
-                    down_proj: Linear::load(&p.pp("down_proj"), h, inter, false, precision)?,
+                    gate_up_proj: Linear::stacked(&gate_up)?.for_lm(precision)?,
+                    down_proj: Linear::load(&p.pp("down_proj"), h, inter, false)?
+                        .for_lm(precision)?,
                     intermediate: inter,
                 },
                 input_layernorm: l.get("input_layernorm.weight", &[h])?,
@@ -205,9 +207,10 @@ impl SpeechLm {
             speech_embedding: w.get("speech_embedding.weight", &[sv, h])?,
             layers,
             norm: m.get("norm.weight", &[h])?,
-            llm_decoder: Linear::load(&w.pp("llm_decoder"), sv, h, false, precision)?,
+            llm_decoder: Linear::load(&w.pp("llm_decoder"), sv, h, false)?.for_lm(precision)?,
             inv_freq,
             decode_graphs: true,
+            kernels: true,
         })
     }
 
@@ -219,6 +222,19 @@ impl SpeechLm {
     }
     pub fn device(&self) -> &Device {
         &self.device
+    }
+
+    /// Runs Lectern's own CUDA kernels ([`kernels`]) where they apply (`on`, the default), or
+    /// candle's ops only (benchmarks compare the two; within the fixture gates either way).
+    pub fn set_kernels(&mut self, on: bool) {
+        self.kernels = on;
+        for layer in &mut self.layers {
+            layer.self_attn.qkv_proj.set_kernels(on);
+            layer.self_attn.o_proj.set_kernels(on);
+            layer.mlp.gate_up_proj.set_kernels(on);
+            layer.mlp.down_proj.set_kernels(on);
+        }
+        self.llm_decoder.set_kernels(on);
     }
 
     /// Whether batched decoding replays each step as a CUDA graph (on by default; only CUDA
@@ -480,13 +496,13 @@ impl SpeechLm {
         let mut x = x.clone();
         let _params_on_device = cache_layout_params(&self.device);
         for (li, layer) in self.layers.iter().enumerate() {
-            let h = rms_norm(&x, &layer.input_layernorm, eps)?;
+            let h = rms_norm(&x, &layer.input_layernorm, eps, self.kernels)?;
             let a = &layer.self_attn;
             let qkv = a.qkv_proj.forward(&h)?; // (rows, (nh + 2·nkv)·d)
             let qkv = rope_heads(&qkv, nh + 2 * nkv, d, &cos, &sin)?; // (rows, nh + 2·nkv, d)
             let attn = attend(li, &qkv)?;
             x = (x + a.o_proj.forward(&attn)?)?;
-            let h = rms_norm(&x, &layer.post_attention_layernorm, eps)?;
+            let h = rms_norm(&x, &layer.post_attention_layernorm, eps, self.kernels)?;
             x = (&x + layer.mlp.forward(&h)?)?;
         }
         Ok(x)
@@ -495,7 +511,7 @@ impl SpeechLm {
     /// Final norm, speech head and log-softmax of one row per lane `(lanes, H)`.
     fn head(&self, y: &Tensor) -> Result<Tensor> {
         let eps = self.cfg.qwen.rms_norm_eps as f32;
-        let y = rms_norm(y, &self.norm, eps)?; // (lanes, H)
+        let y = rms_norm(y, &self.norm, eps, self.kernels)?; // (lanes, H)
         let logits = self.llm_decoder.forward(&y)?; // (lanes, V)
         log_softmax_rows(&logits)
     }
@@ -576,7 +592,11 @@ impl SpeechLm {
                 .broadcast_add(mask)?
                 .reshape((lanes * nkv, groups, step.len))?;
         }
-        let out = match kernels::softmax_values(&scores, cache)? {
+        let fused = match self.kernels {
+            true => kernels::softmax_values(&scores, cache)?,
+            false => None,
+        };
+        let out = match fused {
             Some(out) => out, // step.len ≤ capacity: the kernel reads the first len values
             None => candle_nn::ops::softmax_last_dim(&scores)?.matmul(&cached.get(1)?)?,
         }; // (lanes·nkv, groups, d)
@@ -705,13 +725,13 @@ fn causal_mask(t: usize, pos: usize, device: &Device) -> Result<Tensor> {
     Ok(Tensor::from_vec(data, (t, len), device)?)
 }
 
-/// RMSNorm over the last dimension: the LM's own kernel on CUDA ([`kernels::rms_norm`]),
-/// candle's elsewhere.
-fn rms_norm(x: &Tensor, alpha: &Tensor, eps: f32) -> candle::Result<Tensor> {
-    match kernels::rms_norm(x, alpha, eps)? {
-        Some(y) => Ok(y),
-        None => candle_nn::ops::rms_norm(x, alpha, eps),
+/// RMSNorm over the last dimension: with `use_kernels` the LM's own kernel on CUDA
+/// ([`kernels::rms_norm`]), candle's elsewhere.
+fn rms_norm(x: &Tensor, alpha: &Tensor, eps: f32, use_kernels: bool) -> candle::Result<Tensor> {
+    if use_kernels && let Some(y) = kernels::rms_norm(x, alpha, eps)? {
+        return Ok(y);
     }
+    candle_nn::ops::rms_norm(x, alpha, eps)
 }
 
 /// Row-wise log-softmax in f32: `x − max − log Σ exp(x − max)`.

@@ -56,6 +56,14 @@ impl Bf16Weight {
         Ok(Self::Rounded(round(weight)?))
     }
 
+    /// Bytes the weight holds: bf16 elements when packed for AMX, f32 ones when rounded.
+    pub fn bytes(&self) -> usize {
+        match self {
+            Self::Amx(p) => p.elements() * 2,
+            Self::Rounded(w) => w.elem_count() * 4,
+        }
+    }
+
     /// `xs (rows, in) · Wᵀ` → `(rows, out)`.
     pub fn matmul_t(&self, xs: &Tensor) -> candle::Result<Tensor> {
         match self {

@@ -219,7 +219,7 @@ mod tests {
             let q = seeded(shape, 3 * seed, q_scale);
             let (k, v) = (seeded(shape, 3 * seed + 1, 1.0), seeded(shape, 3 * seed + 2, 1.0));
             let fused = attend(&q, &k, &v).unwrap();
-            let reference = attend_materialised(&q, &k, &v, FlowMatmul::F32).unwrap();
+            let reference = attend_materialised(&q, &k, &v, FlowMatmul::F32, true).unwrap();
             assert_eq!(fused.dims(), reference.dims());
             worst = worst.max(max_abs_diff(&fused, &reference));
         }
@@ -260,7 +260,7 @@ mod tests {
         let q = x.transpose(1, 2).unwrap(); // (b, h, t, dh) view
         let fused = attend(&q, &q, &q).unwrap();
         let qc = q.contiguous().unwrap(); // candle's batched matmul wants contiguous heads
-        let reference = attend_materialised(&qc, &qc, &qc, FlowMatmul::F32).unwrap();
+        let reference = attend_materialised(&qc, &qc, &qc, FlowMatmul::F32, true).unwrap();
         assert!(max_abs_diff(&fused, &reference) < 1e-5);
     }
 }

@@ -129,6 +129,11 @@ impl PackedWeight {
         self.kernel
     }
 
+    /// Elements of the weight `(out, in)`.
+    pub fn elements(&self) -> usize {
+        self.out * self.inp
+    }
+
     /// `out` of the weight `(out, in)`.
     pub fn out_dim(&self) -> usize {
         self.out

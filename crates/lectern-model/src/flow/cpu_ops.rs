@@ -15,11 +15,10 @@ use candle::{DType, Device, Storage, Tensor};
 use rayon::prelude::*;
 
 use super::cpu_attention::exp_nonpositive;
-use super::kernels::SWITCH;
 
-/// Whether these ops serve `x` (CPU, f32, contiguous, switched on).
+/// Whether these ops serve `x` (CPU, f32, contiguous).
 pub fn applies(x: &Tensor) -> bool {
-    SWITCH.enabled() && x.device().is_cpu() && x.dtype() == DType::F32 && x.is_contiguous()
+    x.device().is_cpu() && x.dtype() == DType::F32 && x.is_contiguous()
 }
 
 /// Rows per rayon task (a few hundred KB of activations).
@@ -231,7 +230,7 @@ mod tests {
         let m = seeded(&[b, 2 * dim], 2, 0.5);
         let (scale, shift) = (m.narrow(1, 0, dim).unwrap(), m.narrow(1, dim, dim).unwrap());
         let got = modulate(&x, &scale, &shift, 1e-6).unwrap();
-        let want = SWITCH.with(false, || crate::flow::dit::modulate(&x, &scale, &shift)).unwrap();
+        let want = crate::flow::dit::modulate(&x, &scale, &shift, false).unwrap();
         let d = max_abs_diff(&got, &want);
         assert!(d < 2e-6, "modulate: max |Δ| {d:e}");
     }

@@ -11,12 +11,12 @@
 //! materialised in query chunks so a long flow group never holds more than
 //! [`SCORE_BUDGET_FLOATS`] of them.
 
-use candle::{D, DType, Device, Tensor};
+use candle::{D, DType, Device, Module, Tensor};
 
-use super::bf16::Bf16Weight;
 use super::kernels;
 use super::tf32x3::{self, FlowMatmul};
 use crate::config::DitConfig;
+use crate::linear::Linear;
 use crate::weights::{Result, Weights};
 
 /// Width of the sinusoidal time features (`TimestepEmbedding(freq_embed_dim=256)`).
@@ -30,69 +30,14 @@ pub const LN_EPS: f64 = 1e-6;
 /// Most attention-score floats held at once (b × heads × query-chunk × t): 32 Mi = 128 MiB.
 pub const SCORE_BUDGET_FLOATS: usize = 32 << 20;
 
-/// `y = x·Wᵀ + b` over the last dim, as one flat matmul.
-#[derive(Debug, Clone)]
-pub struct Linear {
-    weight: Tensor, // (out, in)
-    bias: Tensor,   // (out)
-    /// `[W_hi | W_lo | W_hi]` `(out, 3·in)` when the product runs as 3xTF32 ([`tf32x3`]).
-    split: Option<Tensor>,
-    /// The weight for bf16 products ([`bf16`]), when the product runs in bf16.
-    bf16: Option<Bf16Weight>,
+/// A DiT projection: always `Linear` with a bias, loaded as `(out_dim, in_dim)`.
+fn linear(w: &Weights, out_dim: usize, in_dim: usize) -> Result<Linear> {
+    Linear::load(w, out_dim, in_dim, true)
 }
 
-impl Linear {
-    pub fn new(w: &Weights, out_dim: usize, in_dim: usize) -> Result<Self> {
-        Ok(Self {
-            weight: w.get("weight", &[out_dim, in_dim])?,
-            bias: w.get("bias", &[out_dim])?,
-            split: None,
-            bf16: None,
-        })
-    }
-
-    /// Builds from tensors (used to fuse q/k/v and to fold the attention scale).
-    pub fn from_parts(weight: Tensor, bias: Tensor) -> Self {
-        Self { weight, bias, split: None, bf16: None }
-    }
-
-    /// This projection with its product computed as `matmul` says (the split weight of
-    /// 3xTF32 is built here, once).
-    fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
-        let split = match matmul {
-            FlowMatmul::Tf32x3 => Some(tf32x3::rhs(&self.weight)?),
-            FlowMatmul::F32 | FlowMatmul::Bf16 => None,
-        };
-        let bf16 = match matmul {
-            FlowMatmul::Bf16 => Some(Bf16Weight::new(&self.weight)?),
-            FlowMatmul::F32 | FlowMatmul::Tf32x3 => None,
-        };
-        Ok(Self { split, bf16, ..self.clone() })
-    }
-
-    pub fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
-        self.product(xs)?.broadcast_add(&self.bias)
-    }
-
-    /// `xs · Wᵀ` without the bias, for callers that fold the bias into their next kernel.
-    pub fn product(&self, xs: &Tensor) -> candle::Result<Tensor> {
-        let dims = xs.dims();
-        let in_dim = dims[dims.len() - 1];
-        let rows = xs.elem_count() / in_dim;
-        let flat = xs.reshape((rows, in_dim))?;
-        let ys = match (&self.split, &self.bf16) {
-            (Some(split), _) => tf32x3::matmul_t(&tf32x3::lhs(&flat)?, split)?,
-            (None, Some(w)) => w.matmul_t(&flat)?,
-            (None, None) => flat.matmul(&self.weight.t()?)?,
-        };
-        let mut out_dims = dims.to_vec();
-        *out_dims.last_mut().expect("rank ≥ 1") = self.weight.dim(0)?;
-        ys.reshape(out_dims)
-    }
-
-    pub fn bias(&self) -> &Tensor {
-        &self.bias
-    }
+/// The bias of a DiT projection (every one has one: [`linear`]).
+fn bias(l: &Linear) -> candle::Result<&Tensor> {
+    l.bias().ok_or_else(|| candle::Error::Msg("a DiT projection without a bias".into()))
 }
 
 /// Affine-free LayerNorm over the last dim, two-pass (mean, then centred variance) so a large
@@ -104,9 +49,15 @@ fn layer_norm(xs: &Tensor) -> candle::Result<Tensor> {
     xc.broadcast_div(&(var + LN_EPS)?.sqrt()?)
 }
 
-/// `LN(x)·(1 + scale) + shift`; `scale`, `shift` are `(b, dim)`.
-pub fn modulate(xs: &Tensor, scale: &Tensor, shift: &Tensor) -> candle::Result<Tensor> {
-    if let Some(y) = kernels::modulate(xs, scale, shift, LN_EPS as f32)? {
+/// `LN(x)·(1 + scale) + shift`; `scale`, `shift` are `(b, dim)`. With `use_kernels`, one
+/// pass of Lectern's kernel where it applies ([`kernels::modulate`]).
+pub fn modulate(
+    xs: &Tensor,
+    scale: &Tensor,
+    shift: &Tensor,
+    use_kernels: bool,
+) -> candle::Result<Tensor> {
+    if use_kernels && let Some(y) = kernels::modulate(xs, scale, shift, LN_EPS as f32)? {
         return Ok(y);
     }
     let scale = (scale + 1.0)?.unsqueeze(1)?;
@@ -115,11 +66,17 @@ pub fn modulate(xs: &Tensor, scale: &Tensor, shift: &Tensor) -> candle::Result<T
 
 /// `x + y·gate` with `gate` `(b, dim)` over `(b, t, dim)`: the residual of a block's branch.
 /// `x + (y + bias)·gate`: `y` a projection's product without its `bias`.
-fn gated_residual(x: &Tensor, y: &Tensor, bias: &Tensor, gate: &Tensor) -> candle::Result<Tensor> {
-    match kernels::gated_residual(x, y, bias, gate)? {
-        Some(out) => Ok(out),
-        None => x + y.broadcast_add(bias)?.broadcast_mul(&gate.unsqueeze(1)?)?,
+fn gated_residual(
+    x: &Tensor,
+    y: &Tensor,
+    bias: &Tensor,
+    gate: &Tensor,
+    use_kernels: bool,
+) -> candle::Result<Tensor> {
+    if use_kernels && let Some(out) = kernels::gated_residual(x, y, bias, gate)? {
+        return Ok(out);
     }
+    x + y.broadcast_add(bias)?.broadcast_mul(&gate.unsqueeze(1)?)?
 }
 
 /// `Mish(z) = z·tanh(ln(1 + eᶻ))`.
@@ -144,8 +101,8 @@ impl TimestepEmbedding {
         let freqs = Tensor::from_vec(freqs, (1, half), &w.device())?;
         Ok(Self {
             freqs,
-            time_mlp_0: Linear::new(&w.pp("time_mlp.0"), dim, FREQ_EMBED_DIM)?,
-            time_mlp_2: Linear::new(&w.pp("time_mlp.2"), dim, dim)?,
+            time_mlp_0: linear(&w.pp("time_mlp.0"), dim, FREQ_EMBED_DIM)?,
+            time_mlp_2: linear(&w.pp("time_mlp.2"), dim, dim)?,
         })
     }
 
@@ -187,6 +144,7 @@ pub struct InputEmbedding {
     proj: Linear,
     conv1: CausalGroupConv, // conv_pos_embed.conv1.0
     conv2: CausalGroupConv, // conv_pos_embed.conv2.0
+    use_kernels: bool,
 }
 
 impl InputEmbedding {
@@ -194,7 +152,8 @@ impl InputEmbedding {
     /// On CUDA both convs (with their Mish, the second with the residual) are Lectern's
     /// kernel; elsewhere [`Self::position_embedded_by_candle`].
     pub fn position_embedded(&self, u: &Tensor) -> candle::Result<Tensor> {
-        if let (Some(c1), Some(c2)) = (&self.conv1.kernel, &self.conv2.kernel)
+        if self.use_kernels
+            && let (Some(c1), Some(c2)) = (&self.conv1.kernel, &self.conv2.kernel)
             && let Some(h) = c1.forward(u, None)?
             && let Some(out) = c2.forward(&h, Some(u))?
         {
@@ -214,9 +173,10 @@ impl InputEmbedding {
         let in_dim = cfg.mel_dim * 2 + cfg.mu_dim + cfg.spk_dim;
         let pos = w.pp("conv_pos_embed");
         Ok(Self {
-            proj: Linear::new(&w.pp("proj"), cfg.dim, in_dim)?,
+            proj: linear(&w.pp("proj"), cfg.dim, in_dim)?,
             conv1: CausalGroupConv::new(cfg.dim, &pos.pp("conv1.0"))?,
             conv2: CausalGroupConv::new(cfg.dim, &pos.pp("conv2.0"))?,
+            use_kernels: true,
         })
     }
 
@@ -272,31 +232,31 @@ pub struct Attention {
     heads: usize,
     dim_head: usize,
     matmul: FlowMatmul,
+    use_kernels: bool,
 }
 
 impl Attention {
     fn new(cfg: &DitConfig, w: &Weights) -> Result<Self> {
         let inner = cfg.heads * cfg.dim_head;
-        let lin = |name: &str| Linear::new(&w.pp(name), inner, cfg.dim);
+        let lin = |name: &str| linear(&w.pp(name), inner, cfg.dim);
         let (q, k, v) = (lin("to_q")?, lin("to_k")?, lin("to_v")?);
         // The softmax scale folded into q: exact when dim_head is a power of four (16, 64),
         // because scaling by a power of two commutes with rounding; rotary is linear.
         let scale = 1.0 / (cfg.dim_head as f64).sqrt();
-        let weight = Tensor::cat(&[(q.weight * scale)?, k.weight, v.weight], 0)?;
-        let bias = Tensor::cat(&[(q.bias * scale)?, k.bias, v.bias], 0)?;
         Ok(Self {
-            to_qkv: Linear::from_parts(weight, bias),
-            to_out: Linear::new(&w.pp("to_out.0"), cfg.dim, inner)?,
+            to_qkv: Linear::stacked(&[q.scaled(scale)?, k, v])?,
+            to_out: linear(&w.pp("to_out.0"), cfg.dim, inner)?,
             heads: cfg.heads,
             dim_head: cfg.dim_head,
             matmul: FlowMatmul::F32,
+            use_kernels: true,
         })
     }
 
     fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
         Ok(Self {
-            to_qkv: self.to_qkv.with_matmul(matmul)?,
-            to_out: self.to_out.with_matmul(matmul)?,
+            to_qkv: self.to_qkv.with_flow_matmul(matmul)?,
+            to_out: self.to_out.with_flow_matmul(matmul)?,
             matmul,
             ..self.clone()
         })
@@ -308,10 +268,12 @@ impl Attention {
         let (b, t, _) = xs.dims3()?;
         let (h, dh) = (self.heads, self.dim_head);
         let qkv = self.to_qkv.product(xs)?; // (b, t, 3·h·dh), no bias yet
-        if let Some(qkv) = kernels::qkv_bias_rope(&qkv, self.to_qkv.bias(), &rope.cos_sin, h)? {
+        if self.use_kernels
+            && let Some(qkv) = kernels::qkv_bias_rope(&qkv, bias(&self.to_qkv)?, &rope.cos_sin, h)?
+        {
             return Ok(qkv);
         }
-        let qkv = qkv.broadcast_add(self.to_qkv.bias())?;
+        let qkv = qkv.broadcast_add(bias(&self.to_qkv)?)?;
         let qkv = qkv.reshape((b, t, 3, h, dh))?.permute((2, 0, 3, 1, 4))?.contiguous()?;
         let (q, k, v) = (qkv.get(0)?, qkv.get(1)?, qkv.get(2)?); // (b, h, t, dh) each
         // Upstream rotates channels 0..dh of the un-split projection, i.e. head 0 only:
@@ -326,34 +288,41 @@ impl Attention {
 
     /// `xs` (b, t, dim) → (b, t, dim).
     pub fn forward(&self, xs: &Tensor, rope: &Rope) -> candle::Result<Tensor> {
-        self.product(xs, rope)?.broadcast_add(self.to_out.bias())
+        self.product(xs, rope)?.broadcast_add(bias(&self.to_out)?)
     }
 
     /// [`Self::forward`] without the output projection's bias ([`Self::out_bias`]).
     fn product(&self, xs: &Tensor, rope: &Rope) -> candle::Result<Tensor> {
         let (q, k, v) = self.qkv(xs, rope)?;
-        self.to_out.product(&attend(&q, &k, &v, self.matmul)?)
+        self.to_out.product(&attend(&q, &k, &v, self.matmul, self.use_kernels)?)
     }
 
-    fn out_bias(&self) -> &Tensor {
-        self.to_out.bias()
+    fn out_bias(&self) -> candle::Result<&Tensor> {
+        bias(&self.to_out)
     }
 }
 
 /// Softmax attention over all frames: q (pre-scaled), k, v (b, h, t, dh) → (b, t, h·dh).
 /// A fused kernel on CUDA ([`kernels::attention`]) and, in plain f32, on the CPU
-/// ([`super::cpu_attention`]); elsewhere [`attend_materialised`].
-pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor, matmul: FlowMatmul) -> candle::Result<Tensor> {
+/// ([`super::cpu_attention`]); elsewhere, or on CUDA without `use_kernels`,
+/// [`attend_materialised`].
+pub fn attend(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    matmul: FlowMatmul,
+    use_kernels: bool,
+) -> candle::Result<Tensor> {
     // bf16 covers the projections only: the attention core stays f32.
     if matmul != FlowMatmul::Tf32x3 && super::cpu_attention::applies(q) {
         return super::cpu_attention::attend(q, k, v);
     }
     // The CUDA kernel computes the scores in f32 whatever `matmul` says (3xTF32 is an f32
     // product too), so it serves both.
-    if let Some(o) = kernels::attention(q, k, v)? {
+    if use_kernels && let Some(o) = kernels::attention(q, k, v)? {
         return Ok(o);
     }
-    attend_materialised(q, k, v, matmul)
+    attend_materialised(q, k, v, matmul, use_kernels)
 }
 
 /// [`attend`] with candle ops: scores materialised in query chunks of at most
@@ -364,11 +333,12 @@ pub fn attend_materialised(
     k: &Tensor,
     v: &Tensor,
     matmul: FlowMatmul,
+    use_kernels: bool,
 ) -> candle::Result<Tensor> {
     let (b, h, t, dh) = q.dims4()?;
     let (q, k) = match matmul {
         FlowMatmul::F32 | FlowMatmul::Bf16 => (q.clone(), k.clone()),
-        FlowMatmul::Tf32x3 => (tf32x3::lhs(q)?, tf32x3::rhs(k)?),
+        FlowMatmul::Tf32x3 => (tf32x3::lhs(q, use_kernels)?, tf32x3::rhs(k)?),
     };
     let k_t = k.t()?; // (b, h, dh, t), a view
     let chunk = (SCORE_BUDGET_FLOATS / (b * h * t).max(1)).clamp(1, t.max(1));
@@ -392,37 +362,47 @@ pub fn attend_materialised(
 pub struct FeedForward {
     ff_0_0: Linear,
     ff_2: Linear,
+    use_kernels: bool,
 }
 
 impl FeedForward {
     fn new(cfg: &DitConfig, w: &Weights) -> Result<Self> {
         let inner = cfg.dim * cfg.ff_mult;
         Ok(Self {
-            ff_0_0: Linear::new(&w.pp("ff.0.0"), inner, cfg.dim)?,
-            ff_2: Linear::new(&w.pp("ff.2"), cfg.dim, inner)?,
+            ff_0_0: linear(&w.pp("ff.0.0"), inner, cfg.dim)?,
+            ff_2: linear(&w.pp("ff.2"), cfg.dim, inner)?,
+            use_kernels: true,
         })
     }
 
     pub fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
-        self.product(xs)?.broadcast_add(self.ff_2.bias())
+        self.product(xs)?.broadcast_add(bias(&self.ff_2)?)
     }
 
     /// [`Self::forward`] without the last projection's bias ([`Self::out_bias`]).
     fn product(&self, xs: &Tensor) -> candle::Result<Tensor> {
         let h = self.ff_0_0.product(xs)?;
-        let h = match kernels::bias_gelu(&h, self.ff_0_0.bias())? {
+        let fused = match self.use_kernels {
+            true => kernels::bias_gelu(&h, bias(&self.ff_0_0)?)?,
+            false => None,
+        };
+        let h = match fused {
             Some(h) => h,
-            None => h.broadcast_add(self.ff_0_0.bias())?.gelu()?,
+            None => h.broadcast_add(bias(&self.ff_0_0)?)?.gelu()?,
         };
         self.ff_2.product(&h)
     }
 
-    fn out_bias(&self) -> &Tensor {
-        self.ff_2.bias()
+    fn out_bias(&self) -> candle::Result<&Tensor> {
+        bias(&self.ff_2)
     }
 
     fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
-        Ok(Self { ff_0_0: self.ff_0_0.with_matmul(matmul)?, ff_2: self.ff_2.with_matmul(matmul)? })
+        Ok(Self {
+            ff_0_0: self.ff_0_0.with_flow_matmul(matmul)?,
+            ff_2: self.ff_2.with_flow_matmul(matmul)?,
+            use_kernels: self.use_kernels,
+        })
     }
 }
 
@@ -436,15 +416,17 @@ pub struct DiTBlock {
     pub attn: Attention,
     pub ff: FeedForward,
     dim: usize,
+    use_kernels: bool,
 }
 
 impl DiTBlock {
     pub fn new(cfg: &DitConfig, w: &Weights) -> Result<Self> {
         Ok(Self {
-            attn_norm: Linear::new(&w.pp("attn_norm.linear"), 6 * cfg.dim, cfg.dim)?,
+            attn_norm: linear(&w.pp("attn_norm.linear"), 6 * cfg.dim, cfg.dim)?,
             attn: Attention::new(cfg, &w.pp("attn"))?,
             ff: FeedForward::new(cfg, &w.pp("ff"))?,
             dim: cfg.dim,
+            use_kernels: true,
         })
     }
 
@@ -477,15 +459,16 @@ impl DiTBlock {
         let (shift_msa, scale_msa, gate_msa) = (&m[0], &m[1], &m[2]);
         let (shift_mlp, scale_mlp, gate_mlp) = (&m[3], &m[4], &m[5]);
         // The attention's and the feed-forward's last biases are added in the gated residuals.
-        let norm = modulate(xs, scale_msa, shift_msa)?;
+        let k = self.use_kernels;
+        let norm = modulate(xs, scale_msa, shift_msa, k)?;
         let attn_y = self.attn.product(&norm, rope)?;
-        let xs = gated_residual(xs, &attn_y, self.attn.out_bias(), gate_msa)?;
-        let ff_norm = modulate(&xs, scale_mlp, shift_mlp)?;
+        let xs = gated_residual(xs, &attn_y, self.attn.out_bias()?, gate_msa, k)?;
+        let ff_norm = modulate(&xs, scale_mlp, shift_mlp, k)?;
         let ff_y = self.ff.product(&ff_norm)?;
-        let out = gated_residual(&xs, &ff_y, self.ff.out_bias(), gate_mlp)?;
+        let out = gated_residual(&xs, &ff_y, self.ff.out_bias()?, gate_mlp, k)?;
         if let Some(taps) = taps {
-            let attn_out = attn_y.broadcast_add(self.attn.out_bias())?;
-            let ff_out = ff_y.broadcast_add(self.ff.out_bias())?;
+            let attn_out = attn_y.broadcast_add(self.attn.out_bias()?)?;
+            let ff_out = ff_y.broadcast_add(self.ff.out_bias()?)?;
             for (name, t) in [
                 ("attn_norm_x", &norm),
                 ("gate_msa", gate_msa),
@@ -512,6 +495,7 @@ pub struct DiT {
     norm_out: Linear, // norm_out.linear: (2·dim, dim)
     proj_out: Linear,
     cfg: DitConfig,
+    use_kernels: bool,
 }
 
 impl DiT {
@@ -526,9 +510,10 @@ impl DiT {
             input_embed: InputEmbedding::new(cfg, &w.pp("input_embed"))?,
             inv_freq,
             transformer_blocks,
-            norm_out: Linear::new(&w.pp("norm_out.linear"), 2 * cfg.dim, cfg.dim)?,
-            proj_out: Linear::new(&w.pp("proj_out"), cfg.out_channels, cfg.dim)?,
+            norm_out: linear(&w.pp("norm_out.linear"), 2 * cfg.dim, cfg.dim)?,
+            proj_out: linear(&w.pp("proj_out"), cfg.out_channels, cfg.dim)?,
             cfg: cfg.clone(),
+            use_kernels: true,
         })
     }
 
@@ -544,6 +529,23 @@ impl DiT {
             .map(|b| b.with_matmul(matmul))
             .collect::<candle::Result<_>>()?;
         Ok(Self { transformer_blocks, ..self.clone() })
+    }
+
+    /// Runs Lectern's own kernels ([`kernels`], [`super::cpu_ops`]) where they apply (`on`, the
+    /// default), or candle's ops only (benchmarks compare the two; the output differs within
+    /// the fixture gates).
+    pub fn set_kernels(&mut self, on: bool) {
+        self.use_kernels = on;
+        self.input_embed.use_kernels = on;
+        for block in &mut self.transformer_blocks {
+            block.use_kernels = on;
+            block.attn.use_kernels = on;
+            block.ff.use_kernels = on;
+            for l in [&mut block.attn.to_qkv, &mut block.attn.to_out, &mut block.ff.ff_0_0] {
+                l.set_kernels(on);
+            }
+            block.ff.ff_2.set_kernels(on);
+        }
     }
 
     /// How the blocks' matmuls are computed.
@@ -612,7 +614,7 @@ impl DiT {
         let m = self.norm_out.forward(&temb_silu)?; // (b, 2·dim)
         let d = self.cfg.dim;
         // The final norm splits scale first, then shift (the blocks split shift first).
-        let xs = modulate(&xs, &m.narrow(1, 0, d)?, &m.narrow(1, d, d)?)?;
+        let xs = modulate(&xs, &m.narrow(1, 0, d)?, &m.narrow(1, d, d)?, self.use_kernels)?;
         if let Some(taps) = taps {
             taps.push(("norm_out".into(), xs.clone()));
         }

@@ -15,9 +15,10 @@
 //! * [`tf32x3_lhs`]: the left operand of a 3xTF32 product in one pass.
 //!
 //! Plain f32, sums in a fixed order. Each function returns `None` where it does not apply (not
-//! CUDA, not f32, other layouts, or switched off with [`SWITCH`]); the caller then runs
+//! CUDA, not f32, other layouts); the caller then runs
 //! candle's ops. On the CPU, [`modulate`], [`gated_residual`], [`bias_gelu`] and
-//! [`qkv_bias_rope`] run [`super::cpu_ops`] instead (same switch).
+//! [`qkv_bias_rope`] run [`super::cpu_ops`] instead. Callers skip both when the DiT's kernels
+//! are off ([`super::dit::DiT::set_kernels`]).
 
 // CUDA kernel launches (each with a SAFETY note on its arguments).
 #![allow(unsafe_code)]
@@ -25,10 +26,7 @@
 use candle::{D, Tensor};
 
 use super::cpu_ops;
-use crate::kernel_switch::{KernelSwitch, is_f32_vector};
-
-/// Turns the DiT's kernels off and on for the whole process (benchmarks compare the two).
-pub static SWITCH: KernelSwitch = KernelSwitch::on();
+use crate::kernel_switch::{is_f32_vector, on_cuda_f32};
 
 /// `LN(xs)·(1 + scale) + shift` for `xs` `(b, t, dim)` contiguous, `scale` and `shift`
 /// `(b, dim)` with unit stride along `dim` (views into the modulation vector are fine).
@@ -198,7 +196,7 @@ impl GroupConvWeights {
 }
 
 fn applies(x: &Tensor) -> bool {
-    SWITCH.applies_to(x) && x.is_contiguous()
+    on_cuda_f32(x) && x.is_contiguous()
 }
 
 /// `v` is `(b, dim)` f32 for `xs` `(b, t, dim)`, unit stride along `dim`.

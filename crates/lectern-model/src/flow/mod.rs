@@ -33,14 +33,15 @@ pub mod tf32x3;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use candle::{DType, Device, Tensor};
+use candle::{DType, Device, Module, Tensor};
 
 use self::cfm::{FlowCond, cosine_schedule, solve_euler};
-use self::dit::{DiT, Linear};
+use self::dit::DiT;
 pub use self::tf32x3::FlowMatmul;
 use super::config::{FlowConfig, MAX_FLOW_FRAMES, N_MELS};
 use super::noise::flow_noise;
 use super::weights::{Checkpoint, ModelError, Result, Weights};
+use crate::linear::Linear;
 
 /// NFE upstream hard-codes in `flow.inference`.
 pub const DEFAULT_NFE: usize = 10;
@@ -230,10 +231,11 @@ impl CausalMaskedDiffWithDiT {
         let d = cfg.input_size;
         Ok(Self {
             input_embedding: w.get("input_embedding.weight", &[cfg.vocab_size, d])?,
-            spk_embed_affine_layer: Linear::new(
+            spk_embed_affine_layer: Linear::load(
                 &w.pp("spk_embed_affine_layer"),
                 cfg.output_size,
                 cfg.spk_embed_dim,
+                true,
             )?,
             pre_lookahead_layer: PreLookaheadLayer::new(cfg, &w.pp("pre_lookahead_layer"))?,
             estimator: Arc::new(DiT::new(&cfg.dit, &w.pp("decoder.estimator"))?),
@@ -269,6 +271,12 @@ impl CausalMaskedDiffWithDiT {
             self.estimator = Arc::new(self.estimator.with_matmul(matmul)?);
         }
         Ok(())
+    }
+
+    /// Runs the estimator on Lectern's own kernels where they apply (`on`, the default) or on
+    /// candle's ops only ([`DiT::set_kernels`]).
+    pub fn set_kernels(&mut self, on: bool) {
+        Arc::make_mut(&mut self.estimator).set_kernels(on);
     }
 
     /// How the estimator's large matmuls are computed.

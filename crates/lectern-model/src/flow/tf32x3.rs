@@ -74,10 +74,10 @@ fn as_tf32(lo: Tensor) -> candle::Result<Tensor> {
     if lo.device().is_cuda() { Ok(lo) } else { Ok(split(&lo)?.0) }
 }
 
-/// The left operand `[hi | hi | lo]` over the last (inner) dimension (on CUDA one kernel:
-/// [`super::kernels::tf32x3_lhs`]).
-pub fn lhs(a: &Tensor) -> candle::Result<Tensor> {
-    if let Some(split) = super::kernels::tf32x3_lhs(a)? {
+/// The left operand `[hi | hi | lo]` over the last (inner) dimension (on CUDA with
+/// `use_kernels`, one kernel: [`super::kernels::tf32x3_lhs`]).
+pub fn lhs(a: &Tensor, use_kernels: bool) -> candle::Result<Tensor> {
+    if use_kernels && let Some(split) = super::kernels::tf32x3_lhs(a)? {
         return Ok(split);
     }
     let (hi, lo) = split(a)?;
@@ -156,7 +156,7 @@ mod tests {
             d.abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap()
         };
         let f32_err = err(&a.matmul(&b.t().unwrap()).unwrap());
-        let x3_err = err(&matmul_t(&lhs(&a).unwrap(), &rhs(&b).unwrap()).unwrap());
+        let x3_err = err(&matmul_t(&lhs(&a, true).unwrap(), &rhs(&b).unwrap()).unwrap());
         let (ah, bh) = (split(&a).unwrap().0, split(&b).unwrap().0);
         let x1_err = err(&ah.matmul(&bh.t().unwrap()).unwrap());
         assert!(x3_err <= 4.0 * f32_err.max(1e-6), "3xTF32 {x3_err} vs f32 {f32_err}");

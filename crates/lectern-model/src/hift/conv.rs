@@ -20,6 +20,8 @@ pub struct CausalConv1d {
     stride: usize,
     pad_left: usize,
     pad_right: usize,
+    /// Lectern's conv kernels (CUDA, CPU) where they apply; candle's ops otherwise.
+    pub(super) use_kernels: bool,
 }
 
 impl CausalConv1d {
@@ -41,6 +43,7 @@ impl CausalConv1d {
             stride: 1,
             pad_left: (k - 1) * dilation,
             pad_right: 0,
+            use_kernels: true,
         })
     }
 
@@ -56,6 +59,7 @@ impl CausalConv1d {
             stride: 1,
             pad_left: 0,
             pad_right: k - 1,
+            use_kernels: true,
         })
     }
 
@@ -71,6 +75,7 @@ impl CausalConv1d {
             stride: u,
             pad_left: u - 1,
             pad_right: 0,
+            use_kernels: true,
         })
     }
 
@@ -82,7 +87,7 @@ impl CausalConv1d {
     /// `residual + self.forward(x)` (`residual` shaped like the output), the add fused into
     /// the conv's last pass on CUDA.
     pub fn forward_plus(&self, x: &Tensor, residual: Option<&Tensor>) -> Result<Tensor> {
-        if self.stride == 1 {
+        if self.stride == 1 && self.use_kernels {
             let geometry = ConvGeometry {
                 k: self.weight_taps.dim(0)?,
                 dilation: self.dilation,
@@ -115,7 +120,7 @@ impl CausalConv1d {
 
     /// The convolution without any padding (streaming look-ahead taken from the input).
     pub fn forward_unpadded(&self, x: &Tensor) -> Result<Tensor> {
-        if self.stride == 1 && cpu::applies(x) {
+        if self.stride == 1 && self.use_kernels && cpu::applies(x) {
             let geometry = ConvGeometry {
                 k: self.weight_taps.dim(0)?,
                 dilation: self.dilation,

@@ -27,16 +27,16 @@ use candle::{DType, Device, Storage, Tensor};
 use gemm::{Parallelism, gemm};
 use rayon::prelude::*;
 
-use super::kernels::{ConvGeometry, SWITCH};
+use super::kernels::ConvGeometry;
 
 /// Most tap products one task holds: 256 Ki floats = 1 MiB, within a core's L2.
 pub const TAPS_BUDGET_FLOATS: usize = 256 << 10;
 /// Fewest output frames in a block (short blocks make the GEMM inefficient).
 const MIN_BLOCK: usize = 64;
 
-/// Whether [`conv1d`] serves this input (CPU, f32, switched on).
+/// Whether [`conv1d`] serves this input (CPU, f32).
 pub fn applies(x: &Tensor) -> bool {
-    SWITCH.enabled() && x.device().is_cpu() && x.dtype() == DType::F32
+    x.device().is_cpu() && x.dtype() == DType::F32
 }
 
 /// The output buffer shared by the tasks; each writes its own columns of every row.

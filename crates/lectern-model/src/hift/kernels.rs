@@ -9,18 +9,16 @@
 //! candle) and one `tap_sum` pass that adds the shifted taps, the bias and optionally a
 //! residual, the padding read as zeros instead of copied in; [`snake`] is one pass.
 //!
-//! Each function returns `None` where it does not apply (not CUDA, not f32, other layouts,
-//! or switched off with [`SWITCH`]); the caller then runs candle's ops.
+//! Each function returns `None` where it does not apply (not CUDA, not f32, other layouts);
+//! the caller then runs candle's ops, as it does when the vocoder's kernels are off
+//! ([`super::Hift::set_kernels`]).
 
 // CUDA kernel launches (each with a SAFETY note on its arguments).
 #![allow(unsafe_code)]
 
 use candle::Tensor;
 
-use crate::kernel_switch::{KernelSwitch, is_f32_vector};
-
-/// Turns the vocoder's kernels off and on for the whole process (benchmarks compare the two).
-pub static SWITCH: KernelSwitch = KernelSwitch::on();
+use crate::kernel_switch::{is_f32_vector, on_cuda_f32};
 
 /// Snake `x + inv_alpha · sin(alpha · x)²` for `x` `(1, c, t)` contiguous, `alpha` and
 /// `inv_alpha` `(c,)`.
@@ -73,7 +71,7 @@ pub struct ConvGeometry {
 }
 
 fn applies(x: &Tensor) -> bool {
-    SWITCH.applies_to(x) && x.is_contiguous()
+    on_cuda_f32(x) && x.is_contiguous()
 }
 
 #[cfg(not(feature = "cuda"))]

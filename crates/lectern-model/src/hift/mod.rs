@@ -30,6 +30,7 @@ use super::weights::{Checkpoint, ModelError, Result, Weights};
 struct Snake {
     alpha: Tensor,     // (1, C, 1)
     inv_alpha: Tensor, // (1, C, 1): 1 / (α + 1e-9), in f32 as upstream
+    use_kernels: bool,
 }
 
 impl Snake {
@@ -37,16 +38,18 @@ impl Snake {
         let alpha = w.get("alpha", &[channels])?;
         let inv: Vec<f32> = alpha.to_vec1::<f32>()?.iter().map(|a| 1.0 / (a + 1e-9)).collect();
         let inv_alpha = Tensor::from_vec(inv, (1, channels, 1), alpha.device())?;
-        Ok(Self { alpha: alpha.reshape((1, channels, 1))?, inv_alpha })
+        Ok(Self { alpha: alpha.reshape((1, channels, 1))?, inv_alpha, use_kernels: true })
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let (alpha, inv_alpha) = (self.alpha.flatten_all()?, self.inv_alpha.flatten_all()?);
-        if let Some(y) = kernels::snake(x, &alpha, &inv_alpha)? {
-            return Ok(y);
-        }
-        if cpu::applies(x) && x.dims3()?.0 == 1 {
-            return Ok(cpu::snake(x, &alpha, &inv_alpha)?);
+        if self.use_kernels {
+            let (alpha, inv_alpha) = (self.alpha.flatten_all()?, self.inv_alpha.flatten_all()?);
+            if let Some(y) = kernels::snake(x, &alpha, &inv_alpha)? {
+                return Ok(y);
+            }
+            if cpu::applies(x) && x.dims3()?.0 == 1 {
+                return Ok(cpu::snake(x, &alpha, &inv_alpha)?);
+            }
         }
         let s = x.broadcast_mul(&self.alpha)?.sin()?.sqr()?;
         Ok((x + s.broadcast_mul(&self.inv_alpha)?)?)
@@ -78,6 +81,15 @@ impl ResBlock {
             rb.activations2.push(Snake::new(&w.pp(format!("activations2.{j}")), c)?);
         }
         Ok(rb)
+    }
+
+    fn set_kernels(&mut self, on: bool) {
+        for conv in self.convs1.iter_mut().chain(&mut self.convs2) {
+            conv.use_kernels = on;
+        }
+        for snake in self.activations1.iter_mut().chain(&mut self.activations2) {
+            snake.use_kernels = on;
+        }
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
@@ -211,6 +223,19 @@ impl Hift {
     }
 
     /// Uses an explicit source-noise buffer `(rows, harmonics)` instead of the rebuilt one.
+    /// Runs Lectern's own kernels (CUDA: [`kernels`]; CPU: [`cpu`]) where they apply (`on`,
+    /// the default), or candle's ops only (benchmarks compare the two; within the fixture
+    /// gates either way).
+    pub fn set_kernels(&mut self, on: bool) {
+        let convs = [&mut self.conv_pre, &mut self.conv_post].into_iter();
+        for conv in convs.chain(&mut self.ups).chain(&mut self.source_downs) {
+            conv.use_kernels = on;
+        }
+        for block in self.resblocks.iter_mut().chain(&mut self.source_resblocks) {
+            block.set_kernels(on);
+        }
+    }
+
     pub fn set_noise_buffer(&mut self, buffer: Vec<f32>) {
         self.m_source.set_noise_buffer(buffer);
     }

@@ -11,22 +11,19 @@
 //! sums in a fixed order.
 //!
 //! Each function returns `None` where it does not apply (not CUDA, not f32, more than
-//! [`MAX_ROWS`] rows, unaligned or strided inputs, or switched off with [`SWITCH`]); the
-//! caller then runs candle's op.
+//! [`MAX_ROWS`] rows, unaligned or strided inputs); the caller then runs candle's op, as it
+//! does when the LM's kernels are off ([`super::SpeechLm::set_kernels`]).
 
 // CUDA kernel launches (each with a SAFETY note on its arguments).
 #![allow(unsafe_code)]
 
 use candle::Tensor;
 
-use crate::kernel_switch::KernelSwitch;
+use crate::kernel_switch::on_cuda_f32;
 
 /// Most rows [`rows_matmul`] takes (lanes of a decode step): kernels.cu instantiates
 /// `rows_matmul_f32_1` … `rows_matmul_f32_8`.
 pub const MAX_ROWS: usize = 8;
-
-/// Turns the LM's kernels off and on for the whole process (benchmarks compare the two).
-pub static SWITCH: KernelSwitch = KernelSwitch::on();
 
 /// Lectern's CUDA kernel modules (the LM's, the DiT's and the vocoder's) that failed to compile in this
 /// process, with NVRTC's message: their callers run candle's ops instead. Empty without CUDA.
@@ -85,7 +82,7 @@ pub fn softmax_values(scores: &Tensor, cache: &Tensor) -> candle::Result<Option<
 pub const HEAD_DIM: usize = 64;
 
 fn applies(x: &Tensor) -> bool {
-    SWITCH.applies_to(x)
+    on_cuda_f32(x)
 }
 
 #[cfg(not(feature = "cuda"))]

@@ -1,0 +1,217 @@
+//! The one linear layer of every stage: `y = x·Wᵀ (+ b)` over the last dimension, as one flat
+//! `(rows, in) @ Wᵀ` product, implementing candle's [`Module`].
+//!
+//! What varies is how the product runs ([`Product`]): a dense weight (f32, or f16/bf16 for the
+//! LM's reduced precisions), q8_0 blocks (the LM's `q8_0`), or the flow's split-f32 3xTF32 and
+//! bf16 products ([`FlowMatmul`]). The variants are built from the f32 checkpoint weight once,
+//! at load, so a forward pass never converts weights.
+
+use candle::quantized::{GgmlDType, QMatMul, QTensor};
+use candle::{D, DType, Module, Tensor};
+
+use crate::flow::bf16::Bf16Weight;
+use crate::flow::tf32x3::{self, FlowMatmul};
+use crate::lm::LmPrecision;
+use crate::lm::kernels as lm_kernels;
+use crate::weights::{ModelError, Result, Weights};
+
+/// How a [`Linear`]'s product runs.
+#[derive(Debug, Clone)]
+enum Product {
+    /// A dense weight `(out, in)`: f32, or f16/bf16 with the rows cast to it and the product
+    /// cast back to f32.
+    Dense(Tensor),
+    /// q8_0 blocks along the inner dimension.
+    Q8_0(QMatMul),
+    /// 3xTF32 on tensor cores: `[W_hi | W_lo | W_hi]` `(out, 3·in)` ([`tf32x3`]).
+    Tf32x3(Tensor),
+    /// bf16 products (AMX on CPUs that have it; [`Bf16Weight`]).
+    Bf16(Bf16Weight),
+}
+
+/// A linear layer.
+#[derive(Debug, Clone)]
+pub struct Linear {
+    /// The f32 weight `(out, in)` as loaded, kept while a variant may still be derived from it
+    /// (flow layers); the LM's reduced-precision layers drop it to save its memory.
+    weight: Option<Tensor>,
+    product: Product,
+    bias: Option<Tensor>,
+    out_dim: usize,
+    /// The LM's decode steps (1–16 rows) take their own routes: Lectern's CUDA rows kernel,
+    /// and on the CPU the transposed product [`few_rows_product`]. The flow keeps candle's
+    /// matmul for every row count, so its output stays what the fixture gates measured.
+    decode_rows: bool,
+    /// Lectern's kernels where they apply (the LM's rows kernel, the 3xTF32 split): on unless
+    /// the stage turns them off ([`Linear::set_kernels`]).
+    kernels: bool,
+}
+
+impl Linear {
+    /// A dense f32 layer from its weight `(out, in)` and optional bias `(out,)`.
+    pub fn new(weight: Tensor, bias: Option<Tensor>) -> candle::Result<Self> {
+        let out_dim = weight.dim(0)?;
+        Ok(Self {
+            weight: Some(weight.clone()),
+            product: Product::Dense(weight),
+            bias,
+            out_dim,
+            decode_rows: false,
+            kernels: true,
+        })
+    }
+
+    /// Loads `weight` `(out_dim, in_dim)` (and `bias` `(out_dim,)`) under `w`; shape errors name
+    /// the checkpoint tensor.
+    pub fn load(w: &Weights, out_dim: usize, in_dim: usize, bias: bool) -> Result<Self> {
+        let weight = w.get("weight", &[out_dim, in_dim])?;
+        let bias = if bias { Some(w.get("bias", &[out_dim])?) } else { None };
+        Ok(Self::new(weight, bias)?)
+    }
+
+    /// One layer whose output columns are the outputs of `parts` in order (they must share the
+    /// input width, and all or none have a bias): one matmul and one bias add instead of one per
+    /// part, the point on a GPU where every kernel launch counts. Callers `narrow` the columns.
+    pub fn stacked(parts: &[Linear]) -> Result<Self> {
+        let weights = parts.iter().map(Linear::f32_weight).collect::<Result<Vec<_>>>()?;
+        let biases: Vec<&Tensor> = parts.iter().filter_map(|p| p.bias.as_ref()).collect();
+        let bias = match biases.len() {
+            0 => None,
+            n if n == parts.len() => Some(Tensor::cat(&biases, 0)?),
+            _ => {
+                return Err(ModelError::InvalidInput(
+                    "stacked projections must all have a bias or none".into(),
+                ));
+            }
+        };
+        Ok(Self::new(Tensor::cat(&weights, 0)?, bias)?)
+    }
+
+    /// `y = s·(x·Wᵀ + b)`, by scaling the f32 weight and bias (before any cast or quantization).
+    pub fn scaled(&self, s: f64) -> Result<Self> {
+        let bias = self.bias.as_ref().map(|b| b * s).transpose()?;
+        Ok(Self::new((self.f32_weight()? * s)?, bias)?)
+    }
+
+    /// This layer as the LM runs it at `precision` (the f32 weight is dropped for the reduced
+    /// ones). q8_0 blocks run along the inner dimension, so stacking rows does not change them.
+    pub fn for_lm(self, precision: LmPrecision) -> Result<Self> {
+        let weight = self.f32_weight()?;
+        let product = match precision {
+            LmPrecision::F32 => Product::Dense(weight.clone()),
+            LmPrecision::F16 => Product::Dense(weight.to_dtype(DType::F16)?),
+            LmPrecision::Bf16 => Product::Dense(weight.to_dtype(DType::BF16)?),
+            LmPrecision::Q8_0 => {
+                let in_dim = weight.dim(1)?;
+                if in_dim % 32 != 0 {
+                    return Err(ModelError::InvalidInput(format!(
+                        "q8_0 needs inner dimensions divisible by 32, got {in_dim}"
+                    )));
+                }
+                let q = QTensor::quantize(&weight, GgmlDType::Q8_0)?;
+                Product::Q8_0(QMatMul::from_qtensor(q)?)
+            }
+        };
+        let keep = matches!(precision, LmPrecision::F32).then_some(weight);
+        Ok(Self { weight: keep, product, decode_rows: true, ..self })
+    }
+
+    /// This layer with its product computed as the flow's `matmul` says (the split weight of
+    /// 3xTF32 and the bf16 weight are built here, once).
+    pub fn with_flow_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        let weight = self.f32_weight().map_err(candle::Error::wrap)?;
+        let product = match matmul {
+            FlowMatmul::F32 => Product::Dense(weight),
+            FlowMatmul::Tf32x3 => Product::Tf32x3(tf32x3::rhs(&weight)?),
+            FlowMatmul::Bf16 => Product::Bf16(Bf16Weight::new(&weight)?),
+        };
+        Ok(Self { product, ..self.clone() })
+    }
+
+    fn f32_weight(&self) -> Result<Tensor> {
+        self.weight.clone().ok_or_else(|| {
+            ModelError::InvalidInput("a reduced-precision layer has no f32 weight left".into())
+        })
+    }
+
+    /// Lectern's kernels on (the default) or candle's ops only.
+    pub fn set_kernels(&mut self, on: bool) {
+        self.kernels = on;
+    }
+
+    pub fn bias(&self) -> Option<&Tensor> {
+        self.bias.as_ref()
+    }
+
+    /// `xs · Wᵀ` without the bias, for callers that fold the bias into their next kernel.
+    pub fn product(&self, xs: &Tensor) -> candle::Result<Tensor> {
+        let (flat, out_dims) = self.flatten(xs)?;
+        let ys = match &self.product {
+            Product::Dense(w) if w.dtype() == DType::F32 => match self.decode_rows {
+                true => few_rows_product(&flat, w)?.map_or_else(|| flat.matmul(&w.t()?), Ok)?,
+                false => flat.matmul(&w.t()?)?,
+            },
+            Product::Dense(w) => flat.to_dtype(w.dtype())?.matmul(&w.t()?)?.to_dtype(DType::F32)?,
+            Product::Q8_0(q) => q.forward(&flat)?,
+            Product::Tf32x3(split) => tf32x3::matmul_t(&tf32x3::lhs(&flat, self.kernels)?, split)?,
+            Product::Bf16(w) => w.matmul_t(&flat)?,
+        };
+        ys.reshape(out_dims)
+    }
+
+    /// `xs` as `(rows, in)`, and the shape of the output.
+    fn flatten(&self, xs: &Tensor) -> candle::Result<(Tensor, Vec<usize>)> {
+        let in_dim = xs.dim(D::Minus1)?;
+        let flat = xs.reshape((xs.elem_count() / in_dim.max(1), in_dim))?;
+        let mut out_dims = xs.dims().to_vec();
+        *out_dims.last_mut().expect("rank ≥ 1") = self.out_dim;
+        Ok((flat, out_dims))
+    }
+
+    /// Bytes held by the weights the forward pass uses (for telemetry).
+    pub fn weight_bytes(&self) -> usize {
+        let bytes = |t: &Tensor| t.elem_count() * t.dtype().size_in_bytes();
+        match &self.product {
+            Product::Dense(w) | Product::Tf32x3(w) => bytes(w),
+            Product::Bf16(w) => w.bytes(),
+            Product::Q8_0(QMatMul::QTensor(q)) => q.storage_size_in_bytes(),
+            Product::Q8_0(QMatMul::Tensor(t) | QMatMul::TensorF16(t)) => bytes(t),
+        }
+    }
+}
+
+impl Module for Linear {
+    fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
+        if self.decode_rows
+            && self.kernels
+            && let Product::Dense(w) = &self.product
+            && w.dtype() == DType::F32
+            && xs.rank() == 2
+            && let Some(y) = lm_kernels::rows_matmul(xs, w, self.bias.as_ref())?
+        {
+            return Ok(y);
+        }
+        let y = self.product(xs)?;
+        match &self.bias {
+            Some(b) => y.broadcast_add(b),
+            None => Ok(y),
+        }
+    }
+}
+
+/// Most rows [`few_rows_product`] serves: the decode steps of up to 16 lanes.
+const FEW_ROWS: usize = 16;
+
+/// On the CPU, `x·Wᵀ` for 2 to [`FEW_ROWS`] rows (the joined decode steps) computed as
+/// `(W·xᵀ)ᵀ`. With its AVX-512 kernels (`x86-v4`) the `gemm` crate tiles the left operand's
+/// rows 48 at a time, so 2–8 rows of `x·Wᵀ` ran 1.5× slower than on its AVX2 kernels
+/// (`bench --stage lm --lanes 2`: 370 against 250 ms a step); as `W·xᵀ` the weight's rows
+/// fill the tiles. One row keeps the matrix–vector path, more than [`FEW_ROWS`] the plain one.
+fn few_rows_product(flat: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
+    let rows = flat.dim(0)?;
+    if !flat.device().is_cpu() || !(2..=FEW_ROWS).contains(&rows) {
+        return Ok(None);
+    }
+    let y_t = weight.matmul(&flat.t()?)?; // (out, rows)
+    Ok(Some(y_t.t()?.contiguous()?))
+}
