@@ -162,6 +162,8 @@ pub struct TakeEntry {
     pub record: TakeRecord,
     /// Made for other text, voice or model than the segment's now: history, not exported.
     pub stale: bool,
+    /// Its own quality figures, as stored with it (None: not measured).
+    pub figures: Option<crate::quality::TakeFigures>,
 }
 
 impl TakeEntry {
@@ -223,6 +225,14 @@ impl Row {
     pub fn flag(&self) -> Option<String> {
         let t = self.current()?;
         crate::session::implausible(&self.text, t.record.tokens.len())
+    }
+    /// The auditioned take's quality figures against the book's `norms`, if it was measured.
+    #[must_use]
+    pub fn quality(
+        &self,
+        norms: &crate::quality::BookNorms,
+    ) -> Option<crate::quality::TakeQuality> {
+        Some(norms.judge(self.current()?.figures.as_ref()?))
     }
     /// Listed in the pickups view: marked for a pickup, flagged, failed, or without a usable
     /// chosen take.
@@ -774,6 +784,19 @@ impl App {
 
     /// Indices of the rows the list shows (all, or those needing work in the pickups view).
     #[must_use]
+    /// The book's medians the takes are compared with: those of the chosen takes that are
+    /// current and measured.
+    #[must_use]
+    pub fn quality_norms(&self) -> crate::quality::BookNorms {
+        crate::quality::BookNorms::of(
+            self.rows
+                .iter()
+                .filter_map(|r| r.chosen.and_then(|i| r.takes.get(i)))
+                .filter(|t| !t.stale)
+                .filter_map(|t| t.figures.as_ref()),
+        )
+    }
+
     pub fn visible_rows(&self) -> Vec<usize> {
         (0..self.rows.len()).filter(|&i| !self.pickups_only || self.rows[i].needs_work()).collect()
     }

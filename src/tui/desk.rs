@@ -172,6 +172,7 @@ impl Desk {
                         samples: Some(Arc::clone(&s.take.samples)),
                         record: s.take.record,
                         stale: false,
+                        figures: s.figures,
                     }),
                     restored: s.restored,
                 })
@@ -207,6 +208,7 @@ fn row_init(v: SegmentView) -> RowInit {
             samples: None,
             record: t.record.clone(),
             stale: !v.is_current(t),
+            figures: t.figures.clone(),
         })
         .collect();
     RowInit {

@@ -58,6 +58,7 @@ fn entry(take: u64, segment: u64, seed: u64, tokens: usize, loaded: bool) -> Tak
         samples: loaded.then(|| Arc::new(samples)),
         record: record(segment, seed, tokens),
         stale: false,
+        figures: None,
     }
 }
 

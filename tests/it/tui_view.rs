@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use lectern::audio::player::{NowPlaying, PlayState, PlayerStatus, SinkInfo};
+use lectern::quality::TakeFigures;
 use lectern::store::Review;
 use lectern::tui::app::{App, AppConfig, Msg, RowInit, TakeEntry};
 use lectern::tui::keymap::KeyMap;
@@ -29,6 +30,17 @@ const TEXTS: [&str; 6] = [
 ];
 
 fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Msg {
+    take_measured(app, i, take_id, tokens, None)
+}
+
+/// A take of row `i` with the quality figures it was saved with.
+fn take_measured(
+    app: &App,
+    i: usize,
+    take_id: u64,
+    tokens: usize,
+    figures: Option<TakeFigures>,
+) -> Msg {
     let row = &app.rows[i];
     let hz = 220.0 + (row.seed % 8) as f32 * 55.0;
     let samples: Vec<f32> = (0..tokens * 960)
@@ -58,7 +70,8 @@ fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Msg {
         timings: Default::default(),
         content: Default::default(),
     };
-    let take = TakeEntry { id: take_id, samples: Some(Arc::new(samples)), record, stale: false };
+    let take =
+        TakeEntry { id: take_id, samples: Some(Arc::new(samples)), record, stale: false, figures };
     Msg::Saved { segment: row.id, take: Box::new(take), restored: false }
 }
 
@@ -312,6 +325,69 @@ fn panels_with_known_telemetry() {
     check("panel_log", &draw_panel(50, 5, |f, a| view::log::draw(&app, &th, f, a)));
     check("panel_segments", &draw_panel(80, 9, |f, a| view::segments::draw_list(&app, &th, f, a)));
     check("panel_text", &draw_panel(50, 6, |f, a| view::segments::draw_text(&app, &th, f, a)));
+}
+
+/// Every take measured; segment 4 is 5 dB under the book's median and segment 2 speaks at
+/// twice its rate: the list marks both with the figure, the selected take's details show
+/// its figures and why it is flagged (#19).
+#[test]
+fn quality_outliers_are_flagged_in_the_list_and_details() {
+    let mut app =
+        App::new(AppConfig { autoplay: false, ..AppConfig::default() }, KeyMap::default());
+    let rows = TEXTS
+        .iter()
+        .enumerate()
+        .map(|(i, t)| RowInit {
+            id: i as u64 + 1,
+            text: (*t).to_string(),
+            pause_after_ms: 300,
+            default_seed: 1000 + i as u64,
+            takes: Vec::new(),
+            chosen: None,
+            review: Review::Unheard,
+            note: String::new(),
+        })
+        .collect();
+    app.set_rows(rows);
+    let figures = |lufs: f64, voiced_s: f64, similarity: f32| TakeFigures {
+        voiced_s,
+        text_units: 10,
+        loudness_lufs: Some(lufs),
+        similarity: Some(similarity),
+    };
+    let measured = [
+        figures(-20.0, 4.0, 0.80),
+        figures(-20.4, 2.0, 0.81),
+        figures(-19.8, 4.1, 0.79),
+        figures(-25.0, 3.9, 0.80),
+        figures(-20.0, 4.0, 0.82),
+        figures(-20.0, 4.0, 0.80),
+    ];
+    for (i, f) in measured.into_iter().enumerate() {
+        let msg = take_measured(&app, i, 10 + i as u64, 20, Some(f));
+        app.update(msg);
+    }
+    for _ in 0..3 {
+        app.update(Msg::Action(lectern::tui::action::Action::MoveDown));
+    }
+    assert_eq!(app.selected, 3);
+    let th = Theme::plain();
+    let list = draw_panel(90, 9, |f, a| view::segments::draw_list(&app, &th, f, a));
+    let text = draw_panel(90, 7, |f, a| view::segments::draw_text(&app, &th, f, a));
+    let screen = format!("{}{}", lines(&list), lines(&text));
+    check(
+        "quality_outliers",
+        &draw_panel(90, 16, |f, a| {
+            let (top, bottom) = (Rect { height: 9, ..a }, Rect { y: 9, height: 7, ..a });
+            view::segments::draw_list(&app, &th, f, top);
+            view::segments::draw_text(&app, &th, f, bottom);
+        }),
+    );
+    assert!(screen.contains("◆ quiet -5.0 dB"), "{screen}");
+    assert!(screen.contains("◆ fast ×2.00"), "{screen}");
+    assert!(screen.contains("outlier in this book: quiet -5.0 dB"), "{screen}");
+    let flagged = screen.lines().filter(|l| l.contains('◆')).count();
+    assert_eq!(flagged, 3, "two rows in the list and the details:\n{screen}");
 }
 
 #[test]
