@@ -642,16 +642,20 @@ pub enum ExportPreset {
 /// `lectern export`'s options for delivery formats (`mp3`, `m4b`, `--preset acx`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DeliveryArgs {
-    /// Book title (tags; the M4B's name) [default: the manuscript's file name]
+    /// Book title (tags, credits; the M4B's name) [default: the EPUB's or the Markdown front
+    /// matter's `title:`, else the manuscript's file name]
     #[arg(long)]
     pub title: Option<String>,
-    /// Author (tags).
+    /// Author (tags, credits) [default: the EPUB's creators or the front matter's `author:`,
+    /// else config.toml's `[book] author`]
     #[arg(long)]
     pub author: Option<String>,
-    /// Narrator (tags).
+    /// Narrator (tags, credits) [default: the front matter's `narrator:`, else config.toml's
+    /// `[book] narrator`]
     #[arg(long)]
     pub narrator: Option<String>,
-    /// Cover image for the M4B (JPEG or PNG).
+    /// Cover image (JPEG or PNG): the M4B's cover and each MP3's front-cover picture
+    /// [default: the EPUB's cover or the front matter's `cover:`]
     #[arg(long)]
     pub cover: Option<PathBuf>,
     /// A room-tone recording (WAV, under −60 dB RMS) to lay under every file instead of the
@@ -1111,16 +1115,20 @@ fn run_delivery(cfg: &Config, run: DeliveryRun) -> Result<()> {
         (None, Some(level_db)) => RoomToneSource::Noise { level_db },
         (None, None) => RoomToneSource::default(),
     };
+    let project = open_for_export(&run.project)?;
+    let flags = deliver::MetaFlags {
+        title: d.title,
+        author: d.author,
+        narrator: d.narrator,
+        cover: d.cover,
+    };
+    let book = project.book()?;
+    let meta = deliver::BookMeta::resolve(&flags, &book, project.dir(), &cfg.settings.book, &stem);
     let opts = DeliveryOptions {
         out_dir: run.out.unwrap_or_else(|| output_dir(cfg).join(&stem)),
         format,
         split_chapters: acx || run.split.is_some(),
-        meta: deliver::BookMeta {
-            title: d.title.unwrap_or(stem),
-            author: d.author.unwrap_or_default(),
-            narrator: d.narrator.unwrap_or_default(),
-            cover: d.cover,
-        },
+        meta,
         room_tone,
         opening_credits: d.opening_credits,
         closing_credits: d.closing_credits,
@@ -1129,7 +1137,6 @@ fn run_delivery(cfg: &Config, run: DeliveryRun) -> Result<()> {
         allow_stale: run.allow_stale,
         ..DeliveryOptions::default()
     };
-    let project = open_for_export(&run.project)?;
     let report = deliver::export(&project, &opts)?;
     for s in &report.stale {
         eprintln!("warning: stale take exported (--allow-stale) for {s}");

@@ -60,8 +60,50 @@ pub struct BookMeta {
     pub title: String,
     pub author: String,
     pub narrator: String,
-    /// Cover image (JPEG or PNG) for the M4B.
+    /// Cover image (JPEG or PNG): the M4B's cover art and each MP3's front cover (ID3 APIC).
     pub cover: Option<PathBuf>,
+}
+
+/// Book metadata given on the command line (each one wins over every other source).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetaFlags {
+    pub title: Option<String>,
+    pub author: Option<String>,
+    pub narrator: Option<String>,
+    pub cover: Option<PathBuf>,
+}
+
+impl BookMeta {
+    /// Each field from the first source that gives it: the flags, then the manuscript as the
+    /// project recorded it (EPUB metadata, Markdown front matter; its cover copied into the
+    /// project directory `dir`), then the configuration's `[book]`; the title falls back to
+    /// `fallback_title` (the manuscript's name), author and narrator to nothing.
+    #[must_use]
+    pub fn resolve(
+        flags: &MetaFlags,
+        book: &crate::store::BookRecord,
+        dir: &Path,
+        config: &crate::config::BookDefaults,
+        fallback_title: &str,
+    ) -> Self {
+        let first = |sources: [Option<&String>; 3]| {
+            sources.into_iter().flatten().find(|s| !s.trim().is_empty()).cloned()
+        };
+        let info = &book.info;
+        Self {
+            title: first([flags.title.as_ref(), info.title.as_ref(), None])
+                .unwrap_or_else(|| fallback_title.to_string()),
+            author: first([flags.author.as_ref(), info.author.as_ref(), config.author.as_ref()])
+                .unwrap_or_default(),
+            narrator: first([
+                flags.narrator.as_ref(),
+                info.narrator.as_ref(),
+                config.narrator.as_ref(),
+            ])
+            .unwrap_or_default(),
+            cover: flags.cover.clone().or_else(|| book.cover_file.as_ref().map(|f| dir.join(f))),
+        }
+    }
 }
 
 /// Where the room tone comes from.
@@ -261,12 +303,24 @@ fn check_options(opts: &DeliveryOptions) -> Result<()> {
             });
         }
     }
+    load_cover(&opts.meta)?;
     if opts.sample_chapter.is_some() && opts.format != DeliveryFormat::Mp3 {
         return Err(DeliverError::Invalid(
             "--sample writes an MP3 retail sample: use it with --format mp3 or --preset acx".into(),
         ));
     }
     Ok(())
+}
+
+/// The cover image's bytes and type (`image/jpeg` or `image/png`, by its signature).
+fn load_cover(meta: &BookMeta) -> Result<Option<mp3::Picture>> {
+    let Some(path) = &meta.cover else { return Ok(None) };
+    let file_err = |detail: String| DeliverError::File { path: path.clone(), detail };
+    let data =
+        std::fs::read(path).map_err(|e| file_err(format!("reading the cover image: {e}")))?;
+    let mime_type = crate::reading::image_type(&data)
+        .ok_or_else(|| file_err("the cover image is not a JPEG or PNG file".into()))?;
+    Ok(Some(mp3::Picture { mime_type: mime_type.to_string(), data }))
 }
 
 fn recording_track<'a>(title: &str, path: &Path) -> Track<'a> {
@@ -542,6 +596,7 @@ fn encode_checked(
         title: title.to_string(),
         track: n,
         total_tracks: total,
+        cover: load_cover(&opts.meta)?,
     };
     let mut bytes = mp3::id3_tag(&tags).map_err(DeliverError::Audio)?;
     bytes.extend(mp3::encode(&mp3::to_i16(&audio.samples)).map_err(DeliverError::Audio)?);

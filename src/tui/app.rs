@@ -782,8 +782,6 @@ impl App {
         Vec::new()
     }
 
-    /// Indices of the rows the list shows (all, or those needing work in the pickups view).
-    #[must_use]
     /// The book's medians the takes are compared with: those of the chosen takes that are
     /// current and measured.
     #[must_use]
@@ -797,6 +795,8 @@ impl App {
         )
     }
 
+    /// Indices of the rows the list shows (all, or those needing work in the pickups view).
+    #[must_use]
     pub fn visible_rows(&self) -> Vec<usize> {
         (0..self.rows.len()).filter(|&i| !self.pickups_only || self.rows[i].needs_work()).collect()
     }

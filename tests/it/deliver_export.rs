@@ -307,3 +307,94 @@ fn a_room_tone_recording_lies_under_every_file() {
     let err = deliver::export(&p, &opts).unwrap_err().to_string();
     assert!(err.contains("room.wav") && err.contains("-50.1 dB RMS"), "{err}");
 }
+
+/// A PNG the size of its signature and header: enough for a tag's picture.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0\x90wS\xde";
+
+/// Book metadata comes from the flags, else the manuscript the project recorded (EPUB, front
+/// matter; its cover copied into the project), else the config's `[book]` (#19); the MP3s carry
+/// the winner's tags and the cover as their front-cover picture, read back with `id3`.
+#[test]
+fn book_metadata_flags_win_over_the_manuscript_over_the_config_and_the_cover_is_tagged() {
+    use lectern::config::BookDefaults;
+    use lectern::deliver::MetaFlags;
+    use lectern::store::BookRecord;
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut p, _, _) = project(&tmp.path().join("p"), 2, 2, 0);
+    let mut book = BookRecord::default();
+    book.info.title = Some("The Lighthouse".into());
+    book.info.author = Some("Ada Writer".into());
+    book.info.cover =
+        Some(lectern_text::Cover { media_type: "image/png".into(), bytes: PNG.into() });
+    p.set_book(book).unwrap();
+    let config = BookDefaults {
+        narrator: Some("Config Narrator".into()),
+        author: Some("Config Author".into()),
+        ..BookDefaults::default()
+    };
+    let flags = MetaFlags { title: Some("Flag Title".into()), ..MetaFlags::default() };
+    let meta = BookMeta::resolve(&flags, &p.book().unwrap(), p.dir(), &config, "book");
+    assert_eq!(meta.title, "Flag Title", "a flag wins");
+    assert_eq!(meta.author, "Ada Writer", "the manuscript beats the config");
+    assert_eq!(meta.narrator, "Config Narrator", "the config fills what the others lack");
+    let out = tmp.path().join("out");
+    let opts = DeliveryOptions { out_dir: out.clone(), meta, ..DeliveryOptions::default() };
+    let report = deliver::export(&p, &opts).unwrap();
+    let tag = id3::Tag::read_from_path(&report.files[0].path).unwrap();
+    use id3::TagLike;
+    assert_eq!(tag.album(), Some("Flag Title"));
+    assert_eq!(tag.artist(), Some("Ada Writer"));
+    assert_eq!(tag.get("TCOM").and_then(|f| f.content().text()), Some("Config Narrator"));
+    // The front cover, as ffmpeg reads it (the `id3` crate built without picture decoding
+    // leaves APIC frames undecoded): an attached picture whose bytes are the cover's.
+    let probe = ffprobe(&report.files[0].path);
+    let streams = probe["streams"].as_array().unwrap();
+    let pic = streams.iter().find(|s| s["codec_name"] == "png").expect("an attached picture");
+    assert_eq!(pic["tags"]["comment"], "Cover (front)");
+    let extracted = tmp.path().join("extracted.png");
+    let mp3 = report.files[0].path.to_str().unwrap();
+    deliver_common::ffmpeg(&["-i", mp3, "-an", "-c:v", "copy", extracted.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&extracted).unwrap(), PNG);
+
+    // Nothing in the manuscript or config: the fallback title, no author, no cover.
+    let bare = BookMeta::resolve(
+        &MetaFlags::default(),
+        &BookRecord::default(),
+        p.dir(),
+        &BookDefaults::default(),
+        "book",
+    );
+    assert_eq!((bare.title.as_str(), bare.author.as_str(), bare.cover), ("book", "", None));
+    // A cover that is not an image is refused by name, before anything is written.
+    let text = tmp.path().join("cover.jpg");
+    std::fs::write(&text, "not a picture").unwrap();
+    let out2 = tmp.path().join("out2");
+    let meta = BookMeta { cover: Some(text.clone()), ..BookMeta::default() };
+    let opts = DeliveryOptions { out_dir: out2.clone(), meta, ..DeliveryOptions::default() };
+    let err = deliver::export(&p, &opts).unwrap_err().to_string();
+    assert!(err.contains("cover.jpg") && err.contains("not a JPEG or PNG"), "{err}");
+    assert!(!out2.exists() || names(&out2).is_empty());
+}
+
+/// A Markdown front matter's `cover:` is read relative to the manuscript, checked to be an
+/// image, and named with its line's value when it is missing (#19).
+#[test]
+fn a_front_matter_cover_is_read_beside_the_manuscript() {
+    let (_, _, tokenizer) = crate::session_common::tiny();
+    let tmp = tempfile::tempdir().unwrap();
+    let book = tmp.path().join("book.md");
+    let text = "---\ntitle: The Lighthouse\nnarrator: Nell Reader\ncover: art/cover.png\n---\n\n\
+                The lamp turned.\n";
+    std::fs::write(&book, text).unwrap();
+    let read = lectern::reading::ReadOptions::default();
+    let err = lectern::reading::load(&book, &tokenizer, &read).unwrap_err();
+    let err = format!("{err:#}");
+    assert!(err.contains("book.md") && err.contains("cover: art/cover.png"), "{err}");
+    std::fs::create_dir(tmp.path().join("art")).unwrap();
+    std::fs::write(tmp.path().join("art/cover.png"), PNG).unwrap();
+    let m = lectern::reading::load(&book, &tokenizer, &read).unwrap();
+    assert_eq!(m.info.title.as_deref(), Some("The Lighthouse"));
+    assert_eq!(m.info.narrator.as_deref(), Some("Nell Reader"));
+    let cover = m.info.cover.expect("cover read");
+    assert_eq!((cover.media_type.as_str(), cover.bytes.as_slice()), ("image/png", PNG));
+}
