@@ -231,15 +231,13 @@ pub fn export(project: &Project, opts: &DeliveryOptions) -> Result<DeliveryRepor
     if let Some(p) = &opts.opening_credits {
         tracks.push(recording_track("Opening Credits", p));
     }
-    for ch in &export_plan.chapters {
-        let parts = split_pieces(&ch.pieces, content_max, ch.chapter)?;
+    for (position, ch) in export_plan.chapters.iter().enumerate() {
+        let number = position + 1;
+        let parts = split_pieces(&ch.pieces, content_max, number)?;
         let n = parts.len();
         for (k, part) in parts.into_iter().enumerate() {
-            let base = if ch.title.is_empty() {
-                format!("Chapter {}", ch.chapter)
-            } else {
-                ch.title.clone()
-            };
+            let base =
+                if ch.title.is_empty() { format!("Chapter {number}") } else { ch.title.clone() };
             let title = if n > 1 { format!("{base} (part {})", k + 1) } else { base };
             tracks.push(Track { slug: slug(&title), title, source: Source::Pieces(part) });
         }
@@ -260,7 +258,7 @@ pub fn export(project: &Project, opts: &DeliveryOptions) -> Result<DeliveryRepor
             ))
         })?;
         let sample_max = content_max_samples(acx::SAMPLE_MAX_S)?;
-        let span = sample_span(&ch.pieces, sample_max, chapter)?;
+        let span = sample_span(&ch.pieces, sample_max, chapter as usize)?;
         let track = Track {
             title: "Retail Sample".into(),
             slug: "sample".into(),
@@ -340,7 +338,7 @@ fn content_max_samples(max_s: f64) -> Result<u64> {
 
 /// Splits a chapter's pieces into parts of at most `max` samples, at take boundaries (a pause
 /// goes with the take before it). A single take longer than `max` is an error.
-fn split_pieces(pieces: &[Piece], max: u64, chapter: u32) -> Result<Vec<Vec<&Piece>>> {
+fn split_pieces(pieces: &[Piece], max: u64, chapter: usize) -> Result<Vec<Vec<&Piece>>> {
     let mut parts: Vec<Vec<&Piece>> = vec![Vec::new()];
     let mut len = 0u64;
     for p in pieces {
@@ -364,7 +362,7 @@ fn split_pieces(pieces: &[Piece], max: u64, chapter: u32) -> Result<Vec<Vec<&Pie
 }
 
 /// The first whole segments of a chapter that fit in `max` samples.
-fn sample_span(pieces: &[Piece], max: u64, chapter: u32) -> Result<Vec<&Piece>> {
+fn sample_span(pieces: &[Piece], max: u64, chapter: usize) -> Result<Vec<&Piece>> {
     let parts = split_pieces(pieces, max, chapter)?;
     Ok(parts.into_iter().next().unwrap_or_default())
 }
