@@ -671,6 +671,17 @@ pub struct DeliveryArgs {
     /// Recording (WAV) of the closing credits, delivered as the last file.
     #[arg(long)]
     pub closing_credits: Option<PathBuf>,
+    /// Speak the opening and closing credits in the book's voice (ACX's wording, e.g.
+    /// "{title}. Written by {author}. Narrated by {narrator}."; config.toml's [book]
+    /// opening_credits / closing_credits change it) where no recording is given.
+    #[arg(long)]
+    pub credits: bool,
+    /// Speak the opening credits from this template ({title}, {author}, {narrator}).
+    #[arg(long, value_name = "TEMPLATE", conflicts_with = "opening_credits")]
+    pub opening_credits_text: Option<String>,
+    /// Speak the closing credits from this template ({title}, {author}, {narrator}).
+    #[arg(long, value_name = "TEMPLATE", conflicts_with = "closing_credits")]
+    pub closing_credits_text: Option<String>,
     /// Also write a retail sample (`sample.mp3`): the start of chapter N, whole segments,
     /// at most 5 minutes.
     #[arg(long, value_name = "CHAPTER")]
@@ -1110,28 +1121,29 @@ fn run_delivery(cfg: &Config, run: DeliveryRun) -> Result<()> {
     };
     let d = run.delivery;
     let stem = book_stem(&run.project);
-    let room_tone = match (d.room_tone, d.room_tone_db) {
+    let room_tone = match (d.room_tone.clone(), d.room_tone_db) {
         (Some(p), _) => RoomToneSource::Recording(p),
         (None, Some(level_db)) => RoomToneSource::Noise { level_db },
         (None, None) => RoomToneSource::default(),
     };
     let project = open_for_export(&run.project)?;
     let flags = deliver::MetaFlags {
-        title: d.title,
-        author: d.author,
-        narrator: d.narrator,
-        cover: d.cover,
+        title: d.title.clone(),
+        author: d.author.clone(),
+        narrator: d.narrator.clone(),
+        cover: d.cover.clone(),
     };
     let book = project.book()?;
     let meta = deliver::BookMeta::resolve(&flags, &book, project.dir(), &cfg.settings.book, &stem);
+    let spoken = spoken_credits(&project, &meta, &d, &cfg.settings.book)?;
     let opts = DeliveryOptions {
         out_dir: run.out.unwrap_or_else(|| output_dir(cfg).join(&stem)),
         format,
         split_chapters: acx || run.split.is_some(),
         meta,
         room_tone,
-        opening_credits: d.opening_credits,
-        closing_credits: d.closing_credits,
+        opening_credits: d.opening_credits.or_else(|| spoken.opening.clone()),
+        closing_credits: d.closing_credits.or_else(|| spoken.closing.clone()),
         sample_chapter: d.sample,
         enforce_acx: acx,
         allow_stale: run.allow_stale,
@@ -1156,6 +1168,29 @@ fn run_delivery(cfg: &Config, run: DeliveryRun) -> Result<()> {
     let checks: Vec<_> = report.files.iter().map(|f| f.check.clone()).collect();
     print_checks(&checks, d.json)?;
     Ok(())
+}
+
+/// The credits to speak: a side with a recording is not spoken; a side's template is its flag,
+/// else config.toml's `[book]`, else ACX's wording, when `--credits` asks for both.
+fn spoken_credits(
+    project: &store::Project,
+    meta: &crate::deliver::BookMeta,
+    d: &DeliveryArgs,
+    config: &crate::config::BookDefaults,
+) -> Result<crate::deliver::credits::SpokenCredits> {
+    use crate::deliver::credits::{DEFAULT_CLOSING, DEFAULT_OPENING, render_both};
+    let template = |flag: &Option<String>, file: &Option<String>, default: &'static str| {
+        flag.clone().or_else(|| d.credits.then(|| file.clone().unwrap_or(default.to_string())))
+    };
+    let opening = match d.opening_credits {
+        Some(_) => None,
+        None => template(&d.opening_credits_text, &config.opening_credits, DEFAULT_OPENING),
+    };
+    let closing = match d.closing_credits {
+        Some(_) => None,
+        None => template(&d.closing_credits_text, &config.closing_credits, DEFAULT_CLOSING),
+    };
+    render_both(project, meta, opening.as_deref(), closing.as_deref())
 }
 
 /// Prints checks as a table (stdout) or JSON.

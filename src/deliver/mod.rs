@@ -12,6 +12,7 @@
 //! synchronous resampling, LAME without its timestamped info frame).
 
 pub mod check;
+pub mod credits;
 pub mod m4b;
 pub mod mastering;
 pub mod mp3;

@@ -398,3 +398,52 @@ fn a_front_matter_cover_is_read_beside_the_manuscript() {
     let cover = m.info.cover.expect("cover read");
     assert_eq!((cover.media_type.as_str(), cover.bytes.as_slice()), ("image/png", PNG));
 }
+
+/// `--credits`: opening and closing credits spoken by the model in the book's voice from ACX's
+/// templates and the book's metadata (here the front matter's title and author, the narrator
+/// from the flag), delivered as the first and last files; the same bytes on a second export; a
+/// value the template needs and nobody gives is an error that writes nothing (#19).
+#[test]
+fn spoken_credits_name_the_book_and_are_deterministic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = tmp.path().join("book.md");
+    std::fs::write(
+        &book,
+        "---\ntitle: The Lighthouse\nauthor: Ada Writer\n---\n\n# One\n\nThe lamp turned.\n",
+    )
+    .unwrap();
+    let book_s = book.to_str().unwrap();
+    let out = deliver_common::lectern()
+        .args(["render", book_s, "-o", tmp.path().join("book.wav").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let export = |dir: &str, extra: &[&str]| {
+        deliver_common::lectern()
+            .args(["export", book_s, "--preset", "acx", "--credits", "-o"])
+            .arg(tmp.path().join(dir))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let failed = export("none", &[]);
+    let err = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success());
+    assert!(err.contains("credits need the book's narrator"), "{err}");
+    assert!(!tmp.path().join("none").exists());
+
+    let first = export("a", &["--narrator", "Nell Reader"]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let files = names(&tmp.path().join("a"));
+    assert_eq!(files, ["01-opening-credits.mp3", "02-one.mp3", "03-closing-credits.mp3"]);
+    let probe = ffprobe(&tmp.path().join("a/01-opening-credits.mp3"));
+    assert_eq!(probe["format"]["tags"]["album"], "The Lighthouse");
+    assert_eq!(probe["format"]["tags"]["composer"], "Nell Reader");
+    let second = export("b", &["--narrator", "Nell Reader"]);
+    assert!(second.status.success());
+    for name in &files {
+        let a = std::fs::read(tmp.path().join("a").join(name)).unwrap();
+        let b = std::fs::read(tmp.path().join("b").join(name)).unwrap();
+        assert!(a == b, "{name} differs between two exports");
+    }
+}
