@@ -684,8 +684,20 @@ pub struct DeliveryArgs {
     pub closing_credits_text: Option<String>,
     /// Also write a retail sample (`sample.mp3`): the start of chapter N, whole segments,
     /// at most 5 minutes.
-    #[arg(long, value_name = "CHAPTER")]
+    #[arg(long, value_name = "CHAPTER", conflicts_with_all = ["sample_from", "sample_start"])]
     pub sample: Option<u32>,
+    /// Write the retail sample from segment SEG of chapter CH (both from 1: `3:12`).
+    #[arg(long, value_name = "CH:SEG", value_parser = parse_chapter_segment,
+          conflicts_with = "sample_start")]
+    pub sample_from: Option<(u32, u32)>,
+    /// Write the retail sample from the segment playing at this time of the book's master
+    /// (`m:ss`, `h:mm:ss` or seconds), whole segments.
+    #[arg(long, value_name = "TIME", value_parser = parse_clock)]
+    pub sample_start: Option<f64>,
+    /// Length of the retail sample, room tone included (`m:ss` or seconds; at most 5:00)
+    /// [default: 5:00]
+    #[arg(long, value_name = "TIME", value_parser = parse_clock)]
+    pub sample_length: Option<f64>,
     /// Print the check of the written files as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -1135,6 +1147,7 @@ fn run_delivery(cfg: &Config, run: DeliveryRun) -> Result<()> {
     };
     let book = project.book()?;
     let meta = deliver::BookMeta::resolve(&flags, &book, project.dir(), &cfg.settings.book, &stem);
+    let sample = sample_span(&d)?;
     let spoken = spoken_credits(&project, &meta, &d, &cfg.settings.book)?;
     let opts = DeliveryOptions {
         out_dir: run.out.unwrap_or_else(|| output_dir(cfg).join(&stem)),
@@ -1144,7 +1157,7 @@ fn run_delivery(cfg: &Config, run: DeliveryRun) -> Result<()> {
         room_tone,
         opening_credits: d.opening_credits.or_else(|| spoken.opening.clone()),
         closing_credits: d.closing_credits.or_else(|| spoken.closing.clone()),
-        sample_chapter: d.sample,
+        sample,
         enforce_acx: acx,
         allow_stale: run.allow_stale,
         ..DeliveryOptions::default()
@@ -1168,6 +1181,59 @@ fn run_delivery(cfg: &Config, run: DeliveryRun) -> Result<()> {
     let checks: Vec<_> = report.files.iter().map(|f| f.check.clone()).collect();
     print_checks(&checks, d.json)?;
     Ok(())
+}
+
+/// `CH:SEG`, both whole numbers from 1.
+fn parse_chapter_segment(text: &str) -> std::result::Result<(u32, u32), String> {
+    let bad = || format!("`{text}`: write CHAPTER:SEGMENT, both from 1 (e.g. 3:12)");
+    let (ch, seg) = text.split_once(':').ok_or_else(bad)?;
+    let ch: u32 = ch.trim().parse().map_err(|_| bad())?;
+    let seg: u32 = seg.trim().parse().map_err(|_| bad())?;
+    if ch == 0 || seg == 0 {
+        return Err(bad());
+    }
+    Ok((ch, seg))
+}
+
+/// `m:ss`, `h:mm:ss` or seconds (fractions allowed), as seconds.
+pub fn parse_clock(text: &str) -> std::result::Result<f64, String> {
+    let bad = || format!("`{text}`: write m:ss, h:mm:ss or seconds (e.g. 4:30 or 270)");
+    let mut seconds = 0.0;
+    let parts: Vec<&str> = text.trim().split(':').collect();
+    if parts.len() > 3 {
+        return Err(bad());
+    }
+    for (i, part) in parts.iter().enumerate() {
+        let value: f64 = part.parse().map_err(|_| bad())?;
+        let last = i + 1 == parts.len();
+        if !value.is_finite() || value < 0.0 || (!last && value.fract() != 0.0) {
+            return Err(bad());
+        }
+        if i > 0 && value >= 60.0 {
+            return Err(bad());
+        }
+        seconds = seconds * 60.0 + value;
+    }
+    Ok(seconds)
+}
+
+/// The retail sample asked for: `--sample N`, `--sample-from CH:SEG` or `--sample-start TIME`,
+/// with `--sample-length` (which alone is an error: it needs a start).
+fn sample_span(d: &DeliveryArgs) -> Result<Option<crate::deliver::SampleSpan>> {
+    use crate::deliver::{SampleSpan, SampleStart};
+    let start = match (d.sample, d.sample_from, d.sample_start) {
+        (Some(chapter), ..) => SampleStart::Segment { chapter, segment: 1 },
+        (_, Some((chapter, segment)), _) => SampleStart::Segment { chapter, segment },
+        (.., Some(seconds)) => SampleStart::Time { seconds },
+        (None, None, None) if d.sample_length.is_some() => {
+            anyhow::bail!(
+                "--sample-length needs a start: --sample N, --sample-from CH:SEG or --sample-start TIME"
+            )
+        }
+        (None, None, None) => return Ok(None),
+    };
+    let length_s = d.sample_length.unwrap_or(crate::deliver::check::acx::SAMPLE_MAX_S);
+    Ok(Some(SampleSpan { start, length_s }))
 }
 
 /// The credits to speak: a side with a recording is not spoken; a side's template is its flag,
