@@ -596,6 +596,30 @@ fn master(voice: &[f32], ceiling_db: f64, room_tone: &RoomTone, track: u64) -> V
     x
 }
 
+/// A chapter's ACX check as the workstation shows it: its chosen takes (each with the pause
+/// after it, 24 kHz samples) mastered exactly as `export --preset acx` masters the chapter's
+/// file (trimmed takes, 44.1 kHz, RMS −20 dB, limiter, default room tone, head and tail), then
+/// measured in memory. The MP3 encoding is not run, so the bitrate is not checked and the peaks
+/// are the limiter's (the export re-checks them after encoding).
+pub fn chapter_check(
+    takes: &[(crate::store::TakeInfo, u64)],
+    chapter: usize,
+) -> Result<check::FileCheck> {
+    let pieces: Vec<Piece> = takes
+        .iter()
+        .flat_map(|(t, pause)| [Piece::Take(Box::new(t.clone())), Piece::Silence(*pause)])
+        .collect();
+    let track = Track {
+        title: format!("Chapter {chapter}"),
+        slug: String::new(),
+        source: Source::Pieces(pieces.iter().collect()),
+    };
+    let voice = track_voice(&track)?;
+    let room_tone = load_room_tone(&RoomToneSource::default())?;
+    let x = master(&voice, FIRST_CEILING_DB, &room_tone, chapter as u64);
+    check::check_samples(&track.title, &x, DELIVERY_RATE_HZ).map_err(DeliverError::Audio)
+}
+
 fn number_width(total: usize) -> usize {
     total.to_string().len().max(2)
 }

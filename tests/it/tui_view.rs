@@ -130,6 +130,7 @@ fn scene() -> App {
         .enumerate()
         .map(|(i, t)| RowInit {
             id: i as u64 + 1,
+            chapter: i / 3,
             text: (*t).to_string(),
             pause_after_ms: 300,
             default_seed: 1000 + i as u64,
@@ -339,6 +340,7 @@ fn quality_outliers_are_flagged_in_the_list_and_details() {
         .enumerate()
         .map(|(i, t)| RowInit {
             id: i as u64 + 1,
+            chapter: i / 3,
             text: (*t).to_string(),
             pause_after_ms: 300,
             default_seed: 1000 + i as u64,
@@ -388,6 +390,56 @@ fn quality_outliers_are_flagged_in_the_list_and_details() {
     assert!(screen.contains("outlier in this book: quiet -5.0 dB"), "{screen}");
     let flagged = screen.lines().filter(|l| l.contains('◆')).count();
     assert_eq!(flagged, 3, "two rows in the list and the details:\n{screen}");
+}
+
+/// A chapter whose takes are all chosen shows its ACX check in the segment panel of each of
+/// its segments: pass with the figures, or the failing figure (#19).
+#[test]
+fn a_chapters_acx_status_shows_with_its_segments() {
+    use lectern::deliver::check::{Failure, FileCheck};
+    use lectern::tui::app::ChapterAcx;
+    let mut app = scene();
+    let figures = |rms_db: f64, failures: Vec<Failure>| FileCheck {
+        file: "Chapter".into(),
+        sample_rate_hz: 44_100,
+        channels: 1,
+        bitrates_kbps: Vec::new(),
+        duration_s: 62.4,
+        rms_db,
+        peak_db: -4.0,
+        true_peak_db: -3.8,
+        noise_floor_db: -70.2,
+        head_s: 0.75,
+        tail_s: 2.5,
+        failures,
+    };
+    let low = Failure { rule: "rms", detail: "RMS -25.1 dB outside -23…-18 dB".into() };
+    for (chapter, c) in [(0, figures(-25.1, vec![low])), (1, figures(-20.0, Vec::new()))] {
+        let status = Some(ChapterAcx::Checked(Box::new(c)));
+        app.update(Msg::ChapterStatus { chapter, status });
+    }
+    let th = Theme::plain();
+    let first = draw_panel(72, 5, |f, a| view::segments::draw_text(&app, &th, f, a));
+    for _ in 0..3 {
+        app.update(Msg::Action(lectern::tui::action::Action::MoveDown));
+    }
+    assert_eq!(app.rows[app.selected].chapter, 1);
+    let second = draw_panel(72, 5, |f, a| view::segments::draw_text(&app, &th, f, a));
+    check("chapter_acx_fails", &first);
+    check("chapter_acx_passes", &second);
+    let (first, second) = (lines(&first), lines(&second));
+    assert!(first.contains("chapter 1 · ACX ✗ RMS -25.1 dB outside -23…-18 dB"), "{first}");
+    assert!(
+        second.contains("chapter 2 · ACX ✓ RMS -20.0 dB · peak -4.0 dB · floor -70.2 dB · 1:02"),
+        "{second}"
+    );
+    assert!(app.log.iter().any(|l| l.contains("chapter 1: ACX ✗")));
+    // A chapter whose choices are no longer complete has no status.
+    app.update(Msg::ChapterStatus { chapter: 1, status: None });
+    assert!(
+        !lines(&draw_panel(72, 5, |f, a| view::segments::draw_text(&app, &th, f, a)))
+            .contains("ACX")
+    );
 }
 
 #[test]

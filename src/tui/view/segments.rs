@@ -110,6 +110,15 @@ pub fn draw_text(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
         None => format!("no take yet · seed {}", row.seed),
     };
     lines.push(Line::from(Span::styled(info, theme.dim)));
+    if let Some(acx) = app.chapter_acx.get(&row.chapter) {
+        let style = match acx.passes() {
+            Some(true) => theme.value_good,
+            Some(false) => theme.value_bad,
+            None => theme.dim,
+        };
+        let text = format!("chapter {} · {}", row.chapter + 1, acx.label());
+        lines.push(Line::from(Span::styled(text, style)));
+    }
     if let Some(why) = row.flag() {
         lines.push(Line::from(Span::styled(format!("⚠ {why}"), theme.value_bad)));
     }
