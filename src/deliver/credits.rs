@@ -140,6 +140,7 @@ pub fn render_both(
     let render_one = |text: Option<String>, name: &str| -> anyhow::Result<Option<PathBuf>> {
         let Some(text) = text else { return Ok(None) };
         let path = dir.path().join(format!("{name}.wav"));
+        eprintln!("speaking the {name} credits: \"{text}\"");
         render_credit(project, &text, &path)?;
         Ok(Some(path))
     };
