@@ -645,16 +645,20 @@ pub enum ExportPreset {
 /// `lectern export`'s options for delivery formats (`mp3`, `m4b`, `--preset acx`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct DeliveryArgs {
-    /// Book title (tags; the M4B's name) [default: the manuscript's file name]
+    /// Book title (tags, credits; the M4B's name) [default: the EPUB's or the Markdown front
+    /// matter's `title:`, else the manuscript's file name]
     #[arg(long)]
     pub title: Option<String>,
-    /// Author (tags).
+    /// Author (tags, credits) [default: the EPUB's creators or the front matter's `author:`,
+    /// else config.toml's `[book] author`]
     #[arg(long)]
     pub author: Option<String>,
-    /// Narrator (tags).
+    /// Narrator (tags, credits) [default: the front matter's `narrator:`, else config.toml's
+    /// `[book] narrator`]
     #[arg(long)]
     pub narrator: Option<String>,
-    /// Cover image for the M4B (JPEG or PNG).
+    /// Cover image (JPEG or PNG): the M4B's cover and each MP3's front-cover picture
+    /// [default: the EPUB's cover or the front matter's `cover:`]
     #[arg(long)]
     pub cover: Option<PathBuf>,
     /// A room-tone recording (WAV, under −60 dB RMS) to lay under every file instead of the
@@ -670,10 +674,33 @@ pub struct DeliveryArgs {
     /// Recording (WAV) of the closing credits, delivered as the last file.
     #[arg(long)]
     pub closing_credits: Option<PathBuf>,
+    /// Speak the opening and closing credits in the book's voice (ACX's wording, e.g.
+    /// "{title}. Written by {author}. Narrated by {narrator}."; config.toml's [book]
+    /// opening_credits / closing_credits change it) where no recording is given.
+    #[arg(long)]
+    pub credits: bool,
+    /// Speak the opening credits from this template ({title}, {author}, {narrator}).
+    #[arg(long, value_name = "TEMPLATE", conflicts_with = "opening_credits")]
+    pub opening_credits_text: Option<String>,
+    /// Speak the closing credits from this template ({title}, {author}, {narrator}).
+    #[arg(long, value_name = "TEMPLATE", conflicts_with = "closing_credits")]
+    pub closing_credits_text: Option<String>,
     /// Also write a retail sample (`sample.mp3`): the start of chapter N, whole segments,
     /// at most 5 minutes.
-    #[arg(long, value_name = "CHAPTER")]
+    #[arg(long, value_name = "CHAPTER", conflicts_with_all = ["sample_from", "sample_start"])]
     pub sample: Option<u32>,
+    /// Write the retail sample from segment SEG of chapter CH (both from 1: `3:12`).
+    #[arg(long, value_name = "CH:SEG", value_parser = parse_chapter_segment,
+          conflicts_with = "sample_start")]
+    pub sample_from: Option<(u32, u32)>,
+    /// Write the retail sample from the segment playing at this time of the book's master
+    /// (`m:ss`, `h:mm:ss` or seconds), whole segments.
+    #[arg(long, value_name = "TIME", value_parser = parse_clock)]
+    pub sample_start: Option<f64>,
+    /// Length of the retail sample, room tone included (`m:ss` or seconds; at most 5:00)
+    /// [default: 5:00]
+    #[arg(long, value_name = "TIME", value_parser = parse_clock)]
+    pub sample_length: Option<f64>,
     /// Print the check of the written files as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -1104,30 +1131,35 @@ fn run_delivery(cfg: &Config, run: DeliveryRun) -> Result<()> {
     };
     let d = run.delivery;
     let stem = book_stem(&run.project);
-    let room_tone = match (d.room_tone, d.room_tone_db) {
+    let room_tone = match (d.room_tone.clone(), d.room_tone_db) {
         (Some(p), _) => RoomToneSource::Recording(p),
         (None, Some(level_db)) => RoomToneSource::Noise { level_db },
         (None, None) => RoomToneSource::default(),
     };
+    let project = open_for_export(&run.project)?;
+    let flags = deliver::MetaFlags {
+        title: d.title.clone(),
+        author: d.author.clone(),
+        narrator: d.narrator.clone(),
+        cover: d.cover.clone(),
+    };
+    let book = project.book()?;
+    let meta = deliver::BookMeta::resolve(&flags, &book, project.dir(), &cfg.settings.book, &stem);
+    let sample = sample_span(&d)?;
+    let spoken = spoken_credits(&project, &meta, &d, &cfg.settings.book)?;
     let opts = DeliveryOptions {
         out_dir: run.out.unwrap_or_else(|| output_dir(cfg).join(&stem)),
         format,
         split_chapters: acx || run.split.is_some(),
-        meta: deliver::BookMeta {
-            title: d.title.unwrap_or(stem),
-            author: d.author.unwrap_or_default(),
-            narrator: d.narrator.unwrap_or_default(),
-            cover: d.cover,
-        },
+        meta,
         room_tone,
-        opening_credits: d.opening_credits,
-        closing_credits: d.closing_credits,
-        sample_chapter: d.sample,
+        opening_credits: d.opening_credits.or_else(|| spoken.opening.clone()),
+        closing_credits: d.closing_credits.or_else(|| spoken.closing.clone()),
+        sample,
         enforce_acx: acx,
         allow_stale: run.allow_stale,
         ..DeliveryOptions::default()
     };
-    let project = open_for_export(&run.project)?;
     let report = deliver::export(&project, &opts)?;
     for s in &report.stale {
         eprintln!("warning: stale take exported (--allow-stale) for {s}");
@@ -1147,6 +1179,82 @@ fn run_delivery(cfg: &Config, run: DeliveryRun) -> Result<()> {
     let checks: Vec<_> = report.files.iter().map(|f| f.check.clone()).collect();
     print_checks(&checks, d.json)?;
     Ok(())
+}
+
+/// `CH:SEG`, both whole numbers from 1.
+fn parse_chapter_segment(text: &str) -> std::result::Result<(u32, u32), String> {
+    let bad = || format!("`{text}`: write CHAPTER:SEGMENT, both from 1 (e.g. 3:12)");
+    let (ch, seg) = text.split_once(':').ok_or_else(bad)?;
+    let ch: u32 = ch.trim().parse().map_err(|_| bad())?;
+    let seg: u32 = seg.trim().parse().map_err(|_| bad())?;
+    if ch == 0 || seg == 0 {
+        return Err(bad());
+    }
+    Ok((ch, seg))
+}
+
+/// `m:ss`, `h:mm:ss` or seconds (fractions allowed), as seconds.
+pub fn parse_clock(text: &str) -> std::result::Result<f64, String> {
+    let bad = || format!("`{text}`: write m:ss, h:mm:ss or seconds (e.g. 4:30 or 270)");
+    let mut seconds = 0.0;
+    let parts: Vec<&str> = text.trim().split(':').collect();
+    if parts.len() > 3 {
+        return Err(bad());
+    }
+    for (i, part) in parts.iter().enumerate() {
+        let value: f64 = part.parse().map_err(|_| bad())?;
+        let last = i + 1 == parts.len();
+        if !value.is_finite() || value < 0.0 || (!last && value.fract() != 0.0) {
+            return Err(bad());
+        }
+        if i > 0 && value >= 60.0 {
+            return Err(bad());
+        }
+        seconds = seconds * 60.0 + value;
+    }
+    Ok(seconds)
+}
+
+/// The retail sample asked for: `--sample N`, `--sample-from CH:SEG` or `--sample-start TIME`,
+/// with `--sample-length` (which alone is an error: it needs a start).
+fn sample_span(d: &DeliveryArgs) -> Result<Option<crate::deliver::SampleSpan>> {
+    use crate::deliver::{SampleSpan, SampleStart};
+    let start = match (d.sample, d.sample_from, d.sample_start) {
+        (Some(chapter), ..) => SampleStart::Segment { chapter, segment: 1 },
+        (_, Some((chapter, segment)), _) => SampleStart::Segment { chapter, segment },
+        (.., Some(seconds)) => SampleStart::Time { seconds },
+        (None, None, None) if d.sample_length.is_some() => {
+            anyhow::bail!(
+                "--sample-length needs a start: --sample N, --sample-from CH:SEG or --sample-start TIME"
+            )
+        }
+        (None, None, None) => return Ok(None),
+    };
+    let length_s = d.sample_length.unwrap_or(crate::deliver::check::acx::SAMPLE_MAX_S);
+    Ok(Some(SampleSpan { start, length_s }))
+}
+
+/// The credits to speak: a side with a recording is not spoken; a side's template is its flag,
+/// else config.toml's `[book]`, else ACX's wording, when `--credits` asks for both.
+fn spoken_credits(
+    project: &store::Project,
+    meta: &crate::deliver::BookMeta,
+    d: &DeliveryArgs,
+    config: &crate::config::BookDefaults,
+) -> Result<crate::deliver::credits::SpokenCredits> {
+    use crate::deliver::credits::{DEFAULT_CLOSING, DEFAULT_OPENING, render_both};
+    let template = |flag: &Option<String>, file: &Option<String>, default: &'static str| {
+        flag.clone().or_else(|| d.credits.then(|| file.clone().unwrap_or(default.to_string())))
+    };
+    let opening = match d.opening_credits {
+        Some(_) => None,
+        None => template(&d.opening_credits_text, &config.opening_credits, DEFAULT_OPENING),
+    };
+    let closing = match d.closing_credits {
+        Some(_) => None,
+        None => template(&d.closing_credits_text, &config.closing_credits, DEFAULT_CLOSING),
+    };
+    render_both(project, meta, opening.as_deref(), closing.as_deref())
 }
 
 /// Prints checks as a table (stdout) or JSON.

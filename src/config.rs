@@ -45,6 +45,15 @@ pub const TEMPLATE: &str = "\
 # playback_device = \"default\"
 # Folder for `render` and `export` when --out is not given (default: the current directory).
 # output_dir = \"~/Audiobooks\"
+
+# Book metadata for delivery files (ID3/M4B tags, credits) when neither the flags nor the
+# manuscript (EPUB metadata, Markdown front matter) give it.
+# [book]
+# narrator = \"Your Name\"
+# author = \"Author Name\"
+# Credits spoken in the book's voice by `export --credits` ({title}, {author}, {narrator}).
+# opening_credits = \"{title}. Written by {author}. Narrated by {narrator}.\"
+# closing_credits = \"The end. {title}. Written by {author}. Narrated by {narrator}.\"
 ";
 
 /// The keys a configuration file may set.
@@ -59,7 +68,20 @@ pub const KEYS: &[&str] = &[
     "theme",
     "playback_device",
     "output_dir",
+    "book",
 ];
+
+/// The keys of the `[book]` table.
+pub const BOOK_KEYS: &[&str] = &["narrator", "author", "opening_credits", "closing_credits"];
+
+/// `[book]`: defaults for the book metadata of delivery files, and the credits' templates.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BookDefaults {
+    pub narrator: Option<String>,
+    pub author: Option<String>,
+    pub opening_credits: Option<String>,
+    pub closing_credits: Option<String>,
+}
 
 /// One error in a configuration file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -86,6 +108,7 @@ pub struct FileSettings {
     pub theme: Option<String>,
     pub playback_device: Option<String>,
     pub output_dir: Option<PathBuf>,
+    pub book: BookDefaults,
 }
 
 /// A configuration file read: its settings, and the keys that were in error.
@@ -248,11 +271,36 @@ fn apply(out: &mut FileSettings, key: &str, v: &toml::Value) -> Result<(), Strin
         "theme" => out.theme = Some(string(v)?),
         "playback_device" => out.playback_device = Some(string(v)?),
         "output_dir" => out.output_dir = Some(path(v)?),
+        "book" => out.book = book(v)?,
         other => {
             return Err(format!("unknown key `{other}` (known: {})", KEYS.join(", ")));
         }
     }
     Ok(())
+}
+
+/// The `[book]` table; an unknown or bad key is an error naming it (`book.narrator: …`).
+fn book(v: &toml::Value) -> Result<BookDefaults, String> {
+    let toml::Value::Table(table) = v else {
+        return Err(format!("must be a table (`[book]`), not {}", v.type_str()));
+    };
+    let mut out = BookDefaults::default();
+    for (key, value) in table {
+        let text = string(value).map_err(|e| format!("book.{key}: {e}"))?;
+        match key.as_str() {
+            "narrator" => out.narrator = Some(text),
+            "author" => out.author = Some(text),
+            "opening_credits" => out.opening_credits = Some(text),
+            "closing_credits" => out.closing_credits = Some(text),
+            other => {
+                return Err(format!(
+                    "unknown key `book.{other}` (known: {})",
+                    BOOK_KEYS.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Where an effective setting came from.
@@ -315,6 +363,21 @@ mod tests {
         assert_eq!(got, vec![(2, "nfe"), (3, "lanes"), (4, "colour"), (5, "precision")]);
         assert!(e[0].to_string().starts_with("/c/config.toml:2: nfe: "), "{}", e[0]);
         assert!(e[0].message.contains("1 to 64"), "{}", e[0].message);
+    }
+
+    #[test]
+    fn the_book_table_sets_metadata_defaults_and_names_bad_keys() {
+        let text = "nfe = 12\n[book]\nnarrator = \"Sam Reed\"\nclosing_credits = \"The end.\"\n";
+        let (s, e) = parse(text, Path::new("c.toml"));
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(s.book.narrator.as_deref(), Some("Sam Reed"));
+        assert_eq!(s.book.closing_credits.as_deref(), Some("The end."));
+        assert_eq!((s.book.author.as_ref(), s.nfe), (None, Some(12)));
+        let (_, e) = parse("[book]\nnarator = \"x\"\n", Path::new("c.toml"));
+        assert_eq!(e[0].key, "book");
+        assert!(e[0].message.contains("unknown key `book.narator`"), "{}", e[0].message);
+        let (_, e) = parse("book = 3\n", Path::new("c.toml"));
+        assert!(e[0].message.contains("must be a table"), "{}", e[0].message);
     }
 
     #[test]

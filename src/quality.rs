@@ -8,7 +8,7 @@
 //! On the bundled tiny model (random weights) the figures are computed the same way but mean
 //! nothing about a voice: no speaker discrimination is claimed there.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::deliver::mastering::{TRIM_THRESHOLD_DB, rms_db};
 
@@ -34,6 +34,8 @@ pub struct TakeQuality {
     pub loudness_vs_median_db: f64,
     /// Cosine of the take's CAM++ embedding and the voice's (None: no CAM++ model).
     pub similarity: Option<f32>,
+    /// Rate over the book's median rate (None when either is not measured).
+    pub rate_vs_median: Option<f64>,
     /// Which figures are outliers in this book: `loudness`, `rate`, `voice`; `silent` for a
     /// take with text but no voiced frame.
     pub flags: Vec<&'static str>,
@@ -94,8 +96,8 @@ pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
     Some(if v.len() % 2 == 0 { f64::midpoint(v[mid - 1], v[mid]) } else { v[mid] })
 }
 
-/// One take's own figures, before the book's medians are known.
-#[derive(Debug, Clone, PartialEq)]
+/// One take's own figures, before the book's medians are known (stored with the take).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TakeFigures {
     pub voiced_s: f64,
     pub text_units: usize,
@@ -122,48 +124,171 @@ impl TakeFigures {
     }
 }
 
+/// The book's medians every take is compared with.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BookNorms {
+    pub loudness_lufs: Option<f64>,
+    pub rate_per_s: Option<f64>,
+    pub similarity: Option<f64>,
+}
+
+impl BookNorms {
+    /// The medians of `figures` (the book's chosen takes).
+    pub fn of<'a>(figures: impl IntoIterator<Item = &'a TakeFigures>) -> Self {
+        let all: Vec<&TakeFigures> = figures.into_iter().collect();
+        let all = all.into_iter();
+        Self {
+            loudness_lufs: median(all.clone().filter_map(|f| f.loudness_lufs)),
+            rate_per_s: median(all.clone().map(TakeFigures::rate_per_s).filter(|r| *r > 0.0)),
+            similarity: median(all.filter_map(|f| f.similarity.map(f64::from))),
+        }
+    }
+
+    /// How one take compares with the book: its figures and its outlier flags.
+    #[must_use]
+    pub fn judge(&self, f: &TakeFigures) -> TakeQuality {
+        let rate = f.rate_per_s();
+        let vs_median = match (f.loudness_lufs, self.loudness_lufs) {
+            (Some(l), Some(m)) => l - m,
+            _ => 0.0,
+        };
+        let mut flags = Vec::new();
+        if vs_median.abs() > LOUDNESS_OUTLIER_DB {
+            flags.push("loudness");
+        }
+        if f.voiced_s == 0.0 && f.text_units > 0 {
+            flags.push("silent");
+        }
+        if let (Some(m), true) = (self.rate_per_s, rate > 0.0) {
+            if rate > m * RATE_OUTLIER_RATIO || rate < m / RATE_OUTLIER_RATIO {
+                flags.push("rate");
+            }
+        }
+        if let (Some(s), Some(m)) = (f.similarity, self.similarity) {
+            if f64::from(s) < m - f64::from(SIMILARITY_OUTLIER) {
+                flags.push("voice");
+            }
+        }
+        TakeQuality {
+            voiced_s: f.voiced_s,
+            text_units: f.text_units,
+            rate_per_s: rate,
+            loudness_lufs: f.loudness_lufs,
+            loudness_vs_median_db: vs_median,
+            similarity: f.similarity,
+            rate_vs_median: self.rate_per_s.filter(|_| rate > 0.0).map(|m| rate / m),
+            flags,
+        }
+    }
+}
+
 /// Compares every take with the book: medians of loudness, rate and similarity, and flags.
 #[must_use]
 pub fn assess(figures: &[TakeFigures]) -> Vec<TakeQuality> {
-    let loud_median = median(figures.iter().filter_map(|f| f.loudness_lufs));
-    let rate_median = median(figures.iter().map(TakeFigures::rate_per_s).filter(|r| *r > 0.0));
-    let sim_median = median(figures.iter().filter_map(|f| f.similarity.map(f64::from)));
-    figures
-        .iter()
-        .map(|f| {
-            let rate = f.rate_per_s();
-            let vs_median = match (f.loudness_lufs, loud_median) {
-                (Some(l), Some(m)) => l - m,
-                _ => 0.0,
-            };
-            let mut flags = Vec::new();
-            if vs_median.abs() > LOUDNESS_OUTLIER_DB {
-                flags.push("loudness");
-            }
-            if f.voiced_s == 0.0 && f.text_units > 0 {
-                flags.push("silent");
-            }
-            if let (Some(m), true) = (rate_median, rate > 0.0) {
-                if rate > m * RATE_OUTLIER_RATIO || rate < m / RATE_OUTLIER_RATIO {
-                    flags.push("rate");
+    let norms = BookNorms::of(figures);
+    figures.iter().map(|f| norms.judge(f)).collect()
+}
+
+impl TakeQuality {
+    /// The flags as a narrator reads them, each with its figure: `quiet −5.0 dB`,
+    /// `fast ×1.6`, `voice 0.55`, `silent`.
+    #[must_use]
+    pub fn flag_labels(&self) -> Vec<String> {
+        self.flags
+            .iter()
+            .map(|flag| match *flag {
+                "loudness" => {
+                    let word = if self.loudness_vs_median_db > 0.0 { "loud" } else { "quiet" };
+                    format!("{word} {:+.1} dB", self.loudness_vs_median_db)
                 }
-            }
-            if let (Some(s), Some(m)) = (f.similarity, sim_median) {
-                if f64::from(s) < m - f64::from(SIMILARITY_OUTLIER) {
-                    flags.push("voice");
+                "rate" => {
+                    let ratio = self.rate_vs_median.unwrap_or(1.0);
+                    let word = if ratio > 1.0 { "fast" } else { "slow" };
+                    format!("{word} ×{ratio:.2}")
                 }
+                "voice" => format!("voice {:.2}", self.similarity.unwrap_or(0.0)),
+                other => other.to_string(),
+            })
+            .collect()
+    }
+
+    /// The figures on one line: `similarity 0.81 · 2.9 words/s (×1.02) · -21.3 LUFS (+0.4 dB vs
+    /// book)` (words, or characters of Chinese).
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(s) = self.similarity {
+            parts.push(format!("similarity {s:.2}"));
+        }
+        let ratio = self.rate_vs_median.map_or(String::new(), |r| format!(" (×{r:.2})"));
+        parts.push(format!("{:.1} words/s{ratio}", self.rate_per_s));
+        match self.loudness_lufs {
+            Some(l) => {
+                parts.push(format!("{l:.1} LUFS ({:+.1} dB vs book)", self.loudness_vs_median_db));
             }
-            TakeQuality {
-                voiced_s: f.voiced_s,
-                text_units: f.text_units,
-                rate_per_s: rate,
-                loudness_lufs: f.loudness_lufs,
-                loudness_vs_median_db: vs_median,
-                similarity: f.similarity,
-                flags,
-            }
-        })
-        .collect()
+            None => parts.push("loudness not measured".to_string()),
+        }
+        parts.join(" · ")
+    }
+}
+
+/// What measures takes: the voice's CAM++ embedding and, when the model has `campplus.onnx`,
+/// the encoder that embeds a take the same way (else similarity is left out).
+pub struct QualityProbe {
+    encoder: Option<lectern_engine::voice::onnx::SpeakerEncoder>,
+    voice_embedding: Vec<f32>,
+}
+
+impl std::fmt::Debug for QualityProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QualityProbe").field("similarity", &self.encoder.is_some()).finish()
+    }
+}
+
+impl QualityProbe {
+    /// Loads the model directory's CAM++ (if it has one) for `voice`.
+    pub fn load(
+        model_dir: &std::path::Path,
+        voice: &lectern_engine::voice::Voice,
+    ) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        use lectern_engine::voice::extract::CAMPPLUS_ONNX;
+        let campplus = model_dir.join(CAMPPLUS_ONNX);
+        let encoder = if campplus.is_file() {
+            let e = lectern_engine::voice::onnx::SpeakerEncoder::load(&campplus)
+                .with_context(|| format!("loading {}", campplus.display()))?;
+            Some(e)
+        } else {
+            None
+        };
+        let voice_embedding = voice.speaker_embedding.flatten_all()?.to_vec1()?;
+        Ok(Self { encoder, voice_embedding })
+    }
+
+    /// The figures of a take of `text` (24 kHz samples).
+    pub fn measure(&self, text: &str, samples: &[f32]) -> anyhow::Result<TakeFigures> {
+        let similarity = match &self.encoder {
+            Some(e) => take_embedding(e, samples)?.map(|emb| cosine(&emb, &self.voice_embedding)),
+            None => None,
+        };
+        TakeFigures::measure(text, samples, similarity).map_err(anyhow::Error::msg)
+    }
+}
+
+/// The CAM++ embedding of a 24 kHz take, as the voice's was made (16 kHz, 80-bin Kaldi fbank,
+/// mean-normalised); None for a take too short for one fbank frame.
+fn take_embedding(
+    encoder: &lectern_engine::voice::onnx::SpeakerEncoder,
+    samples: &[f32],
+) -> anyhow::Result<Option<Vec<f32>>> {
+    use lectern_engine::voice::dsp::{kaldi, resample};
+    let wav16 = resample(samples, crate::store::SAMPLE_RATE_HZ, 16_000);
+    let (mut fbank, frames) = kaldi::fbank_80(&wav16);
+    if frames == 0 {
+        return Ok(None);
+    }
+    kaldi::subtract_column_mean(&mut fbank, 80);
+    Ok(Some(encoder.embed(&fbank, frames)?))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use lectern_text::{Frontend, Manuscript, ParseOptions, Pronunciations, Tokenizer};
+use lectern_text::{Cover, Frontend, Manuscript, ParseOptions, Pronunciations, Tokenizer};
 
 /// Choices about what of a manuscript is read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -33,5 +33,43 @@ pub fn load(path: &Path, tokenizer: &Tokenizer, read: &ReadOptions) -> anyhow::R
     } else {
         Manuscript::load(path, &opts)
     };
-    book.with_context(|| format!("reading {}", path.display()))
+    let mut book = book.with_context(|| format!("reading {}", path.display()))?;
+    if let Some(cover) = book.info.cover_path.take() {
+        book.info.cover = Some(front_matter_cover(path, &cover)?);
+    }
+    Ok(book)
+}
+
+/// The cover a Markdown front matter names (`cover: art/cover.jpg`, relative to the
+/// manuscript): a JPEG or PNG file, checked by its first bytes.
+fn front_matter_cover(manuscript: &Path, cover: &str) -> anyhow::Result<Cover> {
+    let path = manuscript.parent().unwrap_or(Path::new(".")).join(cover);
+    let bytes = std::fs::read(&path).with_context(|| {
+        format!(
+            "{}: front matter `cover: {cover}`: cannot read {}",
+            manuscript.display(),
+            path.display()
+        )
+    })?;
+    let media_type = match image_type(&bytes) {
+        Some(t) => t,
+        None => anyhow::bail!(
+            "{}: front matter `cover: {cover}`: {} is not a JPEG or PNG image",
+            manuscript.display(),
+            path.display()
+        ),
+    };
+    Ok(Cover { media_type: media_type.to_string(), bytes })
+}
+
+/// `image/jpeg` or `image/png` by the file's signature; None for anything else.
+#[must_use]
+pub fn image_type(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else {
+        None
+    }
 }

@@ -172,6 +172,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
 
     let mut session =
         Session::open(&opts.project, &opts.manuscript, &voice, &model.dir, opts.base_seed)?;
+    session.measure_with(crate::quality::QualityProbe::load(&model.dir, &voice)?);
     report_open_check(&session);
     session.sync_read(&book, &tokenizer, &opts.read)?;
     report.project = session.project_dir().map(Path::to_path_buf);
@@ -250,7 +251,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     // The output comes from the store's chosen takes, exactly what export would use.
     let takes = chosen_takes(&session, &rendered_keys)?;
     report.segments = joined_segments(session.segments(), &takes)?;
-    let qualities = take_qualities(&mut session, &takes, &model, &voice)?;
+    let qualities = take_qualities(&mut session, &takes)?;
     for (seg, q) in report.segments.iter_mut().zip(qualities) {
         if !q.flags.is_empty() {
             eprintln!(
@@ -380,54 +381,19 @@ fn joined_segments(
     Ok(out)
 }
 
-/// The chosen takes' quality figures, in manuscript order ([`crate::quality`]). Speaker
-/// similarity needs the model's `campplus.onnx`; without it the figure is left out.
+/// The chosen takes' quality figures against the book's, in manuscript order
+/// ([`crate::quality`]). Each take's own figures are stored with it when it is saved; a take
+/// saved without them (by an older Lectern) is measured now and its figures stored.
 fn take_qualities(
     session: &mut Session,
     takes: &HashMap<SegmentKey, ChosenTake>,
-    model: &ModelChoice,
-    voice: &lectern_engine::voice::Voice,
 ) -> anyhow::Result<Vec<crate::quality::TakeQuality>> {
-    use lectern_engine::voice::extract::CAMPPLUS_ONNX;
-    let campplus = model.dir.join(CAMPPLUS_ONNX);
-    let encoder = if campplus.is_file() {
-        Some(lectern_engine::voice::onnx::SpeakerEncoder::load(&campplus)?)
-    } else {
-        None
-    };
-    let voice_embedding: Vec<f32> = voice.speaker_embedding.flatten_all()?.to_vec1()?;
-    let planned: Vec<(SegmentKey, String)> =
-        session.segments().iter().map(|s| (s.key, s.text.clone())).collect();
-    let mut figures = Vec::with_capacity(planned.len());
-    for (key, text) in planned {
-        let samples = session.load_samples(takes[&key].id)?;
-        let similarity = match &encoder {
-            Some(e) => take_embedding(e, &samples)?
-                .map(|emb| crate::quality::cosine(&emb, &voice_embedding)),
-            None => None,
-        };
-        figures.push(
-            crate::quality::TakeFigures::measure(&text, &samples, similarity)
-                .map_err(anyhow::Error::msg)?,
-        );
+    let keys: Vec<SegmentKey> = session.segments().iter().map(|s| s.key).collect();
+    let mut figures = Vec::with_capacity(keys.len());
+    for key in keys {
+        figures.push(session.figures_of(takes[&key].id)?);
     }
     Ok(crate::quality::assess(&figures))
-}
-
-/// The CAM++ embedding of a 24 kHz take, as the voice's was made (16 kHz, 80-bin Kaldi fbank,
-/// mean-normalised); None for a take too short for one fbank frame.
-fn take_embedding(
-    encoder: &lectern_engine::voice::onnx::SpeakerEncoder,
-    samples: &[f32],
-) -> anyhow::Result<Option<Vec<f32>>> {
-    use lectern_engine::voice::dsp::{kaldi, resample};
-    let wav16 = resample(samples, crate::store::SAMPLE_RATE_HZ, 16_000);
-    let (mut fbank, frames) = kaldi::fbank_80(&wav16);
-    if frames == 0 {
-        return Ok(None);
-    }
-    kaldi::subtract_column_mean(&mut fbank, 80);
-    Ok(Some(encoder.embed(&fbank, frames)?))
 }
 
 /// What a render says when segments failed: which (number, line, text) and why, and that the

@@ -72,7 +72,10 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
     voice.check_model(&signature).with_context(|| format!("voice `{}`", voice.manifest.name))?;
     let tokenizer = Arc::new(session::tokenizer(&model)?);
     let project = opts.project.clone();
-    let session = Session::open(&project, &manuscript_path, &voice, &model.dir, opts.base_seed)?;
+    let mut session =
+        Session::open(&project, &manuscript_path, &voice, &model.dir, opts.base_seed)?;
+    // Each take is measured as it is saved, so the list can flag outliers (#19).
+    session.measure_with(crate::quality::QualityProbe::load(&model.dir, &voice)?);
     let mut desk = Desk::open_with(session, &manuscript_path, Arc::clone(&tokenizer), opts.read)?;
 
     let voice_name = voice.manifest.name.clone();

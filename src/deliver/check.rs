@@ -307,6 +307,28 @@ pub fn check_file(path: &Path) -> Result<FileCheck, String> {
     Ok(check)
 }
 
+/// ACX's check of mastered 44.1 kHz mono samples still in memory (not encoded: no bitrate
+/// rule), as `name` — the workstation's chapter status.
+pub fn check_samples(name: &str, x: &[f32], rate_hz: u32) -> Result<FileCheck, String> {
+    let l = levels(x, rate_hz)?;
+    let mut check = FileCheck {
+        file: PathBuf::from(name),
+        sample_rate_hz: rate_hz,
+        channels: 1,
+        bitrates_kbps: Vec::new(),
+        duration_s: x.len() as f64 / f64::from(rate_hz.max(1)),
+        rms_db: l.rms_db,
+        peak_db: l.peak_db,
+        true_peak_db: l.true_peak_db,
+        noise_floor_db: l.noise_floor_db,
+        head_s: l.head_s,
+        tail_s: l.tail_s,
+        failures: Vec::new(),
+    };
+    check.failures = failures(&check, None, false);
+    Ok(check)
+}
+
 /// The rules `c` breaks.
 fn failures(c: &FileCheck, frames: Option<&Mp3Frames>, is_sample: bool) -> Vec<Failure> {
     let mut out = Vec::new();

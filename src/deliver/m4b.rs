@@ -90,15 +90,8 @@ pub fn ffmetadata(audio: &TrackAudio, opts: &DeliveryOptions) -> String {
 
 /// Writes `BOOK.m4b` in the output directory from the mastered book and checks it.
 pub fn write(audio: &TrackAudio, opts: &DeliveryOptions) -> Result<DeliveredFile> {
+    // The cover was checked (a readable JPEG or PNG) with the other options.
     let program = require_ffmpeg()?;
-    if let Some(cover) = &opts.meta.cover {
-        if !cover.is_file() {
-            return Err(DeliverError::File {
-                path: cover.clone(),
-                detail: "no such cover image".into(),
-            });
-        }
-    }
     let name =
         if opts.meta.title.is_empty() { "book".into() } else { super::slug(&opts.meta.title) };
     let path = opts.out_dir.join(format!("{name}.m4b"));

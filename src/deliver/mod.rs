@@ -12,6 +12,7 @@
 //! synchronous resampling, LAME without its timestamped info frame).
 
 pub mod check;
+pub mod credits;
 pub mod m4b;
 pub mod mastering;
 pub mod mp3;
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::store::export::{Piece, plan, write_atomically};
+use crate::store::export::{ChapterPlan, Piece, plan, write_atomically};
 use crate::store::{Project, SAMPLE_RATE_HZ, SegmentRef, StoreError};
 use check::{FileCheck, acx};
 use mastering::{DELIVERY_RATE_HZ, RoomTone};
@@ -60,8 +61,50 @@ pub struct BookMeta {
     pub title: String,
     pub author: String,
     pub narrator: String,
-    /// Cover image (JPEG or PNG) for the M4B.
+    /// Cover image (JPEG or PNG): the M4B's cover art and each MP3's front cover (ID3 APIC).
     pub cover: Option<PathBuf>,
+}
+
+/// Book metadata given on the command line (each one wins over every other source).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetaFlags {
+    pub title: Option<String>,
+    pub author: Option<String>,
+    pub narrator: Option<String>,
+    pub cover: Option<PathBuf>,
+}
+
+impl BookMeta {
+    /// Each field from the first source that gives it: the flags, then the manuscript as the
+    /// project recorded it (EPUB metadata, Markdown front matter; its cover copied into the
+    /// project directory `dir`), then the configuration's `[book]`; the title falls back to
+    /// `fallback_title` (the manuscript's name), author and narrator to nothing.
+    #[must_use]
+    pub fn resolve(
+        flags: &MetaFlags,
+        book: &crate::store::BookRecord,
+        dir: &Path,
+        config: &crate::config::BookDefaults,
+        fallback_title: &str,
+    ) -> Self {
+        let first = |sources: [Option<&String>; 3]| {
+            sources.into_iter().flatten().find(|s| !s.trim().is_empty()).cloned()
+        };
+        let info = &book.info;
+        Self {
+            title: first([flags.title.as_ref(), info.title.as_ref(), None])
+                .unwrap_or_else(|| fallback_title.to_string()),
+            author: first([flags.author.as_ref(), info.author.as_ref(), config.author.as_ref()])
+                .unwrap_or_default(),
+            narrator: first([
+                flags.narrator.as_ref(),
+                info.narrator.as_ref(),
+                config.narrator.as_ref(),
+            ])
+            .unwrap_or_default(),
+            cover: flags.cover.clone().or_else(|| book.cover_file.as_ref().map(|f| dir.join(f))),
+        }
+    }
 }
 
 /// Where the room tone comes from.
@@ -109,9 +152,8 @@ pub struct DeliveryOptions {
     /// Recordings (WAV) of the opening and closing credits, each delivered as its own file.
     pub opening_credits: Option<PathBuf>,
     pub closing_credits: Option<PathBuf>,
-    /// Write `sample.mp3`: the start of this chapter (1-based, in reading order, credits not
-    /// counted), whole segments, at most 5 minutes.
-    pub sample_chapter: Option<u32>,
+    /// Write `sample.mp3`: whole segments from a chosen start, at most 5 minutes.
+    pub sample: Option<SampleSpan>,
     /// Longest file, seconds, head and tail included (ACX: 120 minutes).
     pub max_file_s: f64,
     /// Fail when a file breaks an ACX rule after mastering (the ACX preset).
@@ -129,11 +171,37 @@ impl Default for DeliveryOptions {
             room_tone: RoomToneSource::default(),
             opening_credits: None,
             closing_credits: None,
-            sample_chapter: None,
+            sample: None,
             max_file_s: acx::MAX_DURATION_S,
             enforce_acx: true,
             allow_stale: false,
         }
+    }
+}
+
+/// Where a retail sample starts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SampleStart {
+    /// Segment `segment` of chapter `chapter`, both 1-based in reading order (credits not
+    /// counted).
+    Segment { chapter: u32, segment: u32 },
+    /// The segment playing at this time of the 24 kHz master (the next one in a pause).
+    Time { seconds: f64 },
+}
+
+/// A retail sample: whole segments from `start`, in a file of at most `length_s` seconds
+/// (head and tail room tone included; ACX: 5 minutes at most).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SampleSpan {
+    pub start: SampleStart,
+    pub length_s: f64,
+}
+
+impl SampleSpan {
+    /// The start of chapter `chapter` (1-based), as long as ACX allows.
+    #[must_use]
+    pub fn chapter(chapter: u32) -> Self {
+        Self { start: SampleStart::Segment { chapter, segment: 1 }, length_s: acx::SAMPLE_MAX_S }
     }
 }
 
@@ -189,15 +257,13 @@ pub fn export(project: &Project, opts: &DeliveryOptions) -> Result<DeliveryRepor
     if let Some(p) = &opts.opening_credits {
         tracks.push(recording_track("Opening Credits", p));
     }
-    for ch in &export_plan.chapters {
-        let parts = split_pieces(&ch.pieces, content_max, ch.chapter)?;
+    for (position, ch) in export_plan.chapters.iter().enumerate() {
+        let number = position + 1;
+        let parts = split_pieces(&ch.pieces, content_max, number)?;
         let n = parts.len();
         for (k, part) in parts.into_iter().enumerate() {
-            let base = if ch.title.is_empty() {
-                format!("Chapter {}", ch.chapter)
-            } else {
-                ch.title.clone()
-            };
+            let base =
+                if ch.title.is_empty() { format!("Chapter {number}") } else { ch.title.clone() };
             let title = if n > 1 { format!("{base} (part {})", k + 1) } else { base };
             tracks.push(Track { slug: slug(&title), title, source: Source::Pieces(part) });
         }
@@ -209,20 +275,11 @@ pub fn export(project: &Project, opts: &DeliveryOptions) -> Result<DeliveryRepor
         DeliveryFormat::Mp3 => write_mp3s(&tracks, opts, &room_tone)?,
         DeliveryFormat::M4b => vec![m4b::write(&tracks_audio(&tracks, &room_tone)?, opts)?],
     };
-    if let Some(chapter) = opts.sample_chapter {
-        let count = export_plan.chapters.len();
-        let ch = chapter.checked_sub(1).and_then(|i| export_plan.chapters.get(i as usize));
-        let ch = ch.ok_or_else(|| {
-            DeliverError::Invalid(format!(
-                "--sample {chapter}: the manuscript has no chapter {chapter} (it has {count}, numbered from 1)"
-            ))
-        })?;
-        let sample_max = content_max_samples(acx::SAMPLE_MAX_S)?;
-        let span = sample_span(&ch.pieces, sample_max, chapter)?;
+    if let Some(span) = &opts.sample {
         let track = Track {
             title: "Retail Sample".into(),
             slug: "sample".into(),
-            source: Source::Pieces(span),
+            source: Source::Pieces(sample_pieces(&export_plan.chapters, span)?),
         };
         let path = opts.out_dir.join("sample.mp3");
         files.push(write_mp3(&track, 0, 0, &path, opts, &room_tone)?);
@@ -261,12 +318,34 @@ fn check_options(opts: &DeliveryOptions) -> Result<()> {
             });
         }
     }
-    if opts.sample_chapter.is_some() && opts.format != DeliveryFormat::Mp3 {
+    load_cover(&opts.meta)?;
+    if let Some(span) = &opts.sample {
+        if !(span.length_s > HEAD_S + TAIL_S && span.length_s <= acx::SAMPLE_MAX_S) {
+            return Err(DeliverError::Invalid(format!(
+                "a retail sample of {}: ACX takes at most {}, and it must be longer than its \
+                 {HEAD_S} s head and {TAIL_S} s tail of room tone",
+                clock(span.length_s),
+                clock(acx::SAMPLE_MAX_S)
+            )));
+        }
+    }
+    if opts.sample.is_some() && opts.format != DeliveryFormat::Mp3 {
         return Err(DeliverError::Invalid(
             "--sample writes an MP3 retail sample: use it with --format mp3 or --preset acx".into(),
         ));
     }
     Ok(())
+}
+
+/// The cover image's bytes and type (`image/jpeg` or `image/png`, by its signature).
+fn load_cover(meta: &BookMeta) -> Result<Option<mp3::Picture>> {
+    let Some(path) = &meta.cover else { return Ok(None) };
+    let file_err = |detail: String| DeliverError::File { path: path.clone(), detail };
+    let data =
+        std::fs::read(path).map_err(|e| file_err(format!("reading the cover image: {e}")))?;
+    let mime_type = crate::reading::image_type(&data)
+        .ok_or_else(|| file_err("the cover image is not a JPEG or PNG file".into()))?;
+    Ok(Some(mp3::Picture { mime_type: mime_type.to_string(), data }))
 }
 
 fn recording_track<'a>(title: &str, path: &Path) -> Track<'a> {
@@ -286,7 +365,7 @@ fn content_max_samples(max_s: f64) -> Result<u64> {
 
 /// Splits a chapter's pieces into parts of at most `max` samples, at take boundaries (a pause
 /// goes with the take before it). A single take longer than `max` is an error.
-fn split_pieces(pieces: &[Piece], max: u64, chapter: u32) -> Result<Vec<Vec<&Piece>>> {
+fn split_pieces(pieces: &[Piece], max: u64, chapter: usize) -> Result<Vec<Vec<&Piece>>> {
     let mut parts: Vec<Vec<&Piece>> = vec![Vec::new()];
     let mut len = 0u64;
     for p in pieces {
@@ -309,10 +388,89 @@ fn split_pieces(pieces: &[Piece], max: u64, chapter: u32) -> Result<Vec<Vec<&Pie
     Ok(parts)
 }
 
-/// The first whole segments of a chapter that fit in `max` samples.
-fn sample_span(pieces: &[Piece], max: u64, chapter: u32) -> Result<Vec<&Piece>> {
-    let parts = split_pieces(pieces, max, chapter)?;
-    Ok(parts.into_iter().next().unwrap_or_default())
+/// `m:ss` (or `h:mm:ss`) of whole seconds.
+fn clock(seconds: f64) -> String {
+    let s = seconds.round() as u64;
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// The retail sample's pieces: from the take where `span` starts, the whole takes (with the
+/// pauses between them) that fit its length, across chapter ends if it reaches them.
+fn sample_pieces<'a>(chapters: &'a [ChapterPlan], span: &SampleSpan) -> Result<Vec<&'a Piece>> {
+    let all: Vec<&Piece> = chapters.iter().flat_map(|c| c.pieces.iter()).collect();
+    let start = sample_start(chapters, &all, span.start)?;
+    let max = content_max_samples(span.length_s)?;
+    let mut out: Vec<&Piece> = Vec::new();
+    let mut len = 0u64;
+    for p in &all[start..] {
+        let is_take = matches!(p, Piece::Take(_));
+        if is_take && len + p.len() > max {
+            break;
+        }
+        len += p.len();
+        out.push(p);
+    }
+    if !out.iter().any(|p| matches!(p, Piece::Take(_))) {
+        return Err(DeliverError::Invalid(format!(
+            "the retail sample's first segment is longer than the sample ({}) may be",
+            clock(span.length_s)
+        )));
+    }
+    Ok(out)
+}
+
+/// Index into `all` (the book's pieces in reading order) of the take where a sample starts.
+fn sample_start(chapters: &[ChapterPlan], all: &[&Piece], start: SampleStart) -> Result<usize> {
+    let takes = |c: &ChapterPlan| c.pieces.iter().filter(|p| matches!(p, Piece::Take(_))).count();
+    match start {
+        SampleStart::Segment { chapter, segment } => {
+            let count = chapters.len();
+            let index = chapter.checked_sub(1).map(|i| i as usize).filter(|&i| i < count);
+            let Some(index) = index else {
+                return Err(DeliverError::Invalid(format!(
+                    "retail sample: the manuscript has no chapter {chapter} (it has {count}, \
+                     numbered from 1)"
+                )));
+            };
+            let in_chapter = takes(&chapters[index]);
+            if segment == 0 || segment as usize > in_chapter {
+                return Err(DeliverError::Invalid(format!(
+                    "retail sample: chapter {chapter} has no segment {segment} (it has \
+                     {in_chapter}, numbered from 1)"
+                )));
+            }
+            let before: usize = chapters[..index].iter().map(takes).sum();
+            Ok(nth_take(all, before + segment as usize - 1))
+        }
+        SampleStart::Time { seconds } => {
+            let at = (seconds.max(0.0) * f64::from(SAMPLE_RATE_HZ)) as u64;
+            let mut end = 0u64;
+            for (i, p) in all.iter().enumerate() {
+                end += p.len();
+                if matches!(p, Piece::Take(_)) && end > at {
+                    return Ok(i);
+                }
+            }
+            Err(DeliverError::Invalid(format!(
+                "retail sample: {} is past the book's last segment (the master is {} long)",
+                clock(seconds),
+                clock(end as f64 / f64::from(SAMPLE_RATE_HZ))
+            )))
+        }
+    }
+}
+
+/// Index of the `n`-th (0-based) take among `all`.
+fn nth_take(all: &[&Piece], n: usize) -> usize {
+    all.iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p, Piece::Take(_)))
+        .nth(n)
+        .map_or(all.len(), |(i, _)| i)
 }
 
 /// A short ASCII file-name base: lower-case words joined by '-', at most 40 characters.
@@ -438,6 +596,30 @@ fn master(voice: &[f32], ceiling_db: f64, room_tone: &RoomTone, track: u64) -> V
     x
 }
 
+/// A chapter's ACX check as the workstation shows it: its chosen takes (each with the pause
+/// after it, 24 kHz samples) mastered exactly as `export --preset acx` masters the chapter's
+/// file (trimmed takes, 44.1 kHz, RMS −20 dB, limiter, default room tone, head and tail), then
+/// measured in memory. The MP3 encoding is not run, so the bitrate is not checked and the peaks
+/// are the limiter's (the export re-checks them after encoding).
+pub fn chapter_check(
+    takes: &[(crate::store::TakeInfo, u64)],
+    chapter: usize,
+) -> Result<check::FileCheck> {
+    let pieces: Vec<Piece> = takes
+        .iter()
+        .flat_map(|(t, pause)| [Piece::Take(Box::new(t.clone())), Piece::Silence(*pause)])
+        .collect();
+    let track = Track {
+        title: format!("Chapter {chapter}"),
+        slug: String::new(),
+        source: Source::Pieces(pieces.iter().collect()),
+    };
+    let voice = track_voice(&track)?;
+    let room_tone = load_room_tone(&RoomToneSource::default())?;
+    let x = master(&voice, FIRST_CEILING_DB, &room_tone, chapter as u64);
+    check::check_samples(&track.title, &x, DELIVERY_RATE_HZ).map_err(DeliverError::Audio)
+}
+
 fn number_width(total: usize) -> usize {
     total.to_string().len().max(2)
 }
@@ -542,6 +724,7 @@ fn encode_checked(
         title: title.to_string(),
         track: n,
         total_tracks: total,
+        cover: load_cover(&opts.meta)?,
     };
     let mut bytes = mp3::id3_tag(&tags).map_err(DeliverError::Audio)?;
     bytes.extend(mp3::encode(&mp3::to_i16(&audio.samples)).map_err(DeliverError::Audio)?);
@@ -570,6 +753,110 @@ mod tests {
         assert_eq!(slug("¿Qué?"), "qu");
         assert_eq!(slug("…"), "track");
         assert!(slug(&"word ".repeat(30)).len() <= 40);
+    }
+
+    fn record() -> lectern_engine::protocol::TakeRecord {
+        lectern_engine::protocol::TakeRecord {
+            segment_id: 0,
+            text: String::new(),
+            voice_id: String::new(),
+            model_id: String::new(),
+            seed: 0,
+            nfe: 10,
+            cfg_rate: 0.7,
+            precision: lectern_engine::protocol::Precision::default(),
+            min_len_rule: lectern_engine::protocol::MinLenRule::default(),
+            backend: String::new(),
+            flow_matmul: String::new(),
+            group: lectern_engine::protocol::GroupInfo {
+                segment_ids: Vec::new(),
+                token_counts: Vec::new(),
+                tokens: Vec::new(),
+                index: 0,
+            },
+            noise_source: String::new(),
+            engine_version: String::new(),
+            tokens: Vec::new(),
+            timings: lectern_engine::protocol::StageTimings::default(),
+            content: lectern_engine::protocol::TakeContent::default(),
+        }
+    }
+
+    /// A take of `secs` seconds (only its length matters to the plan).
+    fn take(secs: f64) -> Piece {
+        let n = (secs * f64::from(SAMPLE_RATE_HZ)) as u64;
+        Piece::Take(Box::new(crate::store::TakeInfo {
+            id: 0,
+            engine_take_id: 0,
+            record: record(),
+            audio_hash: String::new(),
+            wav_path: PathBuf::new(),
+            num_samples: n,
+            status: crate::store::TakeStatus::Ok,
+            segment_hash: 0,
+            content_key: String::new(),
+            figures: None,
+        }))
+    }
+
+    fn pause(secs: f64) -> Piece {
+        Piece::Silence((secs * f64::from(SAMPLE_RATE_HZ)) as u64)
+    }
+
+    /// Two chapters of takes of 10, 20 | 30, 40, 50 s, each followed by a 1 s pause.
+    fn book() -> Vec<ChapterPlan> {
+        let chapter = |n: u32, secs: &[f64]| ChapterPlan {
+            chapter: n,
+            title: String::new(),
+            segments: Vec::new(),
+            pieces: secs.iter().flat_map(|&s| [take(s), pause(1.0)]).collect(),
+        };
+        vec![chapter(0, &[10.0, 20.0]), chapter(1, &[30.0, 40.0, 50.0])]
+    }
+
+    fn take_lengths_s(pieces: &[&Piece]) -> Vec<u64> {
+        pieces
+            .iter()
+            .filter(|p| matches!(p, Piece::Take(_)))
+            .map(|p| p.len() / u64::from(SAMPLE_RATE_HZ))
+            .collect()
+    }
+
+    #[test]
+    fn a_sample_starts_at_a_chosen_segment_or_time_and_keeps_whole_segments() {
+        let book = book();
+        let from = |start, length_s| sample_pieces(&book, &SampleSpan { start, length_s });
+        let seg = |chapter, segment| SampleStart::Segment { chapter, segment };
+        // Chapter 2, segment 2: the 40 s take; 50 s more would pass 90 s with head and tail.
+        let got = from(seg(2, 2), 90.0).unwrap();
+        assert_eq!(take_lengths_s(&got), [40]);
+        // Across a chapter end when the length allows.
+        assert_eq!(take_lengths_s(&from(seg(1, 2), 300.0).unwrap()), [20, 30, 40, 50]);
+        // Times on the master: inside the second take (10 s + 1 s pause + 20 s), or inside a
+        // pause (the take after it).
+        let at = |seconds| SampleStart::Time { seconds };
+        assert_eq!(take_lengths_s(&from(at(15.0), 60.0).unwrap()), [20, 30]);
+        assert_eq!(take_lengths_s(&from(at(31.5), 60.0).unwrap()), [30]);
+        assert_eq!(take_lengths_s(&from(at(0.0), 60.0).unwrap()), [10, 20]);
+        // What does not exist is named.
+        let err = |r: Result<Vec<&Piece>>| r.unwrap_err().to_string();
+        assert!(err(from(seg(3, 1), 60.0)).contains("no chapter 3 (it has 2"));
+        assert!(err(from(seg(2, 4), 60.0)).contains("chapter 2 has no segment 4 (it has 3"));
+        assert!(err(from(seg(1, 0), 60.0)).contains("no segment 0"));
+        assert!(err(from(at(160.0), 60.0)).contains("2:40 is past the book's last segment"));
+        assert!(err(from(seg(2, 3), 40.0)).contains("first segment is longer"));
+    }
+
+    #[test]
+    fn a_sample_over_five_minutes_is_refused() {
+        let span = |length_s| DeliveryOptions {
+            sample: Some(SampleSpan { start: SampleStart::Time { seconds: 0.0 }, length_s }),
+            ..DeliveryOptions::default()
+        };
+        let err = check_options(&span(301.0)).unwrap_err().to_string();
+        assert!(err.contains("a retail sample of 5:01: ACX takes at most 5:00"), "{err}");
+        assert!(check_options(&span(2.0)).is_err());
+        assert!(check_options(&span(300.0)).is_ok());
     }
 
     #[test]

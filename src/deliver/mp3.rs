@@ -27,6 +27,16 @@ pub struct Tags {
     /// Position in reading order, 1-based, and the number of files.
     pub track: u32,
     pub total_tracks: u32,
+    /// The book's cover, as the front-cover picture (APIC).
+    pub cover: Option<Picture>,
+}
+
+/// An image for the tag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picture {
+    /// `image/jpeg` or `image/png`.
+    pub mime_type: String,
+    pub data: Vec<u8>,
 }
 
 /// Encodes 44.1 kHz mono 16-bit samples as 192 kbps CBR MPEG-1 Layer III frames.
@@ -71,6 +81,14 @@ pub fn id3_tag(tags: &Tags) -> Result<Vec<u8>, String> {
     tag.set_track(tags.track);
     tag.set_total_tracks(tags.total_tracks);
     tag.set_genre("Audiobook");
+    if let Some(cover) = &tags.cover {
+        tag.add_frame(id3::frame::Picture {
+            mime_type: cover.mime_type.clone(),
+            picture_type: id3::frame::PictureType::CoverFront,
+            description: String::new(),
+            data: cover.data.clone(),
+        });
+    }
     let mut bytes = Vec::new();
     tag.write_to(&mut bytes, Version::Id3v23).map_err(|e| format!("ID3 tag: {e}"))?;
     Ok(bytes)

@@ -106,6 +106,7 @@ pub fn read(path: &Path) -> Result<Document> {
         author: (!pkg.creators.is_empty()).then(|| pkg.creators.join(", ")),
         language: pkg.language.clone(),
         cover,
+        ..BookInfo::default()
     };
     let chapters = chapters(&mut container, &pkg, &toc)?;
     Ok(Document { info, chapters })

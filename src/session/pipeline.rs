@@ -13,6 +13,7 @@ use anyhow::{Context, bail};
 use super::content::ContentBasis;
 use super::plan::{PlannedSegment, render_specs};
 use super::seed;
+use crate::quality::{QualityProbe, TakeFigures};
 use crate::reading::ReadOptions;
 use crate::store::BookRecord;
 use crate::store::{
@@ -76,6 +77,8 @@ pub struct SavedTake {
     pub take: Take,
     /// A regeneration that restored an existing take's file (no new take).
     pub restored: bool,
+    /// Its quality figures (None when the session does not measure).
+    pub figures: Option<TakeFigures>,
 }
 
 /// A segment with everything the workstation shows of it.
@@ -113,6 +116,8 @@ pub struct Session {
     group: Vec<Take>,
     /// Regenerations asked for: segment key → the take whose file they restore.
     regens: HashMap<SegmentKey, TakeId>,
+    /// Measures each saved take's quality figures (None: takes are saved unmeasured).
+    probe: Option<QualityProbe>,
 }
 
 impl std::fmt::Debug for Session {
@@ -155,7 +160,39 @@ impl Session {
             segments: Vec::new(),
             group: Vec::new(),
             regens: HashMap::new(),
+            probe: None,
         })
+    }
+
+    /// Measures every take saved from now on with `probe` and stores its figures with it.
+    pub fn measure_with(&mut self, probe: QualityProbe) {
+        self.probe = Some(probe);
+    }
+
+    /// A take's stored quality figures; a take without them (saved by an older Lectern, or
+    /// before the session measured) is measured now and its figures stored.
+    pub fn figures_of(&mut self, id: TakeId) -> anyhow::Result<TakeFigures> {
+        let info = self.project.take(id)?;
+        if let Some(f) = info.figures {
+            return Ok(f);
+        }
+        let samples = self.load_samples(id)?;
+        self.store_figures(id, &info.record.text, &samples)?
+            .with_context(|| format!("take {id} has no quality figures and nothing measures them"))
+    }
+
+    /// Measures a take and stores its figures, when the session has a probe.
+    fn store_figures(
+        &mut self,
+        id: TakeId,
+        text: &str,
+        samples: &[f32],
+    ) -> anyhow::Result<Option<TakeFigures>> {
+        let Some(probe) = &self.probe else { return Ok(None) };
+        let figures =
+            probe.measure(text, samples).with_context(|| format!("measuring take {id}"))?;
+        self.project.set_take_figures(id, &figures)?;
+        Ok(Some(figures))
     }
 
     /// The project directory (`None` for a scratch session).
@@ -305,11 +342,15 @@ impl Session {
         let key = take.record.segment_id as SegmentKey;
         if let Some(id) = self.regens.remove(&key) {
             match self.project.restore_take_file(id, &take.samples) {
-                Ok(()) => return Ok(vec![SavedTake { key, id, take, restored: true }]),
+                Ok(()) => {
+                    let figures = self.project.take(id)?.figures;
+                    return Ok(vec![SavedTake { key, id, take, restored: true, figures }]);
+                }
                 // Not the recorded audio (another backend, say): keep it as a take of its own.
                 Err(StoreError::HashMismatch { .. }) => {
                     let id = self.project.save_group(&[(key, &take)])?[0];
-                    return Ok(vec![SavedTake { key, id, take, restored: false }]);
+                    let figures = self.store_figures(id, &take.record.text, &take.samples)?;
+                    return Ok(vec![SavedTake { key, id, take, restored: false, figures }]);
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -333,16 +374,13 @@ impl Session {
         let ids = self.project.save_group(&keyed).with_context(|| {
             format!("saving the takes of segments {:?}", group[0].record.group.segment_ids)
         })?;
-        Ok(group
-            .into_iter()
-            .zip(ids)
-            .map(|(take, id)| SavedTake {
-                key: take.record.segment_id as SegmentKey,
-                id,
-                take,
-                restored: false,
-            })
-            .collect())
+        let mut saved = Vec::with_capacity(group.len());
+        for (take, id) in group.into_iter().zip(ids) {
+            let figures = self.store_figures(id, &take.record.text, &take.samples)?;
+            let key = take.record.segment_id as SegmentKey;
+            saved.push(SavedTake { key, id, take, restored: false, figures });
+        }
+        Ok(saved)
     }
 
     /// The segments with their takes, choices and proofing state, in manuscript order.

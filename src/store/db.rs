@@ -98,8 +98,15 @@ CREATE TABLE file_hashes (
 );
 ";
 
+/// Schema version 3: a take's own quality figures ([`crate::quality::TakeFigures`] as JSON:
+/// voiced seconds, text units, loudness, similarity to the voice), measured when the take is
+/// saved; NULL for takes saved before (measured and filled in by the next render).
+const V3: &str = "
+ALTER TABLE takes ADD COLUMN figures TEXT;
+";
+
 /// Migrations, in order: `MIGRATIONS[i]` goes from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -428,10 +428,11 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     if !opts.split_chapters {
         files.push(write_file(&whole, &all, opts)?);
     }
-    for ch in &chapters {
+    for (position, ch) in chapters.iter().enumerate() {
         let duration: u64 = ch.pieces.iter().map(Piece::len).sum();
         let (file, start) = if opts.split_chapters {
-            let path = dir.join(format!("{stem}-{:02}.{ext}", ch.chapter));
+            // Numbered from 1 in reading order, as `render --split chapters` names its files.
+            let path = dir.join(format!("{stem}-{:02}.{ext}", position + 1));
             let pieces: Vec<&Piece> = ch.pieces.iter().collect();
             files.push(write_file(&path, &pieces, opts)?);
             (file_name(&path), 0)

@@ -304,6 +304,8 @@ pub struct TakeInfo {
     pub segment_hash: u64,
     /// Key of the take's content (empty for takes saved before keys existed).
     pub content_key: String,
+    /// The take's own quality figures (None: not measured yet, e.g. saved by an older Lectern).
+    pub figures: Option<crate::quality::TakeFigures>,
 }
 
 /// What the startup check found and did.
@@ -661,6 +663,25 @@ impl Project {
             .map_err(|e| self.sql_err(e))?
             .pop()
             .ok_or(StoreError::UnknownTake(id))
+    }
+
+    /// Records a take's quality figures (measured from its audio, so they can always be
+    /// measured again: they replace what was there).
+    pub fn set_take_figures(
+        &mut self,
+        id: TakeId,
+        figures: &crate::quality::TakeFigures,
+    ) -> Result<()> {
+        let json = serde_json::to_string(figures)
+            .map_err(|e| StoreError::InvalidInput(format!("quality figures: {e}")))?;
+        let n = self
+            .conn
+            .execute("UPDATE takes SET figures = ?2 WHERE id = ?1", params![id as i64, json])
+            .map_err(|e| self.sql_err(e))?;
+        if n == 0 {
+            return Err(StoreError::UnknownTake(id));
+        }
+        Ok(())
     }
 
     /// Reads a take's samples and checks them against the recorded audio hash.

@@ -417,7 +417,7 @@ pub(crate) fn takes_where(
 ) -> rusqlite::Result<Vec<TakeInfo>> {
     let sql = format!(
         "SELECT t.id, t.engine_take_id, t.record, t.audio_hash, t.wav_path, t.num_samples,
-         t.status, s.hash, t.content_key, s.segment_id, s.span_line, s.text
+         t.status, s.hash, t.content_key, s.segment_id, s.span_line, s.text, t.figures
          FROM takes t JOIN segments s ON s.key = t.segment_key
          WHERE {cond} ORDER BY t.id"
     );
@@ -449,6 +449,10 @@ pub(crate) fn takes_where(
             status: if status == "ok" { TakeStatus::Ok } else { TakeStatus::Missing },
             segment_hash: parse_hash(&r.get::<_, String>(7)?),
             content_key: r.get(8)?,
+            // Figures are derived from the audio: unreadable ones are measured again.
+            figures: r
+                .get::<_, Option<String>>(12)?
+                .and_then(|json| serde_json::from_str(&json).ok()),
         })
     })?
     .collect()

@@ -107,6 +107,12 @@ pub enum Msg {
         take: TakeId,
         samples: Arc<Vec<f32>>,
     },
+    /// A chapter's ACX status changed (None: not all its takes are chosen).
+    ChapterStatus {
+        /// 0-based, in reading order.
+        chapter: usize,
+        status: Option<ChapterAcx>,
+    },
     /// The session could not do what a command asked.
     Refused {
         segment: SegmentId,
@@ -152,6 +158,50 @@ pub enum Command {
     },
 }
 
+/// A chapter's ACX check, once all its takes are chosen ([`super::checks`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChapterAcx {
+    Checking,
+    Checked(Box<crate::deliver::check::FileCheck>),
+    /// The check itself could not run (a take file unreadable, say).
+    Failed(String),
+}
+
+impl ChapterAcx {
+    /// One line for the segment panel: `ACX ✓ RMS -20.0 dB · peak -4.0 dB · floor -70.0 dB ·
+    /// 1:02`, or `ACX ✗` with the failing figures.
+    #[must_use]
+    pub fn label(&self) -> String {
+        match self {
+            Self::Checking => "ACX: checking…".into(),
+            Self::Failed(why) => format!("ACX: not checked ({why})"),
+            Self::Checked(c) if c.passes() => {
+                let s = c.duration_s.round() as u64;
+                format!(
+                    "ACX ✓ RMS {:.1} dB · peak {:.1} dB · floor {:.1} dB · {}:{:02}",
+                    c.rms_db,
+                    c.peak_db,
+                    c.noise_floor_db,
+                    s / 60,
+                    s % 60
+                )
+            }
+            Self::Checked(c) => {
+                let failing: Vec<&str> = c.failures.iter().map(|f| f.detail.as_str()).collect();
+                format!("ACX ✗ {}", failing.join(" · "))
+            }
+        }
+    }
+
+    #[must_use]
+    pub fn passes(&self) -> Option<bool> {
+        match self {
+            Self::Checked(c) => Some(c.passes()),
+            _ => None,
+        }
+    }
+}
+
 /// One take of a segment as the UI keeps it.
 #[derive(Debug, Clone)]
 pub struct TakeEntry {
@@ -162,6 +212,8 @@ pub struct TakeEntry {
     pub record: TakeRecord,
     /// Made for other text, voice or model than the segment's now: history, not exported.
     pub stale: bool,
+    /// Its own quality figures, as stored with it (None: not measured).
+    pub figures: Option<crate::quality::TakeFigures>,
 }
 
 impl TakeEntry {
@@ -177,6 +229,8 @@ impl TakeEntry {
 pub struct Row {
     /// The store's key of the segment (the engine's segment id).
     pub id: SegmentId,
+    /// Its chapter, 0-based in reading order.
+    pub chapter: usize,
     pub text: String,
     /// Silence after it in the master, milliseconds.
     pub pause_after_ms: u32,
@@ -224,6 +278,14 @@ impl Row {
         let t = self.current()?;
         crate::session::implausible(&self.text, t.record.tokens.len())
     }
+    /// The auditioned take's quality figures against the book's `norms`, if it was measured.
+    #[must_use]
+    pub fn quality(
+        &self,
+        norms: &crate::quality::BookNorms,
+    ) -> Option<crate::quality::TakeQuality> {
+        Some(norms.judge(self.current()?.figures.as_ref()?))
+    }
     /// Listed in the pickups view: marked for a pickup, flagged, failed, or without a usable
     /// chosen take.
     #[must_use]
@@ -239,6 +301,8 @@ impl Row {
 #[derive(Debug, Clone)]
 pub struct RowInit {
     pub id: SegmentId,
+    /// 0-based, in reading order.
+    pub chapter: usize,
     pub text: String,
     pub pause_after_ms: u32,
     /// The seed of its first take.
@@ -296,6 +360,8 @@ pub struct App {
     pub config: AppConfig,
     pub keymap: KeyMap,
     pub rows: Vec<Row>,
+    /// Each chapter's ACX status, once all its takes are chosen (by chapter, 0-based).
+    pub chapter_acx: HashMap<usize, ChapterAcx>,
     pub selected: usize,
     /// First visible row of the segment list.
     pub list_offset: usize,
@@ -362,6 +428,7 @@ impl App {
             config,
             keymap,
             rows: Vec::new(),
+            chapter_acx: HashMap::new(),
             selected: 0,
             list_offset: 0,
             telemetry: History::default(),
@@ -530,6 +597,18 @@ impl App {
                     _ => self.advance_playback(),
                 }
                 self.drain_loads()
+            }
+            Msg::ChapterStatus { chapter, status } => {
+                if let Some(s) = &status
+                    && s.passes() == Some(false)
+                {
+                    self.push_log(format!("chapter {}: {}", chapter + 1, s.label()));
+                }
+                match status {
+                    Some(s) => self.chapter_acx.insert(chapter, s),
+                    None => self.chapter_acx.remove(&chapter),
+                };
+                Vec::new()
             }
             Msg::Refused { segment, why } => {
                 let n = self.position(segment).map_or(0, |i| i + 1);
@@ -770,6 +849,19 @@ impl App {
             }
         }
         Vec::new()
+    }
+
+    /// The book's medians the takes are compared with: those of the chosen takes that are
+    /// current and measured.
+    #[must_use]
+    pub fn quality_norms(&self) -> crate::quality::BookNorms {
+        crate::quality::BookNorms::of(
+            self.rows
+                .iter()
+                .filter_map(|r| r.chosen.and_then(|i| r.takes.get(i)))
+                .filter(|t| !t.stale)
+                .filter_map(|t| t.figures.as_ref()),
+        )
     }
 
     /// Indices of the rows the list shows (all, or those needing work in the pickups view).
@@ -1166,6 +1258,7 @@ impl App {
 fn merge_row(init: RowInit, prev: Option<Row>) -> Row {
     let mut row = Row {
         id: init.id,
+        chapter: init.chapter,
         text: init.text,
         pause_after_ms: init.pause_after_ms,
         state: if init.takes.is_empty() { SegmentState::Queued } else { SegmentState::Ready },

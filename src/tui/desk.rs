@@ -9,9 +9,10 @@ use std::sync::mpsc::Sender;
 use anyhow::Context;
 
 use super::app::{Command, Msg, RowInit, TakeEntry};
+use super::checks::ChapterChecks;
 use crate::reading::ReadOptions;
 use crate::session::{SegmentView, Session, Work};
-use crate::store::SegmentKey;
+use crate::store::{SegmentKey, TakeInfo, TakeStatus};
 use lectern_engine::protocol::{Request, SegmentId, Take};
 use lectern_text::{Manuscript, Tokenizer};
 
@@ -23,6 +24,8 @@ pub struct Desk {
     /// (key, content key) of every segment at the last sync: what a reload compares.
     synced: Vec<(SegmentKey, String)>,
     read: ReadOptions,
+    /// Chapters' ACX checks, once all their takes are chosen.
+    checks: ChapterChecks,
 }
 
 impl std::fmt::Debug for Desk {
@@ -61,6 +64,7 @@ impl Desk {
             tokenizer,
             synced: Vec::new(),
             read,
+            checks: ChapterChecks::new(),
         };
         desk.synced = desk.fingerprint();
         Ok(desk)
@@ -124,7 +128,9 @@ impl Desk {
             Command::Reseed(id) => (id, self.new_take(id, false, engine)),
             Command::Rerender(id) => (id, self.new_take(id, true, engine)),
             Command::Choose { segment, take } => {
-                (segment, self.session.choose(key(segment), take).map(|()| Vec::new()))
+                let chosen = self.session.choose(key(segment), take);
+                let chapter: Vec<usize> = self.chapter_of(segment).into_iter().collect();
+                (segment, chosen.map(|()| self.check_chapters(Some(&chapter))))
             }
             Command::SetReview { segment, review } => {
                 (segment, self.session.set_review(key(segment), review).map(|()| Vec::new()))
@@ -158,9 +164,69 @@ impl Desk {
         Ok(vec![Msg::Seeded { segment: id, seed }])
     }
 
+    /// Checks again the chapters whose chosen takes changed (all of them when `chapters` is
+    /// `None`); returns the App's messages for those whose status changed.
+    pub fn check_chapters(&mut self, chapters: Option<&[usize]>) -> Vec<Msg> {
+        let all: Vec<usize> = {
+            let mut c: Vec<usize> = self.session.segments().iter().map(|s| s.chapter).collect();
+            c.dedup();
+            c
+        };
+        let mut out = if chapters.is_none() { self.checks.keep_only(&all) } else { Vec::new() };
+        for chapter in all.into_iter().filter(|c| chapters.is_none_or(|w| w.contains(c))) {
+            let takes = self.chosen_takes_of(chapter).unwrap_or(None);
+            out.extend(self.checks.update(chapter, takes));
+        }
+        out
+    }
+
+    /// A chapter's chosen takes with the pause after each, if every segment has a usable one.
+    fn chosen_takes_of(&self, chapter: usize) -> anyhow::Result<Option<Vec<(TakeInfo, u64)>>> {
+        let mut out = Vec::new();
+        for s in self.session.segments().iter().filter(|s| s.chapter == chapter) {
+            match self.session.project().chosen_of_key(s.key)? {
+                Some(t) if t.status == TakeStatus::Ok && t.content_key == s.content.key() => {
+                    let pause = crate::audio::master::ms_to_samples(s.pause_after_ms) as u64;
+                    out.push((t, pause));
+                }
+                _ => return Ok(None),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// Finished chapter checks, as the App's messages.
+    pub fn poll_checks(&mut self) -> Vec<Msg> {
+        self.checks.poll()
+    }
+
+    /// Waits for the next finished chapter check (tests).
+    pub fn wait_checks(&mut self) -> Vec<Msg> {
+        self.checks.wait()
+    }
+
+    fn chapter_of(&self, segment: SegmentId) -> Option<usize> {
+        self.session.segments().iter().find(|s| s.key == key(segment)).map(|s| s.chapter)
+    }
+
     /// A take from the engine: the session saves it (with its whole group); the App hears of
-    /// each saved take.
+    /// each saved take, then of the chapters it completes.
     pub fn accept(&mut self, take: Take) -> Vec<Msg> {
+        let mut msgs = self.save(take);
+        let chapters: Vec<usize> = msgs
+            .iter()
+            .filter_map(|m| match m {
+                Msg::Saved { segment, .. } => self.chapter_of(*segment),
+                _ => None,
+            })
+            .collect();
+        if !chapters.is_empty() {
+            msgs.extend(self.check_chapters(Some(&chapters)));
+        }
+        msgs
+    }
+
+    fn save(&mut self, take: Take) -> Vec<Msg> {
         let segment = take.record.segment_id;
         match self.session.accept(take) {
             Ok(saved) => saved
@@ -172,6 +238,7 @@ impl Desk {
                         samples: Some(Arc::clone(&s.take.samples)),
                         record: s.take.record,
                         stale: false,
+                        figures: s.figures,
                     }),
                     restored: s.restored,
                 })
@@ -207,10 +274,12 @@ fn row_init(v: SegmentView) -> RowInit {
             samples: None,
             record: t.record.clone(),
             stale: !v.is_current(t),
+            figures: t.figures.clone(),
         })
         .collect();
     RowInit {
         id: v.planned.key as SegmentId,
+        chapter: v.planned.chapter,
         text: v.planned.text,
         pause_after_ms: v.planned.pause_after_ms,
         default_seed: v.planned.default_seed,

@@ -230,6 +230,10 @@ pub fn event_loop<B: Backend>(
                 }
             }
         }
+        for msg in io.desk.poll_checks() {
+            io.apply(&mut app, msg);
+            activity = true;
+        }
         let status = io.player.status();
         if last_player.as_ref() != Some(&status) {
             // A playhead move is a change to draw, not activity to watch for.
@@ -324,6 +328,9 @@ fn open_rows(app: &mut App, io: &mut Io<'_>) -> Result<(), TuiError> {
         ));
     }
     app.mark_queued(&queued);
+    for msg in io.desk.check_chapters(None) {
+        app.update(msg);
+    }
     let cmds = app.start_playback();
     io.commands(app, cmds);
     Ok(())
@@ -339,6 +346,9 @@ fn reload_manuscript(app: &mut App, io: &mut Io<'_>) {
                 app.set_rows(rows);
                 app.mark_queued(&queued);
                 app.push_log(format!("manuscript: {} segment(s) to render", queued.len()));
+                for msg in io.desk.check_chapters(None) {
+                    app.update(msg);
+                }
             }
             Err(e) => app.push_log(format!("manuscript not reloaded: {e:#}")),
         },

@@ -148,7 +148,7 @@ fn credits_are_their_own_files_and_the_sample_is_short() {
     let opts = DeliveryOptions {
         opening_credits: Some(opening),
         closing_credits: Some(closing),
-        sample_chapter: Some(2),
+        sample: Some(deliver::SampleSpan::chapter(2)),
         ..acx_options(&out)
     };
     let report = deliver::export(&p, &opts).unwrap();
@@ -176,8 +176,10 @@ fn credits_are_their_own_files_and_the_sample_is_short() {
     assert_eq!(sample.samples, chapter2.samples);
     // A chapter the manuscript does not have is an error.
     for n in [0, 3] {
-        let opts =
-            DeliveryOptions { sample_chapter: Some(n), ..acx_options(&tmp.path().join("y")) };
+        let opts = DeliveryOptions {
+            sample: Some(deliver::SampleSpan::chapter(n)),
+            ..acx_options(&tmp.path().join("y"))
+        };
         let err = deliver::export(&p, &opts).unwrap_err().to_string();
         assert!(err.contains(&format!("no chapter {n} (it has 2, numbered from 1)")), "{err}");
     }
@@ -306,4 +308,182 @@ fn a_room_tone_recording_lies_under_every_file() {
     };
     let err = deliver::export(&p, &opts).unwrap_err().to_string();
     assert!(err.contains("room.wav") && err.contains("-50.1 dB RMS"), "{err}");
+}
+
+/// A PNG the size of its signature and header: enough for a tag's picture.
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0\x90wS\xde";
+
+/// Book metadata comes from the flags, else the manuscript the project recorded (EPUB, front
+/// matter; its cover copied into the project), else the config's `[book]` (#19); the MP3s carry
+/// the winner's tags and the cover as their front-cover picture, read back with `id3`.
+#[test]
+fn book_metadata_flags_win_over_the_manuscript_over_the_config_and_the_cover_is_tagged() {
+    use lectern::config::BookDefaults;
+    use lectern::deliver::MetaFlags;
+    use lectern::store::BookRecord;
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut p, _, _) = project(&tmp.path().join("p"), 2, 2, 0);
+    let mut book = BookRecord::default();
+    book.info.title = Some("The Lighthouse".into());
+    book.info.author = Some("Ada Writer".into());
+    book.info.cover =
+        Some(lectern_text::Cover { media_type: "image/png".into(), bytes: PNG.into() });
+    p.set_book(book).unwrap();
+    let config = BookDefaults {
+        narrator: Some("Config Narrator".into()),
+        author: Some("Config Author".into()),
+        ..BookDefaults::default()
+    };
+    let flags = MetaFlags { title: Some("Flag Title".into()), ..MetaFlags::default() };
+    let meta = BookMeta::resolve(&flags, &p.book().unwrap(), p.dir(), &config, "book");
+    assert_eq!(meta.title, "Flag Title", "a flag wins");
+    assert_eq!(meta.author, "Ada Writer", "the manuscript beats the config");
+    assert_eq!(meta.narrator, "Config Narrator", "the config fills what the others lack");
+    let out = tmp.path().join("out");
+    let opts = DeliveryOptions { out_dir: out.clone(), meta, ..DeliveryOptions::default() };
+    let report = deliver::export(&p, &opts).unwrap();
+    let tag = id3::Tag::read_from_path(&report.files[0].path).unwrap();
+    use id3::TagLike;
+    assert_eq!(tag.album(), Some("Flag Title"));
+    assert_eq!(tag.artist(), Some("Ada Writer"));
+    assert_eq!(tag.get("TCOM").and_then(|f| f.content().text()), Some("Config Narrator"));
+    // The front cover, as ffmpeg reads it (the `id3` crate built without picture decoding
+    // leaves APIC frames undecoded): an attached picture whose bytes are the cover's.
+    let probe = ffprobe(&report.files[0].path);
+    let streams = probe["streams"].as_array().unwrap();
+    let pic = streams.iter().find(|s| s["codec_name"] == "png").expect("an attached picture");
+    assert_eq!(pic["tags"]["comment"], "Cover (front)");
+    let extracted = tmp.path().join("extracted.png");
+    let mp3 = report.files[0].path.to_str().unwrap();
+    deliver_common::ffmpeg(&["-i", mp3, "-an", "-c:v", "copy", extracted.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&extracted).unwrap(), PNG);
+
+    // Nothing in the manuscript or config: the fallback title, no author, no cover.
+    let bare = BookMeta::resolve(
+        &MetaFlags::default(),
+        &BookRecord::default(),
+        p.dir(),
+        &BookDefaults::default(),
+        "book",
+    );
+    assert_eq!((bare.title.as_str(), bare.author.as_str(), bare.cover), ("book", "", None));
+    // A cover that is not an image is refused by name, before anything is written.
+    let text = tmp.path().join("cover.jpg");
+    std::fs::write(&text, "not a picture").unwrap();
+    let out2 = tmp.path().join("out2");
+    let meta = BookMeta { cover: Some(text.clone()), ..BookMeta::default() };
+    let opts = DeliveryOptions { out_dir: out2.clone(), meta, ..DeliveryOptions::default() };
+    let err = deliver::export(&p, &opts).unwrap_err().to_string();
+    assert!(err.contains("cover.jpg") && err.contains("not a JPEG or PNG"), "{err}");
+    assert!(!out2.exists() || names(&out2).is_empty());
+}
+
+/// A Markdown front matter's `cover:` is read relative to the manuscript, checked to be an
+/// image, and named with its line's value when it is missing (#19).
+#[test]
+fn a_front_matter_cover_is_read_beside_the_manuscript() {
+    let (_, _, tokenizer) = crate::session_common::tiny();
+    let tmp = tempfile::tempdir().unwrap();
+    let book = tmp.path().join("book.md");
+    let text = "---\ntitle: The Lighthouse\nnarrator: Nell Reader\ncover: art/cover.png\n---\n\n\
+                The lamp turned.\n";
+    std::fs::write(&book, text).unwrap();
+    let read = lectern::reading::ReadOptions::default();
+    let err = lectern::reading::load(&book, &tokenizer, &read).unwrap_err();
+    let err = format!("{err:#}");
+    assert!(err.contains("book.md") && err.contains("cover: art/cover.png"), "{err}");
+    std::fs::create_dir(tmp.path().join("art")).unwrap();
+    std::fs::write(tmp.path().join("art/cover.png"), PNG).unwrap();
+    let m = lectern::reading::load(&book, &tokenizer, &read).unwrap();
+    assert_eq!(m.info.title.as_deref(), Some("The Lighthouse"));
+    assert_eq!(m.info.narrator.as_deref(), Some("Nell Reader"));
+    let cover = m.info.cover.expect("cover read");
+    assert_eq!((cover.media_type.as_str(), cover.bytes.as_slice()), ("image/png", PNG));
+}
+
+/// `--credits`: opening and closing credits spoken by the model in the book's voice from ACX's
+/// templates and the book's metadata (here the front matter's title and author, the narrator
+/// from the flag), delivered as the first and last files; the same bytes on a second export; a
+/// value the template needs and nobody gives is an error that writes nothing (#19).
+#[test]
+fn spoken_credits_name_the_book_and_are_deterministic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let book = tmp.path().join("book.md");
+    std::fs::write(
+        &book,
+        "---\ntitle: The Lighthouse\nauthor: Ada Writer\n---\n\n# One\n\nThe lamp turned.\n",
+    )
+    .unwrap();
+    let book_s = book.to_str().unwrap();
+    let out = deliver_common::lectern()
+        .args(["render", book_s, "-o", tmp.path().join("book.wav").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let export = |dir: &str, extra: &[&str]| {
+        deliver_common::lectern()
+            .args(["export", book_s, "--preset", "acx", "--credits", "-o"])
+            .arg(tmp.path().join(dir))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let failed = export("none", &[]);
+    let err = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success());
+    assert!(err.contains("credits need the book's narrator"), "{err}");
+    assert!(!tmp.path().join("none").exists());
+
+    let first = export("a", &["--narrator", "Nell Reader"]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let files = names(&tmp.path().join("a"));
+    assert_eq!(files, ["01-opening-credits.mp3", "02-one.mp3", "03-closing-credits.mp3"]);
+    let probe = ffprobe(&tmp.path().join("a/01-opening-credits.mp3"));
+    assert_eq!(probe["format"]["tags"]["album"], "The Lighthouse");
+    assert_eq!(probe["format"]["tags"]["composer"], "Nell Reader");
+    let second = export("b", &["--narrator", "Nell Reader"]);
+    assert!(second.status.success());
+    for name in &files {
+        let a = std::fs::read(tmp.path().join("a").join(name)).unwrap();
+        let b = std::fs::read(tmp.path().join("b").join(name)).unwrap();
+        assert!(a == b, "{name} differs between two exports");
+    }
+}
+
+/// A retail sample from any span (#19): `--sample-from CH:SEG` or `--sample-start TIME` with
+/// `--sample-length`; the file is whole segments, no longer than asked, and passes ACX's check.
+#[test]
+fn a_retail_sample_starts_where_asked() {
+    use clap::Parser;
+    use deliver::{SampleSpan, SampleStart};
+    use lectern::cli::{Cli, parse_clock};
+    assert_eq!(parse_clock("4:30"), Ok(270.0));
+    assert_eq!(parse_clock("1:02:03"), Ok(3723.0));
+    assert_eq!(parse_clock("12.5"), Ok(12.5));
+    for bad in ["4:60", "a:10", "-3", "1:2:3:4", "1.5:00"] {
+        assert!(parse_clock(bad).is_err(), "{bad}");
+    }
+    let parse = |args: &[&str]| Cli::try_parse_from([&["lectern", "export", "p"], args].concat());
+    assert!(parse(&["--sample-from", "2:3", "--sample-length", "1:30"]).is_ok());
+    let err = parse(&["--sample-from", "0:3"]).unwrap_err().to_string();
+    assert!(err.contains("CHAPTER:SEGMENT"), "{err}");
+    assert!(parse(&["--sample", "1", "--sample-start", "0:10"]).is_err());
+
+    let tmp = tempfile::tempdir().unwrap();
+    let (p, _, _) = project(&tmp.path().join("p"), 6, 2, 0);
+    for (k, start) in
+        [SampleStart::Segment { chapter: 2, segment: 2 }, SampleStart::Time { seconds: 1.0 }]
+            .into_iter()
+            .enumerate()
+    {
+        let out = tmp.path().join(format!("out{k}"));
+        let opts = DeliveryOptions {
+            sample: Some(SampleSpan { start, length_s: 4.5 }),
+            ..acx_options(&out)
+        };
+        let report = deliver::export(&p, &opts).unwrap();
+        let sample = report.files.iter().find(|f| f.path.ends_with("sample.mp3")).unwrap();
+        assert!(sample.check.duration_s <= 4.5 + 0.05, "{}", sample.check.duration_s);
+        assert!(sample.check.passes(), "{}", check::table(std::slice::from_ref(&sample.check)));
+    }
 }

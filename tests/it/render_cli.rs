@@ -139,6 +139,19 @@ fn wav_length_is_tokens_times_960_plus_pauses() {
     assert!(segments.iter().any(|s| s["quality"]["similarity"].is_f64()));
     // Against the median: some take is at or above it and some at or below.
     assert!(vs_median.iter().any(|d| *d >= 0.0) && vs_median.iter().any(|d| *d <= 0.0));
+
+    // Every take's own figures are stored with it in the project, and the report's are them.
+    let project = lectern::store::Project::open(dir.path().join("book.lectern")).unwrap();
+    let takes = project.all_takes().unwrap();
+    assert_eq!(takes.len(), segments.len());
+    for (take, s) in takes.iter().zip(segments) {
+        let f = take.figures.as_ref().expect("figures stored with the take");
+        let q = &s["quality"];
+        assert_eq!(f.voiced_s, q["voiced_s"].as_f64().unwrap(), "{q}");
+        assert_eq!(f.text_units as u64, q["text_units"].as_u64().unwrap(), "{q}");
+        assert_eq!(f.loudness_lufs, q["loudness_lufs"].as_f64(), "{q}");
+        assert_eq!(f.similarity, q["similarity"].as_f64().map(|s| s as f32), "{q}");
+    }
 }
 
 #[test]

@@ -415,3 +415,59 @@ fn a_language_change_makes_exactly_its_segments_stale() {
     let mut s = open_session(&path, 1000);
     assert_eq!(to_render(&mut s), ["Un.", "The rain kept falling.", "Au revoir Paul."]);
 }
+
+/// The workstation's chapter status (#19): once every segment of a chapter has a chosen take,
+/// the chapter is mastered and measured off the UI thread, and its figures are those of the
+/// chapter's file from `export --preset acx` (the same mastering; the export's are measured
+/// after MP3 encoding, whose low-pass takes a little energy: within 0.5 dB); an unchanged
+/// chapter is not checked again.
+#[test]
+fn a_chapter_with_all_takes_chosen_gets_the_exports_acx_figures() {
+    use lectern::tui::app::{ChapterAcx, Msg};
+    let tmp = tempfile::tempdir().unwrap();
+    let text = "# One\n\nThe lamp was lit. The keeper climbed.\n\n# Two\n\nShe turned the page.\n";
+    let book = book_in(tmp.path(), text);
+    let mut s = open_session(&book, 7);
+    render_all(&mut s, RenderParams::default());
+    drop(s);
+    let mut desk = session_common::open_desk(&book, 7);
+    let chapters = desk.session().segments().last().unwrap().chapter + 1;
+    assert_eq!(chapters, 2);
+    let asked = desk.check_chapters(None);
+    assert_eq!(asked.len(), chapters);
+    assert!(
+        asked
+            .iter()
+            .all(|m| matches!(m, Msg::ChapterStatus { status: Some(ChapterAcx::Checking), .. }))
+    );
+    assert!(desk.check_chapters(None).is_empty(), "unchanged chapters are not checked again");
+    let mut checked = std::collections::BTreeMap::new();
+    while checked.len() < chapters {
+        for m in desk.wait_checks() {
+            let Msg::ChapterStatus { chapter, status: Some(ChapterAcx::Checked(c)) } = m else {
+                panic!("{m:?}")
+            };
+            checked.insert(chapter, c);
+        }
+    }
+    let project = desk.session().project();
+    let out = tmp.path().join("acx");
+    let opts = lectern::deliver::DeliveryOptions {
+        out_dir: out,
+        enforce_acx: false,
+        ..Default::default()
+    };
+    let report = lectern::deliver::export(project, &opts).unwrap();
+    assert_eq!(report.files.len(), chapters);
+    for (file, (_, c)) in report.files.iter().zip(&checked) {
+        assert!(c.passes(), "{:?}", c.failures);
+        assert!(
+            (c.rms_db - file.check.rms_db).abs() < 0.5,
+            "{} vs {}",
+            c.rms_db,
+            file.check.rms_db
+        );
+        assert!((c.duration_s - file.check.duration_s).abs() < 0.1);
+        assert!((c.noise_floor_db - file.check.noise_floor_db).abs() < 1.0);
+    }
+}

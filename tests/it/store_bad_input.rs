@@ -41,7 +41,7 @@ fn newer_schema_is_refused_untouched() {
     rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", 99).unwrap();
     let before = std::fs::read(&db).unwrap();
     let err = Project::open(tmp.path()).unwrap_err();
-    assert!(matches!(err, StoreError::NewerSchema { found: 99, supported: 2, .. }), "{err}");
+    assert!(matches!(err, StoreError::NewerSchema { found: 99, supported: 3, .. }), "{err}");
     assert!(err.to_string().contains("newer"), "{err}");
     assert_eq!(std::fs::read(&db).unwrap(), before);
     assert_eq!(take_files(tmp.path()).unwrap().len(), 3);
@@ -236,7 +236,8 @@ fn a_version_1_project_migrates_and_keeps_its_takes() {
     let db = tmp.path().join(DB_FILE);
     let c = rusqlite::Connection::open(&db).unwrap();
     c.execute_batch(
-        "ALTER TABLE takes DROP COLUMN content_key; ALTER TABLE segments DROP COLUMN content_key;
+        "ALTER TABLE takes DROP COLUMN figures;
+         ALTER TABLE takes DROP COLUMN content_key; ALTER TABLE segments DROP COLUMN content_key;
          ALTER TABLE segments DROP COLUMN review; ALTER TABLE segments DROP COLUMN note;
          DROP TABLE file_hashes; PRAGMA user_version = 1;",
     )
@@ -246,6 +247,35 @@ fn a_version_1_project_migrates_and_keeps_its_takes() {
     assert_eq!(p.all_takes().unwrap().len(), ids.len());
     // Takes from before take keys have no content key: they are stale, kept in the history.
     assert!(p.all_takes().unwrap().iter().all(|t| t.content_key.is_empty()));
+}
+
+/// A project of the release before quality figures (schema 2) opens, keeps its takes, and
+/// its takes have no figures until they are measured; then they keep them (#19).
+#[test]
+fn a_version_2_project_migrates_and_its_takes_get_figures_when_measured() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = saved_project(tmp.path());
+    let db = tmp.path().join(DB_FILE);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch("ALTER TABLE takes DROP COLUMN figures; PRAGMA user_version = 2;").unwrap();
+    drop(c);
+    let mut p = Project::open(tmp.path()).unwrap();
+    let takes = p.all_takes().unwrap();
+    assert_eq!(takes.len(), ids.len());
+    assert!(takes.iter().all(|t| t.figures.is_none()));
+    let figures = lectern::quality::TakeFigures::measure(
+        "one two three",
+        &p.load_samples(ids[0]).unwrap(),
+        Some(0.5),
+    )
+    .unwrap();
+    p.set_take_figures(ids[0], &figures).unwrap();
+    drop(p);
+    let p = Project::open(tmp.path()).unwrap();
+    assert_eq!(p.take(ids[0]).unwrap().figures, Some(figures));
+    assert_eq!(p.take(ids[1]).unwrap().figures, None);
+    drop(p);
+    assert_takes_intact(tmp.path(), &ids);
 }
 
 #[test]

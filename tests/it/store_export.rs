@@ -308,3 +308,25 @@ fn wav_and_flac_exports_of_one_name_keep_their_own_chapter_lists() {
     let json = std::fs::read_to_string(&wav.json_path).unwrap();
     assert!(json.contains("book.wav") && !json.contains("book.flac"), "{json}");
 }
+
+/// A project synced from a manuscript numbers its chapters from 0; split files are numbered
+/// from 1 in reading order all the same, as `render --split chapters` names them (#19).
+#[test]
+fn split_files_are_numbered_from_one_whatever_the_stored_chapter_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut segments = manuscript(&sentences(4), 2, 1);
+    for s in &mut segments {
+        s.chapter -= 1;
+    }
+    let mut p = Project::open(tmp.path().join("p")).unwrap();
+    p.sync_manuscript(&segments).unwrap();
+    for (k, s) in segments.iter().enumerate() {
+        p.save_take(&synthetic_take(k as u64, s, 1)).unwrap();
+    }
+    let out = tmp.path().join("book.wav");
+    let opts = ExportOptions { out, split_chapters: true, ..Default::default() };
+    let report = export(&p, &opts).unwrap();
+    let names: Vec<&str> = report.chapters.iter().map(|c| c.file.as_str()).collect();
+    assert_eq!(names, ["book-01.wav", "book-02.wav"]);
+    assert!(tmp.path().join("book-01.wav").is_file() && !tmp.path().join("book-00.wav").exists());
+}

@@ -58,12 +58,14 @@ fn entry(take: u64, segment: u64, seed: u64, tokens: usize, loaded: bool) -> Tak
         samples: loaded.then(|| Arc::new(samples)),
         record: record(segment, seed, tokens),
         stale: false,
+        figures: None,
     }
 }
 
 fn init(id: u64, text: &str) -> RowInit {
     RowInit {
         id,
+        chapter: 0,
         text: text.to_string(),
         pause_after_ms: 100,
         default_seed: 100 + id,

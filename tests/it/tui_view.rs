@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use lectern::audio::player::{NowPlaying, PlayState, PlayerStatus, SinkInfo};
+use lectern::quality::TakeFigures;
 use lectern::store::Review;
 use lectern::tui::app::{App, AppConfig, Msg, RowInit, TakeEntry};
 use lectern::tui::keymap::KeyMap;
@@ -29,6 +30,17 @@ const TEXTS: [&str; 6] = [
 ];
 
 fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Msg {
+    take_measured(app, i, take_id, tokens, None)
+}
+
+/// A take of row `i` with the quality figures it was saved with.
+fn take_measured(
+    app: &App,
+    i: usize,
+    take_id: u64,
+    tokens: usize,
+    figures: Option<TakeFigures>,
+) -> Msg {
     let row = &app.rows[i];
     let hz = 220.0 + (row.seed % 8) as f32 * 55.0;
     let samples: Vec<f32> = (0..tokens * 960)
@@ -58,7 +70,8 @@ fn take(app: &App, i: usize, take_id: u64, tokens: usize) -> Msg {
         timings: Default::default(),
         content: Default::default(),
     };
-    let take = TakeEntry { id: take_id, samples: Some(Arc::new(samples)), record, stale: false };
+    let take =
+        TakeEntry { id: take_id, samples: Some(Arc::new(samples)), record, stale: false, figures };
     Msg::Saved { segment: row.id, take: Box::new(take), restored: false }
 }
 
@@ -117,6 +130,7 @@ fn scene() -> App {
         .enumerate()
         .map(|(i, t)| RowInit {
             id: i as u64 + 1,
+            chapter: i / 3,
             text: (*t).to_string(),
             pause_after_ms: 300,
             default_seed: 1000 + i as u64,
@@ -312,6 +326,120 @@ fn panels_with_known_telemetry() {
     check("panel_log", &draw_panel(50, 5, |f, a| view::log::draw(&app, &th, f, a)));
     check("panel_segments", &draw_panel(80, 9, |f, a| view::segments::draw_list(&app, &th, f, a)));
     check("panel_text", &draw_panel(50, 6, |f, a| view::segments::draw_text(&app, &th, f, a)));
+}
+
+/// Every take measured; segment 4 is 5 dB under the book's median and segment 2 speaks at
+/// twice its rate: the list marks both with the figure, the selected take's details show
+/// its figures and why it is flagged (#19).
+#[test]
+fn quality_outliers_are_flagged_in_the_list_and_details() {
+    let mut app =
+        App::new(AppConfig { autoplay: false, ..AppConfig::default() }, KeyMap::default());
+    let rows = TEXTS
+        .iter()
+        .enumerate()
+        .map(|(i, t)| RowInit {
+            id: i as u64 + 1,
+            chapter: i / 3,
+            text: (*t).to_string(),
+            pause_after_ms: 300,
+            default_seed: 1000 + i as u64,
+            takes: Vec::new(),
+            chosen: None,
+            review: Review::Unheard,
+            note: String::new(),
+        })
+        .collect();
+    app.set_rows(rows);
+    let figures = |lufs: f64, voiced_s: f64, similarity: f32| TakeFigures {
+        voiced_s,
+        text_units: 10,
+        loudness_lufs: Some(lufs),
+        similarity: Some(similarity),
+    };
+    let measured = [
+        figures(-20.0, 4.0, 0.80),
+        figures(-20.4, 2.0, 0.81),
+        figures(-19.8, 4.1, 0.79),
+        figures(-25.0, 3.9, 0.80),
+        figures(-20.0, 4.0, 0.82),
+        figures(-20.0, 4.0, 0.80),
+    ];
+    for (i, f) in measured.into_iter().enumerate() {
+        let msg = take_measured(&app, i, 10 + i as u64, 20, Some(f));
+        app.update(msg);
+    }
+    for _ in 0..3 {
+        app.update(Msg::Action(lectern::tui::action::Action::MoveDown));
+    }
+    assert_eq!(app.selected, 3);
+    let th = Theme::plain();
+    let list = draw_panel(90, 9, |f, a| view::segments::draw_list(&app, &th, f, a));
+    let text = draw_panel(90, 7, |f, a| view::segments::draw_text(&app, &th, f, a));
+    let screen = format!("{}{}", lines(&list), lines(&text));
+    check(
+        "quality_outliers",
+        &draw_panel(90, 16, |f, a| {
+            let (top, bottom) = (Rect { height: 9, ..a }, Rect { y: 9, height: 7, ..a });
+            view::segments::draw_list(&app, &th, f, top);
+            view::segments::draw_text(&app, &th, f, bottom);
+        }),
+    );
+    assert!(screen.contains("◆ quiet -5.0 dB"), "{screen}");
+    assert!(screen.contains("◆ fast ×2.00"), "{screen}");
+    assert!(screen.contains("outlier in this book: quiet -5.0 dB"), "{screen}");
+    let flagged = screen.lines().filter(|l| l.contains('◆')).count();
+    assert_eq!(flagged, 3, "two rows in the list and the details:\n{screen}");
+}
+
+/// A chapter whose takes are all chosen shows its ACX check in the segment panel of each of
+/// its segments: pass with the figures, or the failing figure (#19).
+#[test]
+fn a_chapters_acx_status_shows_with_its_segments() {
+    use lectern::deliver::check::{Failure, FileCheck};
+    use lectern::tui::app::ChapterAcx;
+    let mut app = scene();
+    let figures = |rms_db: f64, failures: Vec<Failure>| FileCheck {
+        file: "Chapter".into(),
+        sample_rate_hz: 44_100,
+        channels: 1,
+        bitrates_kbps: Vec::new(),
+        duration_s: 62.4,
+        rms_db,
+        peak_db: -4.0,
+        true_peak_db: -3.8,
+        noise_floor_db: -70.2,
+        head_s: 0.75,
+        tail_s: 2.5,
+        failures,
+    };
+    let low = Failure { rule: "rms", detail: "RMS -25.1 dB outside -23…-18 dB".into() };
+    for (chapter, c) in [(0, figures(-25.1, vec![low])), (1, figures(-20.0, Vec::new()))] {
+        let status = Some(ChapterAcx::Checked(Box::new(c)));
+        app.update(Msg::ChapterStatus { chapter, status });
+    }
+    let th = Theme::plain();
+    let first = draw_panel(72, 5, |f, a| view::segments::draw_text(&app, &th, f, a));
+    for _ in 0..3 {
+        app.update(Msg::Action(lectern::tui::action::Action::MoveDown));
+    }
+    assert_eq!(app.rows[app.selected].chapter, 1);
+    let second = draw_panel(72, 5, |f, a| view::segments::draw_text(&app, &th, f, a));
+    check("chapter_acx_fails", &first);
+    check("chapter_acx_passes", &second);
+    let (first, second) = (lines(&first), lines(&second));
+    assert!(first.contains("chapter 1 · ACX ✗ RMS -25.1 dB outside -23…-18 dB"), "{first}");
+    assert!(
+        second.contains("chapter 2 · ACX ✓ RMS -20.0 dB · peak -4.0 dB · floor -70.2 dB · 1:02"),
+        "{second}"
+    );
+    assert!(app.log.iter().any(|l| l.contains("chapter 1: ACX ✗")));
+    // A chapter whose choices are no longer complete has no status.
+    app.update(Msg::ChapterStatus { chapter: 1, status: None });
+    assert!(
+        !lines(&draw_panel(72, 5, |f, a| view::segments::draw_text(&app, &th, f, a)))
+            .contains("ACX")
+    );
 }
 
 #[test]

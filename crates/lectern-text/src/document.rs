@@ -8,16 +8,24 @@
 
 use super::manuscript::SegmentKind;
 
-/// What a book says about itself (EPUB `dc:title`, `dc:creator`, `dc:language`, its cover).
+/// What a book says about itself (EPUB `dc:title`, `dc:creator`, `dc:language`, its cover; a
+/// Markdown front matter's `title:`, `author:`, `narrator:`, `lang:` and `cover:`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct BookInfo {
     pub title: Option<String>,
     /// Creators in the order the book lists them, joined with ", ".
     pub author: Option<String>,
+    /// Who reads the audiobook (Markdown front matter `narrator:`).
+    #[serde(default)]
+    pub narrator: Option<String>,
     /// BCP 47 tag (`en`, `fr-CA`, `zh-Hans`).
     pub language: Option<String>,
     #[serde(skip)]
     pub cover: Option<Cover>,
+    /// The cover image's path as a Markdown front matter writes it (`cover: art/cover.jpg`,
+    /// relative to the manuscript); the caller reads it into [`Self::cover`].
+    #[serde(skip)]
+    pub cover_path: Option<String>,
 }
 
 /// A cover image, as stored in the book.

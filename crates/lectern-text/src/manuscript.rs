@@ -337,7 +337,19 @@ fn parse_source(
     let blocks = blocks(src, format).into_iter().map(|(title, b)| (title.map(Some), b)).collect();
     let language = document_language(src, format, opts);
     let m = parse_blocks(src, blocks, opts, path, language.as_deref())?;
-    Ok(Manuscript { info: BookInfo { language, ..BookInfo::default() }, ..m })
+    let front = (format == Format::Markdown).then(|| front_matter(src)).flatten();
+    let info = match front {
+        Some(f) => BookInfo {
+            title: f.title,
+            author: f.author,
+            narrator: f.narrator,
+            cover_path: f.cover,
+            language,
+            cover: None,
+        },
+        None => BookInfo { language, ..BookInfo::default() },
+    };
+    Ok(Manuscript { info, ..m })
 }
 
 /// Segments blocks of `src`; a block paired with `Some(title)` opens a chapter.
@@ -705,10 +717,16 @@ fn markup_error(src: &str, map: &Mapped, at: usize, path: &Path, reason: String)
 struct FrontMatter {
     end: usize,
     language: Option<String>,
+    title: Option<String>,
+    author: Option<String>,
+    narrator: Option<String>,
+    /// As written (a path relative to the manuscript).
+    cover: Option<String>,
 }
 
-/// A YAML front matter block: `---` on the first line, closed by `---` or `...`. Only its
-/// `lang:` (or `language:`) field is read; the block is never read aloud.
+/// A YAML front matter block: `---` on the first line, closed by `---` or `...`. Its simple
+/// `key: value` lines `lang:` (or `language:`), `title:`, `author:`, `narrator:` and `cover:`
+/// are read (other keys are left alone); the block is never read aloud.
 fn front_matter(src: &str) -> Option<FrontMatter> {
     let all = lines(src);
     let (first, ..) = all.first()?;
@@ -716,14 +734,28 @@ fn front_matter(src: &str) -> Option<FrontMatter> {
         return None;
     }
     let close = all[1..].iter().position(|(l, ..)| matches!(l.trim_end(), "---" | "..."))? + 1;
-    let language = all[1..close].iter().find_map(|(l, ..)| {
-        let (key, value) = l.split_once(':')?;
-        let key = key.trim().to_ascii_lowercase();
-        let value = value.trim().trim_matches(['"', '\'']).trim();
-        (matches!(key.as_str(), "lang" | "language") && is_language_tag(value))
-            .then(|| value.to_ascii_lowercase())
-    });
-    Some(FrontMatter { end: all[close].2, language })
+    let fields: Vec<(String, &str)> = all[1..close]
+        .iter()
+        .filter_map(|(l, ..)| {
+            let (key, value) = l.split_once(':')?;
+            let value = value.trim().trim_matches(['"', '\'']).trim();
+            Some((key.trim().to_ascii_lowercase(), value))
+        })
+        .filter(|(_, value)| !value.is_empty())
+        .collect();
+    let field = |names: &[&str]| {
+        fields.iter().find(|(k, _)| names.contains(&k.as_str())).map(|(_, v)| (*v).to_string())
+    };
+    let language =
+        field(&["lang", "language"]).filter(|v| is_language_tag(v)).map(|v| v.to_ascii_lowercase());
+    Some(FrontMatter {
+        end: all[close].2,
+        language,
+        title: field(&["title"]),
+        author: field(&["author"]),
+        narrator: field(&["narrator"]),
+        cover: field(&["cover"]),
+    })
 }
 
 /// A stretch of block text between pause markups, and the pause after it.

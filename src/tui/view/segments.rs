@@ -31,6 +31,13 @@ fn takes_label(row: &Row) -> String {
     format!("{:>4}{chosen}", format!("{}/{}", row.current_take + 1, row.takes.len()))
 }
 
+/// The auditioned take's outlier flags against the book, with their figures
+/// (`◆ quiet -5.0 dB `), or nothing.
+fn quality_mark(row: &Row, norms: &crate::quality::BookNorms) -> String {
+    let labels = row.quality(norms).map(|q| q.flag_labels()).unwrap_or_default();
+    if labels.is_empty() { String::new() } else { format!("◆ {} ", labels.join(", ")) }
+}
+
 /// The segment list.
 pub fn draw_list(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     let shown = app.visible_rows();
@@ -43,6 +50,7 @@ pub fn draw_list(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let matches = app.search_matches();
+    let norms = app.quality_norms();
     let lines: Vec<Line> = shown
         .iter()
         .skip(app.list_offset)
@@ -55,6 +63,7 @@ pub fn draw_list(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
             };
             let text_style = if matches.contains(&i) { theme.search } else { theme.text };
             let flag = if row.flag().is_some() { "⚠ " } else { "" };
+            let outliers = quality_mark(row, &norms);
             let mut line = Line::from(vec![
                 Span::styled(format!("{:>3} ", i + 1), theme.dim),
                 Span::styled(format!("{icon} {word:<7} "), style),
@@ -62,6 +71,7 @@ pub fn draw_list(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
                 Span::styled(format!("{} ", takes_label(row)), theme.text),
                 Span::styled(format!("#{:<6} ", row.shown_seed()), theme.dim),
                 Span::styled(flag, theme.value_bad),
+                Span::styled(outliers, theme.notice),
                 Span::styled(row.text.replace('\n', " "), text_style),
             ]);
             if i == app.selected {
@@ -100,8 +110,25 @@ pub fn draw_text(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
         None => format!("no take yet · seed {}", row.seed),
     };
     lines.push(Line::from(Span::styled(info, theme.dim)));
+    if let Some(acx) = app.chapter_acx.get(&row.chapter) {
+        let style = match acx.passes() {
+            Some(true) => theme.value_good,
+            Some(false) => theme.value_bad,
+            None => theme.dim,
+        };
+        let text = format!("chapter {} · {}", row.chapter + 1, acx.label());
+        lines.push(Line::from(Span::styled(text, style)));
+    }
     if let Some(why) = row.flag() {
         lines.push(Line::from(Span::styled(format!("⚠ {why}"), theme.value_bad)));
+    }
+    if let Some(q) = row.quality(&app.quality_norms()) {
+        lines.push(Line::from(Span::styled(q.summary(), theme.dim)));
+        let labels = q.flag_labels();
+        if !labels.is_empty() {
+            let text = format!("◆ outlier in this book: {}", labels.join(", "));
+            lines.push(Line::from(Span::styled(text, theme.notice)));
+        }
     }
     if !row.note.is_empty() {
         lines.push(Line::from(Span::styled(format!("note: {}", row.note), theme.notice)));

@@ -61,6 +61,26 @@ fn the_document_language_reads_latin_text_as_written() {
     );
 }
 
+/// The front matter's book metadata (#19): title, author, narrator, cover path as written;
+/// other keys and empty values are left alone, and nothing of it is read aloud.
+#[test]
+fn markdown_front_matter_gives_the_book_metadata() {
+    let src = "---\ntitle: \"The Lighthouse: A Tale\"\nauthor: Ada Byron\nnarrator: 'Sam Reed'\n\
+               cover: art/cover.jpg\ntags: [a, b]\nsubtitle:\n---\n\nThe lamp turned.\n";
+    let book = Manuscript::parse(src, &opts().with_format(Format::Markdown)).unwrap();
+    let info = &book.info;
+    assert_eq!(info.title.as_deref(), Some("The Lighthouse: A Tale"));
+    assert_eq!(info.author.as_deref(), Some("Ada Byron"));
+    assert_eq!(info.narrator.as_deref(), Some("Sam Reed"));
+    assert_eq!(info.cover_path.as_deref(), Some("art/cover.jpg"));
+    assert_eq!(info.language, None);
+    let texts: Vec<_> = book.segments().map(|s| s.text.as_str()).collect();
+    assert_eq!(texts, vec!["The lamp turned."]);
+    // Plain text has no front matter: the same lines are text.
+    let plain = Manuscript::parse(src, &opts().with_format(Format::Plain)).unwrap();
+    assert_eq!(plain.info.title, None);
+}
+
 #[test]
 fn markdown_front_matter_gives_the_language_and_is_not_read() {
     let src = "---\ntitle: Le Livre\nlang: \"fr\"\n---\n\n# Chapitre 1\n\nIl avait 20 ans.\n";
