@@ -218,7 +218,7 @@ impl Session {
                     pause_after_ms: s.pause_after_ms,
                     content_key: content.key(),
                 });
-                contents.push((content, chapter, s.ends_paragraph));
+                contents.push((content, chapter, s.ends_paragraph, s.source.clone()));
             }
         }
         self.project.sync_manuscript(&stored).context("recording the manuscript")?;
@@ -242,7 +242,7 @@ impl Session {
         self.segments = proofed
             .into_iter()
             .zip(contents)
-            .map(|(p, (content, chapter, ends_paragraph))| {
+            .map(|(p, (content, chapter, ends_paragraph, source))| {
                 let n = occurrences.entry(p.segment.hash).or_insert(0);
                 let default_seed = seed::segment_seed(self.base_seed, p.segment.hash, *n);
                 *n += 1;
@@ -251,6 +251,7 @@ impl Session {
                     position: p.segment.id as usize,
                     chapter,
                     text: p.segment.text,
+                    source,
                     span: (p.segment.span.0 as usize, p.segment.span.1 as usize),
                     pause_after_ms: p.segment.pause_after_ms,
                     ends_paragraph,

@@ -177,7 +177,11 @@ impl TakeEntry {
 pub struct Row {
     /// The store's key of the segment (the engine's segment id).
     pub id: SegmentId,
+    /// Normalised text, what the model reads.
     pub text: String,
+    /// The manuscript's text of it, as the narrator wrote it (what the list shows and search
+    /// looks at first).
+    pub source: String,
     /// Silence after it in the master, milliseconds.
     pub pause_after_ms: u32,
     pub state: SegmentState,
@@ -198,6 +202,11 @@ impl Row {
     #[must_use]
     pub fn current(&self) -> Option<&TakeEntry> {
         self.takes.get(self.current_take)
+    }
+    /// The source text, or the spoken text where a row has none.
+    #[must_use]
+    pub fn shown_source(&self) -> &str {
+        if self.source.is_empty() { &self.text } else { &self.source }
     }
     /// The seed shown: the auditioned take's, or the pending one's.
     #[must_use]
@@ -240,6 +249,7 @@ impl Row {
 pub struct RowInit {
     pub id: SegmentId,
     pub text: String,
+    pub source: String,
     pub pause_after_ms: u32,
     /// The seed of its first take.
     pub default_seed: u64,
@@ -633,7 +643,8 @@ impl App {
         }
     }
 
-    /// Rows whose text contains the search (case-insensitive).
+    /// Rows whose source text — what the narrator wrote, `1999` — or spoken text —
+    /// "nineteen ninety-nine" — contains the search (case-insensitive).
     #[must_use]
     pub fn search_matches(&self) -> Vec<usize> {
         if self.search.is_empty() {
@@ -643,7 +654,9 @@ impl App {
         self.rows
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.text.to_lowercase().contains(&q))
+            .filter(|(_, r)| {
+                r.source.to_lowercase().contains(&q) || r.text.to_lowercase().contains(&q)
+            })
             .map(|(i, _)| i)
             .collect()
     }
@@ -1167,6 +1180,7 @@ fn merge_row(init: RowInit, prev: Option<Row>) -> Row {
     let mut row = Row {
         id: init.id,
         text: init.text,
+        source: init.source,
         pause_after_ms: init.pause_after_ms,
         state: if init.takes.is_empty() { SegmentState::Queued } else { SegmentState::Ready },
         seed: init.default_seed,

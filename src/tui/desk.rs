@@ -212,6 +212,7 @@ fn row_init(v: SegmentView) -> RowInit {
     RowInit {
         id: v.planned.key as SegmentId,
         text: v.planned.text,
+        source: v.planned.source,
         pause_after_ms: v.planned.pause_after_ms,
         default_seed: v.planned.default_seed,
         takes,

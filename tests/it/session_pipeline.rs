@@ -415,3 +415,14 @@ fn a_language_change_makes_exactly_its_segments_stale() {
     let mut s = open_session(&path, 1000);
     assert_eq!(to_render(&mut s), ["Un.", "The rain kept falling.", "Au revoir Paul."]);
 }
+
+#[test]
+fn the_workstation_rows_carry_the_source_text_beside_the_spoken_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = book_in(dir.path(), "In 1999 the **keeper** left.\n");
+    let desk = session_common::open_desk(&path, 1000);
+    let rows = desk.rows().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].source, "In 1999 the **keeper** left.");
+    assert_eq!(rows[0].text, "In nineteen ninety-nine the keeper left.");
+}

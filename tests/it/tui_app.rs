@@ -65,6 +65,7 @@ fn init(id: u64, text: &str) -> RowInit {
     RowInit {
         id,
         text: text.to_string(),
+        source: text.to_string(),
         pause_after_ms: 100,
         default_seed: 100 + id,
         takes: Vec::new(),
@@ -485,6 +486,42 @@ fn search_selects_matches() {
     app.update(key('n'));
     assert_eq!(app.selected, 0, "wraps");
     assert_eq!(app.search_matches(), [0, 2]);
+}
+
+#[test]
+fn search_finds_what_the_narrator_wrote() {
+    let mut app =
+        App::new(AppConfig { autoplay: false, ..AppConfig::default() }, KeyMap::default());
+    let row = |id: u64, source: &str, text: &str| RowInit {
+        source: source.to_string(),
+        ..init(id, text)
+    };
+    app.set_rows(vec![
+        row(1, "The keeper left.", "The keeper left."),
+        row(
+            2,
+            "In 1999 he came back for £3.",
+            "In nineteen ninety-nine he came back for three pounds.",
+        ),
+        row(3, "He stayed.", "He stayed."),
+    ]);
+    let search = |app: &mut App, q: &str| {
+        app.update(key('/'));
+        for c in q.chars() {
+            app.update(key(c));
+        }
+        app.update(code(KeyCode::Enter));
+        app.search_matches()
+    };
+    // The digits as written find the segment whose spoken text has none.
+    assert_eq!(search(&mut app, "1999"), [1]);
+    assert_eq!(app.selected, 1);
+    assert_eq!(search(&mut app, "£3"), [1]);
+    // The spoken form still finds it.
+    app.selected = 0;
+    assert_eq!(search(&mut app, "ninety-nine"), [1]);
+    assert_eq!(app.selected, 1);
+    assert_eq!(search(&mut app, "2001"), Vec::<usize>::new());
 }
 
 #[test]

@@ -118,6 +118,7 @@ fn scene() -> App {
         .map(|(i, t)| RowInit {
             id: i as u64 + 1,
             text: (*t).to_string(),
+            source: (*t).to_string(),
             pause_after_ms: 300,
             default_seed: 1000 + i as u64,
             takes: Vec::new(),
@@ -312,6 +313,45 @@ fn panels_with_known_telemetry() {
     check("panel_log", &draw_panel(50, 5, |f, a| view::log::draw(&app, &th, f, a)));
     check("panel_segments", &draw_panel(80, 9, |f, a| view::segments::draw_list(&app, &th, f, a)));
     check("panel_text", &draw_panel(50, 6, |f, a| view::segments::draw_text(&app, &th, f, a)));
+}
+
+#[test]
+fn the_list_shows_the_source_and_the_details_show_both_texts() {
+    let mut app =
+        App::new(AppConfig { autoplay: false, ..AppConfig::default() }, KeyMap::default());
+    let row = |id: u64, source: &str, text: &str| RowInit {
+        id,
+        text: text.to_string(),
+        source: source.to_string(),
+        pause_after_ms: 300,
+        default_seed: 1000 + id,
+        takes: Vec::new(),
+        chosen: None,
+        review: Review::Unheard,
+        note: String::new(),
+    };
+    app.set_rows(vec![
+        row(1, "The keeper left.", "The keeper left."),
+        row(
+            2,
+            "In 1999 the **keeper** came back.",
+            "In nineteen ninety-nine the keeper came back.",
+        ),
+    ]);
+    app.update(Msg::Action(lectern::tui::action::Action::Search));
+    for c in "1999".chars() {
+        app.update(Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char(c))));
+    }
+    assert_eq!(app.selected, 1);
+    let th = Theme::plain();
+    check(
+        "search_source_list",
+        &draw_panel(72, 4, |f, a| view::segments::draw_list(&app, &th, f, a)),
+    );
+    check(
+        "search_source_text",
+        &draw_panel(50, 6, |f, a| view::segments::draw_text(&app, &th, f, a)),
+    );
 }
 
 #[test]
