@@ -182,6 +182,11 @@ impl Session {
     }
 
     /// The manuscript's segments as last synced, in order.
+    /// The base of every segment's default seed ([`seed::segment_seed`]).
+    pub fn base_seed(&self) -> u64 {
+        self.base_seed
+    }
+
     pub fn segments(&self) -> &[PlannedSegment] {
         &self.segments
     }
@@ -323,7 +328,7 @@ impl Session {
                 first.record.group.segment_ids
             );
         }
-        let size = take.record.group.segment_ids.len().max(1);
+        let size = takes_expected(&take.record.group);
         self.group.push(take);
         if self.group.len() < size {
             return Ok(Vec::new());
@@ -441,4 +446,15 @@ impl Session {
         }
         Ok(out)
     }
+}
+
+/// How many takes a flow group yields: one per member with speech tokens (the engine fails a
+/// member whose take came out empty instead of sending it).
+fn takes_expected(group: &lectern_engine::protocol::GroupInfo) -> usize {
+    let n = if group.token_counts.len() == group.segment_ids.len() {
+        group.token_counts.iter().filter(|&&n| n > 0).count()
+    } else {
+        group.segment_ids.len()
+    };
+    n.max(1)
 }
