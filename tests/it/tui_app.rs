@@ -525,6 +525,45 @@ fn search_finds_what_the_narrator_wrote() {
 }
 
 #[test]
+fn the_audition_picker_asks_for_choices_then_speaks_the_pick_and_plays_it() {
+    use lectern::tui::app::{AUDITION_ID, AuditionChoice};
+    let mut app = app_with(&["Nguyen paid.", "Then left."]);
+    app.update(key('j'));
+    let id = app.rows[1].id;
+    let cmds = app.update(key('w'));
+    assert!(matches!(cmds.as_slice(), [Command::AuditionChoices(s)] if *s == id), "{cmds:?}");
+    // An answer for a segment no longer selected opens nothing.
+    let choice = |w: &str| AuditionChoice { label: w.to_string(), text: w.to_string() };
+    app.update(Msg::AuditionChoices { segment: app.rows[0].id, choices: vec![choice("x")] });
+    assert_eq!(app.mode, Mode::Normal);
+    app.update(Msg::AuditionChoices { segment: id, choices: vec![choice("Then"), choice("left")] });
+    assert_eq!(app.mode, Mode::Audition);
+    app.update(code(KeyCode::Right));
+    let cmds = app.update(code(KeyCode::Enter));
+    match cmds.as_slice() {
+        [Command::Audition { segment, text }] => {
+            assert_eq!((*segment, text.as_str()), (id, "left"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(app.mode, Mode::Audition, "stays open to try another");
+    app.update(code(KeyCode::Right));
+    assert_eq!(app.audition_at, 0, "wraps");
+    // The audio comes back: it plays alone, as the audition id.
+    app.drain_audio();
+    app.update(Msg::Auditioned(Arc::new(vec![0.1; 960])));
+    let audio = app.drain_audio();
+    assert!(matches!(audio.first(), Some(AudioCommand::Stop)), "{audio:?}");
+    assert!(
+        matches!(audio.last(), Some(AudioCommand::Play(c)) if c.segment_id == AUDITION_ID && c.samples.len() == 960),
+        "{audio:?}"
+    );
+    app.update(code(KeyCode::Esc));
+    assert_eq!(app.mode, Mode::Normal);
+    assert!(app.rows.iter().all(|r| r.takes.is_empty()), "no take was added");
+}
+
+#[test]
 fn mouse_click_selects_a_segment() {
     let mut app = app_with(&["a", "b", "c", "d"]);
     app.update(Msg::Resize(120, 40));
