@@ -494,9 +494,13 @@ pub enum Command {
         quiet: bool,
         #[command(flatten)]
         project: ProjectArgs,
-        /// Check the inputs and segment the manuscript; load no model, write nothing.
+        /// Check the inputs and list the segments (source and spoken text, size against the
+        /// segment limit, why each ends); load no model, write nothing.
         #[arg(long)]
         dry_run: bool,
+        /// With --dry-run: print the listing as JSON instead of a table.
+        #[arg(long, requires = "dry_run")]
+        json: bool,
         /// Render again the chosen takes made with other settings than this run's (NFE,
         /// precision, device, flow matmul); approved takes are kept.
         #[arg(long)]
@@ -863,6 +867,7 @@ pub fn run(cli: Cli) -> Result<()> {
             quiet,
             project,
             dry_run,
+            json,
             rerender_settings,
         }) => {
             let cfg = Config::load_default();
@@ -899,7 +904,11 @@ pub fn run(cli: Cli) -> Result<()> {
             for (path, n) in &rep.files {
                 eprintln!("wrote {} ({:.2} s)", path.display(), *n as f64 / 24_000.0);
             }
-            if !rep.dry_run {
+            if rep.dry_run && json {
+                println!("{}", serde_json::to_string_pretty(&rep.listing)?);
+            } else if rep.dry_run {
+                print!("{}", render::format_listing(&rep.listing));
+            } else {
                 eprintln!(
                     "{} segments ({} reused, {} with other settings), {:.1} s of audio in {:.1} s \
                      (RTF {:.2}) · {}",

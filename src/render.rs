@@ -31,7 +31,7 @@ use lectern_engine::voice::ModelSignature;
 use lectern_engine::{ENGINE_VERSION, Engine};
 use lectern_model::config::{SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN};
 use lectern_model::flow::FlowMatmul;
-use lectern_text::Manuscript;
+use lectern_text::{Boundary, Lang, Manuscript, SegmentLimits, Tokenizer};
 
 /// Options of one render.
 #[derive(Debug, Clone)]
@@ -101,8 +101,89 @@ pub struct RenderReport {
     pub dry_run: bool,
     /// Files written, with their lengths in samples.
     pub files: Vec<(PathBuf, usize)>,
+    /// A dry run's listing of the segments (empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub listing: Vec<ListedSegment>,
     pub audio_s: f64,
     pub wall_s: f64,
+}
+
+/// One segment as a dry run lists it: where it is, what the narrator wrote, what the model
+/// reads, its size against the segment limit and why it ends there.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ListedSegment {
+    /// 1-based, as messages name segments.
+    pub segment: usize,
+    /// 1-based.
+    pub chapter: usize,
+    /// The source line it starts on.
+    pub line: usize,
+    /// The source text, as written (markup included).
+    pub source: String,
+    /// The normalised text the LM reads.
+    pub text: String,
+    /// LM text tokens (the model's tokenizer).
+    pub tokens: usize,
+    /// Its length in the segmenter's unit (`unit`), measured against `limit`.
+    pub length: usize,
+    pub unit: &'static str,
+    /// Upstream's segment size (`token_max_n`); a segment may pass it only where a short last
+    /// sentence joined its neighbour.
+    pub limit: usize,
+    pub boundary: Boundary,
+    /// `boundary` in words.
+    pub reason: &'static str,
+}
+
+/// The dry run's listing of `book`.
+pub fn listing(book: &Manuscript, tokenizer: &Tokenizer) -> Vec<ListedSegment> {
+    let limit = SegmentLimits::default().token_max_n;
+    let mut out = Vec::new();
+    for (chapter, ch) in book.chapters.iter().enumerate() {
+        for s in &ch.segments {
+            let tokens = tokenizer.count(&s.text);
+            let (length, unit) = match s.lang {
+                Lang::Zh => (s.text.chars().count(), "characters"),
+                Lang::En => (tokens, "tokens"),
+            };
+            out.push(ListedSegment {
+                segment: s.id + 1,
+                chapter: chapter + 1,
+                line: s.span.start.line,
+                source: s.source.clone(),
+                text: s.text.clone(),
+                tokens,
+                length,
+                unit,
+                limit,
+                boundary: s.boundary,
+                reason: s.boundary.describe(),
+            });
+        }
+    }
+    out
+}
+
+/// The listing as a table: a line of figures per segment, then its source and spoken text
+/// (line breaks of the source shown as `⏎`).
+#[must_use]
+pub fn format_listing(listing: &[ListedSegment]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from("   #  ch  line  size        ends at\n");
+    for s in listing {
+        let size = match s.unit {
+            "tokens" => format!("{}/{} tok", s.length, s.limit),
+            _ => format!("{}/{} chr", s.length, s.limit),
+        };
+        let _ = writeln!(
+            out,
+            "{:>4} {:>3} {:>5}  {size:<11} {}",
+            s.segment, s.chapter, s.line, s.reason
+        );
+        let _ = writeln!(out, "        source: {}", s.source.replace('\n', " ⏎ "));
+        let _ = writeln!(out, "        spoken: {} ({} LM tokens)", s.text, s.tokens);
+    }
+    out
 }
 
 /// A segment's chosen take, as the output and the report need it (its samples are read, and
@@ -160,11 +241,14 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         first_audio_s: None,
         dry_run: opts.dry_run,
         files: Vec::new(),
+        listing: Vec::new(),
         audio_s: 0.0,
         wall_s: 0.0,
     };
     if opts.dry_run {
         report.segments = planned_segments(&book);
+        report.listing = listing(&book, &tokenizer);
+        eprintln!("token counts: {}", tokenizer.describe());
         report.wall_s = started.elapsed().as_secs_f64();
         eprintln!("dry run: nothing rendered, nothing written");
         return Ok(report);

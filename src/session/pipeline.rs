@@ -219,6 +219,11 @@ impl Session {
     }
 
     /// The manuscript's segments as last synced, in order.
+    /// The base of every segment's default seed ([`seed::segment_seed`]).
+    pub fn base_seed(&self) -> u64 {
+        self.base_seed
+    }
+
     pub fn segments(&self) -> &[PlannedSegment] {
         &self.segments
     }
@@ -255,7 +260,7 @@ impl Session {
                     pause_after_ms: s.pause_after_ms,
                     content_key: content.key(),
                 });
-                contents.push((content, chapter, s.ends_paragraph));
+                contents.push((content, chapter, s.ends_paragraph, s.source.clone()));
             }
         }
         self.project.sync_manuscript(&stored).context("recording the manuscript")?;
@@ -279,7 +284,7 @@ impl Session {
         self.segments = proofed
             .into_iter()
             .zip(contents)
-            .map(|(p, (content, chapter, ends_paragraph))| {
+            .map(|(p, (content, chapter, ends_paragraph, source))| {
                 let n = occurrences.entry(p.segment.hash).or_insert(0);
                 let default_seed = seed::segment_seed(self.base_seed, p.segment.hash, *n);
                 *n += 1;
@@ -288,6 +293,7 @@ impl Session {
                     position: p.segment.id as usize,
                     chapter,
                     text: p.segment.text,
+                    source,
                     span: (p.segment.span.0 as usize, p.segment.span.1 as usize),
                     pause_after_ms: p.segment.pause_after_ms,
                     ends_paragraph,
@@ -363,7 +369,7 @@ impl Session {
                 first.record.group.segment_ids
             );
         }
-        let size = take.record.group.segment_ids.len().max(1);
+        let size = takes_expected(&take.record.group);
         self.group.push(take);
         if self.group.len() < size {
             return Ok(Vec::new());
@@ -478,4 +484,15 @@ impl Session {
         }
         Ok(out)
     }
+}
+
+/// How many takes a flow group yields: one per member with speech tokens (the engine fails a
+/// member whose take came out empty instead of sending it).
+fn takes_expected(group: &lectern_engine::protocol::GroupInfo) -> usize {
+    let n = if group.token_counts.len() == group.segment_ids.len() {
+        group.token_counts.iter().filter(|&&n| n > 0).count()
+    } else {
+        group.segment_ids.len()
+    };
+    n.max(1)
 }

@@ -23,6 +23,8 @@ pub struct PlannedSegment {
     pub chapter: usize,
     /// Normalised text, what the LM gets.
     pub text: String,
+    /// The manuscript's text of it, as the narrator wrote it.
+    pub source: String,
     /// Where it starts in the manuscript: (line, column), 1-based.
     pub span: (usize, usize),
     pub pause_after_ms: u32,
@@ -102,6 +104,7 @@ mod tests {
             position: key as usize,
             chapter: 0,
             text: format!("s{key}"),
+            source: format!("s{key}"),
             span: (1, 1),
             pause_after_ms: 0,
             ends_paragraph,

@@ -42,6 +42,9 @@ pub enum Action {
     LanesUp,
     /// Stop updating the telemetry panels (to read them); again to resume.
     ToggleFreeze,
+    /// Pick a word of the selected segment (or its pronunciations.txt entry) and hear it
+    /// in the current voice; not kept as a take.
+    Audition,
     /// Start typing a search over segment texts.
     Search,
     /// Jump to the next search match.
@@ -57,7 +60,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in help order.
-    pub const ALL: [Action; 33] = [
+    pub const ALL: [Action; 34] = [
         Action::TogglePlay,
         Action::PlayFromSegment,
         Action::Replay,
@@ -73,6 +76,7 @@ impl Action {
         Action::ToggleApproved,
         Action::TogglePickup,
         Action::EditNote,
+        Action::Audition,
         Action::TogglePickups,
         Action::Rerender,
         Action::NfeDown,
@@ -113,6 +117,7 @@ impl Action {
             Action::ToggleApproved => "approve / un-approve",
             Action::TogglePickup => "needs pickup / clear",
             Action::EditNote => "note",
+            Action::Audition => "hear a word / entry",
             Action::TogglePickups => "pickups view",
             Action::NfeDown => "NFE -1",
             Action::NfeUp => "NFE +1",

@@ -124,14 +124,42 @@ pub enum Msg {
         seed: u64,
     },
     Player(PlayerStatus),
+    /// What the selected segment offers to audition (answer to [`Command::AuditionChoices`]).
+    AuditionChoices {
+        segment: SegmentId,
+        choices: Vec<AuditionChoice>,
+    },
+    /// An audition's audio (not a take: never stored).
+    Auditioned(Arc<Vec<f32>>),
     /// The engine's event channel closed.
     EngineGone,
     Log(String),
 }
 
+/// A word of a segment, or a pronunciation entry matching it, to hear on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditionChoice {
+    /// As the picker shows it: `Nguyen` or `Nguyen → [N][W][IY1][N]`.
+    pub label: String,
+    /// The text spoken (read as a manuscript line: pronunciations and normalisation apply).
+    pub text: String,
+}
+
+/// The segment id of auditions: no store key is this large, so they never meet a segment.
+pub const AUDITION_ID: SegmentId = SegmentId::MAX;
+
 /// What the App asks of the session (and, through it, the engine).
 #[derive(Debug, Clone)]
 pub enum Command {
+    /// The words and matching pronunciation entries of a segment (answered by
+    /// [`Msg::AuditionChoices`]).
+    AuditionChoices(SegmentId),
+    /// Speak a line in the current voice as [`AUDITION_ID`] (answered by
+    /// [`Msg::Auditioned`] once the engine has it).
+    Audition {
+        segment: SegmentId,
+        text: String,
+    },
     /// Straight to the engine.
     Engine(Request),
     /// A new take with the segment's next seed.
@@ -231,7 +259,11 @@ pub struct Row {
     pub id: SegmentId,
     /// Its chapter, 0-based in reading order.
     pub chapter: usize,
+    /// Normalised text, what the model reads.
     pub text: String,
+    /// The manuscript's text of it, as the narrator wrote it (what the list shows and search
+    /// looks at first).
+    pub source: String,
     /// Silence after it in the master, milliseconds.
     pub pause_after_ms: u32,
     pub state: SegmentState,
@@ -252,6 +284,11 @@ impl Row {
     #[must_use]
     pub fn current(&self) -> Option<&TakeEntry> {
         self.takes.get(self.current_take)
+    }
+    /// The source text, or the spoken text where a row has none.
+    #[must_use]
+    pub fn shown_source(&self) -> &str {
+        if self.source.is_empty() { &self.text } else { &self.source }
     }
     /// The seed shown: the auditioned take's, or the pending one's.
     #[must_use]
@@ -304,6 +341,7 @@ pub struct RowInit {
     /// 0-based, in reading order.
     pub chapter: usize,
     pub text: String,
+    pub source: String,
     pub pause_after_ms: u32,
     /// The seed of its first take.
     pub default_seed: u64,
@@ -352,6 +390,8 @@ pub enum Mode {
     Search,
     /// Typing the selected segment's note.
     Note,
+    /// Picking a word or pronunciation entry to hear ([`App::audition`]).
+    Audition,
 }
 
 /// The whole UI state; the view draws from `&App`.
@@ -387,6 +427,9 @@ pub struct App {
     pub pickups_only: bool,
     /// The note being typed ([`Mode::Note`]).
     pub note_draft: String,
+    /// The picker's choices ([`Mode::Audition`]) and the one under the cursor.
+    pub audition: Vec<AuditionChoice>,
+    pub audition_at: usize,
     /// Frames drawn by the run loop (it draws only when something changed).
     pub redraws: u64,
     /// Next row to hand to the player when it is ready (playing in order).
@@ -448,6 +491,8 @@ impl App {
             redraws: 0,
             play_cursor: None,
             audio_out: Vec::new(),
+            audition: Vec::new(),
+            audition_at: 0,
             search_origin: 0,
             loading: HashMap::new(),
             handed: VecDeque::new(),
@@ -623,6 +668,14 @@ impl App {
                 }
                 Vec::new()
             }
+            Msg::AuditionChoices { segment, choices } => {
+                self.open_audition(segment, choices);
+                Vec::new()
+            }
+            Msg::Auditioned(samples) => {
+                self.play_audition(samples);
+                Vec::new()
+            }
             Msg::Player(status) => {
                 if status.notice.is_some() && status.notice != self.player.notice {
                     self.push_log(format!("audio: {}", status.notice.clone().unwrap_or_default()));
@@ -686,6 +739,7 @@ impl App {
                 Vec::new()
             }
             Mode::Note => self.on_note_key(k, ctrl_c),
+            Mode::Audition => self.on_audition_key(k, ctrl_c),
             Mode::Search => {
                 match k.code {
                     _ if ctrl_c => return self.on_action(Action::Quit),
@@ -712,7 +766,8 @@ impl App {
         }
     }
 
-    /// Rows whose text contains the search (case-insensitive).
+    /// Rows whose source text — what the narrator wrote, `1999` — or spoken text —
+    /// "nineteen ninety-nine" — contains the search (case-insensitive).
     #[must_use]
     pub fn search_matches(&self) -> Vec<usize> {
         if self.search.is_empty() {
@@ -722,7 +777,9 @@ impl App {
         self.rows
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.text.to_lowercase().contains(&q))
+            .filter(|(_, r)| {
+                r.source.to_lowercase().contains(&q) || r.text.to_lowercase().contains(&q)
+            })
             .map(|(i, _)| i)
             .collect()
     }
@@ -734,6 +791,61 @@ impl App {
             self.selected = i;
             self.ensure_visible();
         }
+    }
+
+    /// The picker: ←/→ (h/l, tab) move, enter speaks the choice (the picker stays open to try
+    /// another), esc closes.
+    fn on_audition_key(&mut self, k: KeyEvent, ctrl_c: bool) -> Vec<Command> {
+        let n = self.audition.len().max(1);
+        match k.code {
+            _ if ctrl_c => return self.on_action(Action::Quit),
+            KeyCode::Esc | KeyCode::Char('q') => self.mode = Mode::Normal,
+            KeyCode::Right | KeyCode::Tab | KeyCode::Char('l') => {
+                self.audition_at = (self.audition_at + 1) % n;
+            }
+            KeyCode::Left | KeyCode::BackTab | KeyCode::Char('h') => {
+                self.audition_at = (self.audition_at + n - 1) % n;
+            }
+            KeyCode::Enter => {
+                let (Some(row), Some(choice)) =
+                    (self.rows.get(self.selected), self.audition.get(self.audition_at))
+                else {
+                    return Vec::new();
+                };
+                let (segment, text) = (row.id, choice.text.clone());
+                self.push_log(format!("audition: {} (current voice, not kept)", choice.label));
+                return vec![Command::Audition { segment, text }];
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Opens the picker on a segment's choices (if it is still the selected one).
+    fn open_audition(&mut self, segment: SegmentId, choices: Vec<AuditionChoice>) {
+        if self.rows.get(self.selected).is_none_or(|r| r.id != segment) {
+            return;
+        }
+        if choices.is_empty() {
+            self.push_log(format!("segment {}: no word to audition", self.selected + 1));
+            return;
+        }
+        self.audition = choices;
+        self.audition_at = 0;
+        self.mode = Mode::Audition;
+    }
+
+    /// Plays an audition alone, stopping what played.
+    fn play_audition(&mut self, samples: Arc<Vec<f32>>) {
+        self.stop_player();
+        self.play_cursor = None;
+        self.replay_only = None;
+        self.handed.push_back((AUDITION_ID, samples.len() as u64));
+        self.audio_out.push(AudioCommand::Play(Cue {
+            take_id: 0,
+            segment_id: AUDITION_ID,
+            samples,
+        }));
     }
 
     fn on_note_key(&mut self, k: KeyEvent, ctrl_c: bool) -> Vec<Command> {
@@ -819,6 +931,11 @@ impl App {
                     Some(_) => None,
                     None => Some(self.telemetry.clone()),
                 };
+            }
+            Action::Audition => {
+                if let Some(row) = self.rows.get(self.selected) {
+                    return vec![Command::AuditionChoices(row.id)];
+                }
             }
             Action::Search => {
                 self.mode = Mode::Search;
@@ -1173,6 +1290,9 @@ impl App {
 
     fn on_engine(&mut self, ev: EngineEvent) {
         match ev {
+            EngineEvent::SegmentState { id: AUDITION_ID, state: SegmentState::Failed(why) } => {
+                self.push_log(format!("audition failed: {why}"));
+            }
             EngineEvent::SegmentState { id, state } => {
                 if let Some(i) = self.position(id) {
                     if let SegmentState::Failed(why) = &state {
@@ -1260,6 +1380,7 @@ fn merge_row(init: RowInit, prev: Option<Row>) -> Row {
         id: init.id,
         chapter: init.chapter,
         text: init.text,
+        source: init.source,
         pause_after_ms: init.pause_after_ms,
         state: if init.takes.is_empty() { SegmentState::Queued } else { SegmentState::Ready },
         seed: init.default_seed,

@@ -8,13 +8,13 @@ use std::sync::mpsc::Sender;
 
 use anyhow::Context;
 
-use super::app::{Command, Msg, RowInit, TakeEntry};
+use super::app::{AUDITION_ID, AuditionChoice, Command, Msg, RowInit, TakeEntry};
 use super::checks::ChapterChecks;
 use crate::reading::ReadOptions;
 use crate::session::{SegmentView, Session, Work};
 use crate::store::{SegmentKey, TakeInfo, TakeStatus};
-use lectern_engine::protocol::{Request, SegmentId, Take};
-use lectern_text::{Manuscript, Tokenizer};
+use lectern_engine::protocol::{Request, SegmentId, SegmentSpec, Take};
+use lectern_text::{Manuscript, ParseOptions, Pronunciations, Tokenizer};
 
 /// The session, the manuscript it was opened on and the tokenizer that reads it.
 pub struct Desk {
@@ -125,6 +125,12 @@ impl Desk {
                 }
                 return Vec::new();
             }
+            Command::AuditionChoices(id) => (
+                id,
+                self.audition_choices(id)
+                    .map(|choices| vec![Msg::AuditionChoices { segment: id, choices }]),
+            ),
+            Command::Audition { segment, text } => (segment, self.audition(&text, engine)),
             Command::Reseed(id) => (id, self.new_take(id, false, engine)),
             Command::Rerender(id) => (id, self.new_take(id, true, engine)),
             Command::Choose { segment, take } => {
@@ -146,6 +152,48 @@ impl Desk {
             ),
         };
         result.unwrap_or_else(|e| vec![Msg::Refused { segment, why: format!("{e:#}") }])
+    }
+
+    /// The words of a segment's source, each with its pronunciation entry where one matches.
+    fn audition_choices(&self, id: SegmentId) -> anyhow::Result<Vec<AuditionChoice>> {
+        let source = self
+            .session
+            .segments()
+            .iter()
+            .find(|s| s.key == key(id))
+            .map(|s| s.source.clone())
+            .context("the segment is no longer in the manuscript")?;
+        Ok(audition_choices(&source, &Pronunciations::beside(&self.manuscript)?))
+    }
+
+    /// Asks the engine to speak `text` as the manuscript would read it (its pronunciations
+    /// apply) in the current voice and settings, as [`AUDITION_ID`]: the run loop plays the
+    /// take instead of saving it.
+    fn audition(&self, text: &str, engine: &Sender<Request>) -> anyhow::Result<Vec<Msg>> {
+        let prons = Pronunciations::beside(&self.manuscript)?;
+        let opts = ParseOptions::default()
+            .with_tokenizer(&self.tokenizer)
+            .with_pronunciations(prons)
+            .with_lead_sentence(false);
+        let line = Manuscript::parse(text, &opts)?;
+        let spoken = line.segments().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" ");
+        if spoken.is_empty() {
+            anyhow::bail!("nothing to say in “{text}”");
+        }
+        let language = line.segments().find_map(|s| s.language.clone());
+        let ids = self.tokenizer.encode(&spoken)?;
+        let hash = lectern_text::stable_hash(spoken.as_bytes());
+        let spec = SegmentSpec {
+            id: AUDITION_ID,
+            seed: crate::session::seed::segment_seed(self.session.base_seed(), hash, 0),
+            text: spoken.clone(),
+            group_break_after: true,
+            content: self.session.basis().content(ids, language),
+        };
+        // A queued audition would only change seed: drop it so the new text is spoken.
+        engine.send(Request::Cancel(vec![AUDITION_ID])).context("the engine has stopped")?;
+        engine.send(Request::Reseed(spec)).context("the engine has stopped")?;
+        Ok(vec![Msg::Log(format!("audition: “{text}” reads as “{spoken}”"))])
     }
 
     fn new_take(
@@ -248,6 +296,61 @@ impl Desk {
     }
 }
 
+/// The audition picker's choices for a segment's source text: its words in order, each once;
+/// where a pronunciation entry matches at a word (a multi-word key too), the entry instead.
+#[must_use]
+pub fn audition_choices(source: &str, prons: &Pronunciations) -> Vec<AuditionChoice> {
+    let mut out: Vec<AuditionChoice> = Vec::new();
+    let mut at = 0;
+    while at < source.len() {
+        let rest = &source[at..];
+        let Some(c) = rest.chars().next() else { break };
+        if !c.is_alphanumeric() {
+            at += c.len_utf8();
+            continue;
+        }
+        let choice = match prons.lookup_at(rest, true) {
+            Some((len, spoken)) => AuditionChoice {
+                label: format!("{} → {spoken}", &rest[..len]),
+                text: rest[..len].into(),
+            },
+            None => {
+                let word = &rest[..word_len(rest)];
+                AuditionChoice { label: word.into(), text: word.into() }
+            }
+        };
+        at += choice.text.len().max(c.len_utf8());
+        if !out.iter().any(|o| o.text == choice.text) {
+            out.push(choice);
+        }
+    }
+    out
+}
+
+/// The length of the word at the start of `s`: letters and digits, joined by an apostrophe or
+/// hyphen between letters (`don't`, `well-known`) or a point, comma or colon between digits
+/// (`3.50`, `10,000`, `6:30`), as the normaliser reads them.
+fn word_len(s: &str) -> usize {
+    let chars: Vec<(usize, char)> = s.char_indices().collect();
+    let mut end = 0;
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        let prev = k.checked_sub(1).map(|p| chars[p].1);
+        let next = chars.get(k + 1).map(|n| n.1);
+        let joins =
+            |f: fn(&char) -> bool| prev.is_some_and(|p| f(&p)) && next.is_some_and(|n| f(&n));
+        let inside = match c {
+            '\'' | '’' | '-' => joins(|c| c.is_alphabetic()),
+            '.' | ',' | ':' => joins(|c| c.is_ascii_digit()),
+            _ => c.is_alphanumeric(),
+        };
+        if !inside {
+            break;
+        }
+        end = i + c.len_utf8();
+    }
+    end
+}
+
 fn key(id: SegmentId) -> SegmentKey {
     id as SegmentKey
 }
@@ -281,6 +384,7 @@ fn row_init(v: SegmentView) -> RowInit {
         id: v.planned.key as SegmentId,
         chapter: v.planned.chapter,
         text: v.planned.text,
+        source: v.planned.source,
         pause_after_ms: v.planned.pause_after_ms,
         default_seed: v.planned.default_seed,
         takes,

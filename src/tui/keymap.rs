@@ -158,6 +158,7 @@ pub const DEFAULTS: &[(&str, Action)] = &[
     ("a", Action::ToggleApproved),
     ("p", Action::TogglePickup),
     ("N", Action::EditNote),
+    ("w", Action::Audition),
     ("P", Action::TogglePickups),
     ("R", Action::Rerender),
     ("[", Action::NfeDown),

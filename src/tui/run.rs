@@ -23,7 +23,7 @@ use ratatui::Terminal;
 use ratatui::backend::{Backend, CrosstermBackend};
 
 use super::action::Action;
-use super::app::{App, AppConfig, Command, Msg};
+use super::app::{AUDITION_ID, App, AppConfig, Command, Msg};
 use super::desk::Desk;
 use super::keymap::{KeyMap, KeymapError};
 use super::theme::{Theme, ThemeError, ThemeWatcher};
@@ -163,6 +163,10 @@ impl Io<'_> {
     /// of what was saved; everything else goes to the App as it is.
     fn engine_event(&mut self, app: &mut App, ev: EngineEvent) {
         match ev {
+            // An audition is heard, never kept.
+            EngineEvent::TakeReady(take) if take.record.segment_id == AUDITION_ID => {
+                self.apply(app, Msg::Auditioned(Arc::clone(&take.samples)));
+            }
             EngineEvent::TakeReady(take) => {
                 for msg in self.desk.accept(*take) {
                     self.apply(app, msg);

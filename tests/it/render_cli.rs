@@ -54,7 +54,8 @@ fn chapter_sums(report: &Value) -> Vec<u64> {
     let mut sums = Vec::new();
     for s in report["segments"].as_array().expect("segments") {
         let (tokens, samples) = (n(&s["tokens"]), n(&s["samples"]));
-        // Zero tokens is a legitimate (if useless) take of the random-weight tiny model.
+        // A take has speech: an empty one fails its segment.
+        assert!(tokens > 0, "segment {} has an empty take", s["id"]);
         assert_eq!(samples, tokens * SAMPLES_PER_TOKEN, "segment {}", s["id"]);
         let chapter = n(&s["chapter"]) as usize;
         if sums.len() <= chapter {
@@ -245,7 +246,9 @@ fn spawn_render(manuscript: &Path, out: &Path, report: &Path) -> Child {
 fn sigkill_midway_loses_no_finished_take() {
     let dir = tempfile::tempdir().unwrap();
     let text: String = (1..=40)
-        .map(|i| format!("Sentence number {i} tells of the sea and the quiet lighthouse keeper. "))
+        // Sentences on which the tiny model's random weights give every segment speech (a
+        // take of 0 speech tokens fails its segment, and so the render).
+        .map(|i| format!("Chapter part {i} describes the lamp that turns above the water. "))
         .collect();
     let book = write(dir.path(), "book.txt", &text);
     let (out, rep) = (dir.path().join("book.wav"), dir.path().join("report.json"));
@@ -500,4 +503,72 @@ fn a_failed_segment_is_named_and_the_rest_are_kept() {
     assert_eq!(take_files(&dir.path().join("book.lectern")), 3);
     let again = ok_report(&render(&book, &out, &rep, &["--group-target", "0"]), &rep);
     assert_eq!((n(&again["reused"]), n(&again["rendered"])), (3, 1));
+}
+
+#[test]
+fn dry_run_lists_segments_with_source_spoken_text_size_and_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "# The Keeper\n\nIn 1999 the **keeper** left. [pause:1s] Then he waited.\n\n\
+                # Two\n\nThe end.\n";
+    let book = write(dir.path(), "book.md", text);
+    let (out, rep) = (dir.path().join("book.wav"), dir.path().join("report.json"));
+
+    let table = render(&book, &out, &rep, &["--dry-run"]);
+    assert!(table.status.success(), "{}", stderr(&table));
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.contains("source: In 1999 the **keeper** left."), "{table}");
+    assert!(table.contains("spoken: In nineteen ninety-nine the keeper left."), "{table}");
+    assert!(table.contains("[pause] markup") && table.contains("end of manuscript"), "{table}");
+
+    let o = render(&book, &out, &rep, &["--dry-run", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listing: Value = serde_json::from_slice(&o.stdout).expect("listing json");
+    let rows = listing.as_array().unwrap();
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (
+                n(&r["segment"]),
+                n(&r["chapter"]),
+                n(&r["line"]),
+                s("source"),
+                s("text"),
+                s("boundary"),
+            )
+        })
+        .collect();
+    let row = |i, ch, line, src: &str, spoken: &str, b: &str| {
+        (i, ch, line, src.to_string(), spoken.to_string(), b.to_string())
+    };
+    assert_eq!(
+        got,
+        [
+            row(1, 1, 1, "The Keeper", "The Keeper.", "heading"),
+            row(
+                2,
+                1,
+                3,
+                "In 1999 the **keeper** left.",
+                "In nineteen ninety-nine the keeper left.",
+                "pause"
+            ),
+            row(3, 1, 3, "Then he waited.", "Then he waited.", "chapter"),
+            row(4, 2, 5, "Two", "Two.", "heading"),
+            row(5, 2, 7, "The end.", "The end.", "end"),
+        ]
+    );
+    for r in rows {
+        // The tiny model's tokenizer reads UTF-8 bytes as ids.
+        assert_eq!(n(&r["tokens"]) as usize, r["text"].as_str().unwrap().len());
+        assert_eq!(n(&r["limit"]), 80);
+        assert_eq!(r["unit"], "tokens");
+    }
+    // The report file carries the same listing; nothing is written.
+    let report = ok_report(&o, &rep);
+    assert_eq!(report["listing"], listing);
+    assert!(!out.exists() && !dir.path().join("book.lectern").exists());
+    // --json is a dry run's.
+    let o = render(&book, &out, &rep, &["--json"]);
+    assert!(!o.status.success());
 }

@@ -94,3 +94,29 @@ fn say_fails_clearly_on_bad_input() {
     assert!(stderr(&o).contains("pronunciation list none.txt not found"), "{}", stderr(&o));
     assert!(!dir.join("x.wav").exists());
 }
+
+#[test]
+fn a_take_without_speech_fails_its_segment_and_writes_nothing() {
+    // On phone units the tiny model's random weights stop at once: 0 speech tokens. That is
+    // no take of the line, so say and render fail naming the segment, and write no audio.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let line = "[N][W][IY1][N] paid three dollars.";
+    let o = lectern(dir).args(["say", line, "-o", "said.wav"]).output().unwrap();
+    assert!(!o.status.success(), "an empty take passed: {}", stderr(&o));
+    assert!(stderr(&o).contains("segment 1 at line 1"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("0 speech tokens"), "{}", stderr(&o));
+    assert!(!dir.join("said.wav").exists());
+
+    std::fs::write(dir.join("book.txt"), format!("The keeper left.\n\n{line}\n")).unwrap();
+    let r =
+        lectern(dir).args(["render", "book.txt", "-o", "book.wav", "--quiet"]).output().unwrap();
+    assert!(!r.status.success(), "{}", stderr(&r));
+    assert!(stderr(&r).contains("1 of 2 segment(s) failed"), "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("segment 2 at line 3: the model produced no speech"),
+        "{}",
+        stderr(&r)
+    );
+    assert!(!dir.join("book.wav").exists());
+}

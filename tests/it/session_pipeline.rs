@@ -471,3 +471,14 @@ fn a_chapter_with_all_takes_chosen_gets_the_exports_acx_figures() {
         assert!((c.noise_floor_db - file.check.noise_floor_db).abs() < 1.0);
     }
 }
+
+#[test]
+fn the_workstation_rows_carry_the_source_text_beside_the_spoken_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = book_in(dir.path(), "In 1999 the **keeper** left.\n");
+    let desk = session_common::open_desk(&path, 1000);
+    let rows = desk.rows().unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].source, "In 1999 the **keeper** left.");
+    assert_eq!(rows[0].text, "In nineteen ninety-nine the keeper left.");
+}

@@ -67,6 +67,7 @@ fn init(id: u64, text: &str) -> RowInit {
         id,
         chapter: 0,
         text: text.to_string(),
+        source: text.to_string(),
         pause_after_ms: 100,
         default_seed: 100 + id,
         takes: Vec::new(),
@@ -487,6 +488,81 @@ fn search_selects_matches() {
     app.update(key('n'));
     assert_eq!(app.selected, 0, "wraps");
     assert_eq!(app.search_matches(), [0, 2]);
+}
+
+#[test]
+fn search_finds_what_the_narrator_wrote() {
+    let mut app =
+        App::new(AppConfig { autoplay: false, ..AppConfig::default() }, KeyMap::default());
+    let row = |id: u64, source: &str, text: &str| RowInit {
+        source: source.to_string(),
+        ..init(id, text)
+    };
+    app.set_rows(vec![
+        row(1, "The keeper left.", "The keeper left."),
+        row(
+            2,
+            "In 1999 he came back for £3.",
+            "In nineteen ninety-nine he came back for three pounds.",
+        ),
+        row(3, "He stayed.", "He stayed."),
+    ]);
+    let search = |app: &mut App, q: &str| {
+        app.update(key('/'));
+        for c in q.chars() {
+            app.update(key(c));
+        }
+        app.update(code(KeyCode::Enter));
+        app.search_matches()
+    };
+    // The digits as written find the segment whose spoken text has none.
+    assert_eq!(search(&mut app, "1999"), [1]);
+    assert_eq!(app.selected, 1);
+    assert_eq!(search(&mut app, "£3"), [1]);
+    // The spoken form still finds it.
+    app.selected = 0;
+    assert_eq!(search(&mut app, "ninety-nine"), [1]);
+    assert_eq!(app.selected, 1);
+    assert_eq!(search(&mut app, "2001"), Vec::<usize>::new());
+}
+
+#[test]
+fn the_audition_picker_asks_for_choices_then_speaks_the_pick_and_plays_it() {
+    use lectern::tui::app::{AUDITION_ID, AuditionChoice};
+    let mut app = app_with(&["Nguyen paid.", "Then left."]);
+    app.update(key('j'));
+    let id = app.rows[1].id;
+    let cmds = app.update(key('w'));
+    assert!(matches!(cmds.as_slice(), [Command::AuditionChoices(s)] if *s == id), "{cmds:?}");
+    // An answer for a segment no longer selected opens nothing.
+    let choice = |w: &str| AuditionChoice { label: w.to_string(), text: w.to_string() };
+    app.update(Msg::AuditionChoices { segment: app.rows[0].id, choices: vec![choice("x")] });
+    assert_eq!(app.mode, Mode::Normal);
+    app.update(Msg::AuditionChoices { segment: id, choices: vec![choice("Then"), choice("left")] });
+    assert_eq!(app.mode, Mode::Audition);
+    app.update(code(KeyCode::Right));
+    let cmds = app.update(code(KeyCode::Enter));
+    match cmds.as_slice() {
+        [Command::Audition { segment, text }] => {
+            assert_eq!((*segment, text.as_str()), (id, "left"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(app.mode, Mode::Audition, "stays open to try another");
+    app.update(code(KeyCode::Right));
+    assert_eq!(app.audition_at, 0, "wraps");
+    // The audio comes back: it plays alone, as the audition id.
+    app.drain_audio();
+    app.update(Msg::Auditioned(Arc::new(vec![0.1; 960])));
+    let audio = app.drain_audio();
+    assert!(matches!(audio.first(), Some(AudioCommand::Stop)), "{audio:?}");
+    assert!(
+        matches!(audio.last(), Some(AudioCommand::Play(c)) if c.segment_id == AUDITION_ID && c.samples.len() == 960),
+        "{audio:?}"
+    );
+    app.update(code(KeyCode::Esc));
+    assert_eq!(app.mode, Mode::Normal);
+    assert!(app.rows.iter().all(|r| r.takes.is_empty()), "no take was added");
 }
 
 #[test]

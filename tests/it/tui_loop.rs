@@ -251,3 +251,52 @@ fn an_idle_workstation_draws_nothing_and_rarely_wakes() {
     // 2 s at one look per 250 ms: 8 (the first after the last event comes at the frame rate).
     assert!(wakes <= 12, "{wakes} wake-ups in 2 idle seconds");
 }
+
+/// `w` on a segment offers its words (a word with a pronunciation entry as the entry); enter
+/// asks the engine to speak the pick in the current voice as the audition id, and the loop
+/// plays what comes back without saving it as a take.
+#[test]
+fn auditioning_a_word_plays_it_and_keeps_no_take() {
+    use lectern::tui::app::AUDITION_ID;
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.txt");
+    std::fs::write(&book, "Nguyen paid 3 dollars.\n").unwrap();
+    std::fs::write(dir.path().join("pronunciations.txt"), "Nguyen = [N][W][IY1][N]\n").unwrap();
+    let mut desk = open_desk(&book, 1000);
+    let right = Event::Key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE));
+    let enter = Event::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    let esc = Event::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    let script = keys_at(vec![
+        (600, key('w')),
+        (700, enter.clone()),
+        (1000, right.clone()),
+        (1100, right),
+        (1200, enter),
+        (1700, esc),
+        (1800, key('q')),
+    ]);
+    let (app, sent, player) = run_loop(&mut desk, None, script);
+    let labels: Vec<_> = app.audition.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, ["Nguyen → [N][W][IY1][N]", "paid", "3", "dollars"]);
+    let auditions: Vec<_> = sent
+        .iter()
+        .filter_map(|r| if let Request::Reseed(s) = r { Some(s) } else { None })
+        .filter(|s| s.id == AUDITION_ID)
+        .map(|s| s.text.as_str())
+        .collect();
+    assert_eq!(auditions, ["[N][W][IY1][N].", "three."], "the entry, then the number as read");
+    let played: Vec<_> = player
+        .cmds
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|c| if let AudioCommand::Play(c) = c { Some(c.clone()) } else { None })
+        .filter(|c| c.segment_id == AUDITION_ID)
+        .collect();
+    assert_eq!(played.len(), 2, "each audition played once");
+    assert!(played.iter().all(|c| !c.samples.is_empty()));
+    // Not kept: the segment has only its own take, the project nothing more.
+    assert_eq!(app.rows.len(), 1);
+    assert_eq!(app.rows[0].takes.len(), 1);
+    assert_eq!(desk.rows().unwrap()[0].takes.len(), 1);
+}

@@ -132,6 +132,7 @@ fn scene() -> App {
             id: i as u64 + 1,
             chapter: i / 3,
             text: (*t).to_string(),
+            source: (*t).to_string(),
             pause_after_ms: 300,
             default_seed: 1000 + i as u64,
             takes: Vec::new(),
@@ -342,6 +343,7 @@ fn quality_outliers_are_flagged_in_the_list_and_details() {
             id: i as u64 + 1,
             chapter: i / 3,
             text: (*t).to_string(),
+            source: (*t).to_string(),
             pause_after_ms: 300,
             default_seed: 1000 + i as u64,
             takes: Vec::new(),
@@ -439,6 +441,46 @@ fn a_chapters_acx_status_shows_with_its_segments() {
     assert!(
         !lines(&draw_panel(72, 5, |f, a| view::segments::draw_text(&app, &th, f, a)))
             .contains("ACX")
+    );
+}
+
+#[test]
+fn the_list_shows_the_source_and_the_details_show_both_texts() {
+    let mut app =
+        App::new(AppConfig { autoplay: false, ..AppConfig::default() }, KeyMap::default());
+    let row = |id: u64, source: &str, text: &str| RowInit {
+        id,
+        chapter: 0,
+        text: text.to_string(),
+        source: source.to_string(),
+        pause_after_ms: 300,
+        default_seed: 1000 + id,
+        takes: Vec::new(),
+        chosen: None,
+        review: Review::Unheard,
+        note: String::new(),
+    };
+    app.set_rows(vec![
+        row(1, "The keeper left.", "The keeper left."),
+        row(
+            2,
+            "In 1999 the **keeper** came back.",
+            "In nineteen ninety-nine the keeper came back.",
+        ),
+    ]);
+    app.update(Msg::Action(lectern::tui::action::Action::Search));
+    for c in "1999".chars() {
+        app.update(Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char(c))));
+    }
+    assert_eq!(app.selected, 1);
+    let th = Theme::plain();
+    check(
+        "search_source_list",
+        &draw_panel(72, 4, |f, a| view::segments::draw_list(&app, &th, f, a)),
+    );
+    check(
+        "search_source_text",
+        &draw_panel(50, 6, |f, a| view::segments::draw_text(&app, &th, f, a)),
     );
 }
 

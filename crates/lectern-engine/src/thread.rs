@@ -722,10 +722,16 @@ impl<B: SynthBackend> Worker<B> {
         self.group_telemetry(0.0, flow_s, vocoder_s, n_tokens);
     }
 
+    /// Sends each take, or fails its segment when it holds no speech: a take of 0 speech
+    /// tokens is silence, never what the text asked for, so it is no take at all.
     fn send_takes(&mut self, takes: Vec<Take>) {
         for mut take in takes {
-            take.id = self.take_ids.next_id();
             let id = take.record.segment_id;
+            if take.record.tokens.is_empty() || take.samples.is_empty() {
+                self.state(id, SegmentState::Failed(NO_SPEECH.into()));
+                continue;
+            }
+            take.id = self.take_ids.next_id();
             self.telemetry.first_audio();
             self.emit(EngineEvent::TakeReady(Box::new(take)));
             self.state(id, SegmentState::Ready);
@@ -753,6 +759,10 @@ impl<B: SynthBackend> Worker<B> {
         self.emit(EngineEvent::Telemetry(sample));
     }
 }
+
+/// Why a segment whose take came out empty failed.
+pub const NO_SPEECH: &str = "the model produced no speech for it (0 speech tokens): re-seed it, \
+                             or reword its text";
 
 /// Test-only fault injection: with `LECTERN_FAULT=fail-flow-call:N` in the environment, the
 /// N-th flow group of the process fails like a device error, so the CLI tests can check that a

@@ -11,7 +11,8 @@
 //!    tokens (`<|…|>`, `[breath]`, `<strong>`, the CMU phones and pinyin units) pass untouched.
 //! 4. [`segment`]: upstream `split_paragraph` (token_max_n 80, token_min_n 60, merge_len 20),
 //!    closing quotes kept with their sentence, over-long sentences split at commas, then spaces,
-//!    then characters, so no segment exceeds [`segment::SegmentLimits::hard_max`].
+//!    then characters, so no segment exceeds [`segment::SegmentLimits::hard_max`]; each segment
+//!    says why it ends ([`segment::Boundary`]).
 //! 5. [`tokenizer`]: the Qwen2 byte-level BPE from `CosyVoice-BlankEN` plus the 278 CosyVoice3
 //!    special tokens (ids from 151646), or a clearly labelled byte fallback for tiny test models.
 //!
@@ -52,7 +53,7 @@ pub use manuscript::{
 };
 pub use normalize::Lang;
 pub use pronounce::Pronunciations;
-pub use segment::SegmentLimits;
+pub use segment::{Boundary, SegmentLimits};
 pub use tokenizer::{Tokenizer, TokenizerKind};
 
 /// Errors of the text frontend. Every input error names the file and, where it has one, the line.

@@ -24,8 +24,8 @@ use super::mapped::Mapped;
 use super::normalize::{Lang, Latin, is_cjk, normalize_at, normalize_runs_latin_at, script_runs};
 use super::pronounce::Pronunciations;
 use super::segment::{
-    Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, sentence_pieces, speakable,
-    split_paragraph,
+    Boundary, Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, sentence_pieces,
+    speakable, split_paragraph_cuts,
 };
 use super::tokenizer::{Tokenizer, char_prefix, is_special_token_at};
 use super::{Result, TextError, stable_hash};
@@ -184,6 +184,9 @@ pub struct Segment {
     pub id: usize,
     /// Normalised text, what the tokenizer gets.
     pub text: String,
+    /// The source text it was read from, as the narrator wrote it (the bytes of `span`,
+    /// markup included).
+    pub source: String,
     pub lang: Lang,
     /// The language of its Latin-script text when that is not English (`fr`, `de-CH`, …), from
     /// `[lang:…]` markup or the document's language; tags joined with `+` when it holds
@@ -197,6 +200,8 @@ pub struct Segment {
     /// The segment ends a paragraph, heading or chapter (or the manuscript). Flow groups never
     /// reach across such a boundary, so a group is a function of its paragraph's text alone.
     pub ends_paragraph: bool,
+    /// Why the segment ends where it does.
+    pub boundary: Boundary,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
@@ -305,6 +310,22 @@ struct Draft {
     chapter: usize,
     level: Level,
     explicit_ms: u32,
+    /// Why it ends, before the structural levels are known.
+    cut: Boundary,
+}
+
+impl Draft {
+    /// The boundary a listing shows: the strongest of its structural level and its cut.
+    fn boundary(&self, last: bool) -> Boundary {
+        match self.level {
+            _ if last => Boundary::End,
+            Level::Chapter => Boundary::Chapter,
+            Level::Heading => Boundary::Heading,
+            Level::Paragraph if self.cut == Boundary::Break => Boundary::Break,
+            Level::Paragraph => Boundary::Paragraph,
+            Level::Sentence => self.cut,
+        }
+    }
 }
 
 /// The normalised text of every run, in order, with the final mark upstream appends. The
@@ -384,11 +405,11 @@ fn parse_blocks(
             if let Some(RunText { lang, norm, pieces }) = read {
                 let block_text = &block.text.text[run.range.clone()];
                 let measure = if lang == Lang::Zh { &mut measure_zh } else { &mut measure_en };
-                let mut ranges = split_paragraph(&norm.text, lang, &opts.limits, measure);
+                let mut cuts = split_paragraph_cuts(&norm.text, lang, &opts.limits, measure);
                 if opts.lead_sentence && drafts.is_empty() && block.kind != SegmentKind::Heading {
-                    ranges = split_lead_sentence(&norm.text, lang, ranges);
+                    cuts = lead_sentence_cuts(&norm.text, lang, cuts);
                 }
-                for r in ranges {
+                for (r, cut) in cuts {
                     let in_run = norm.src_range(r.clone());
                     let in_block = run.range.start + in_run.start..run.range.start + in_run.end;
                     let bytes = block.text.src_range(in_block);
@@ -397,20 +418,26 @@ fn parse_blocks(
                         id: drafts.len(),
                         hash: stable_hash(text.as_bytes()),
                         text,
+                        source: src[bytes.clone()].to_string(),
                         lang,
                         language: segment_language(block_text, &pieces, in_run),
                         kind: block.kind,
                         span: Span { bytes, ..Span::default() },
                         pause_after_ms: 0,
                         ends_paragraph: false,
+                        boundary: cut,
                     };
-                    drafts.push(Draft { seg, chapter, level: Level::Sentence, explicit_ms: 0 });
+                    let level = Level::Sentence;
+                    drafts.push(Draft { seg, chapter, level, explicit_ms: 0, cut });
                 }
             }
             if let Some(d) = drafts.last_mut() {
                 d.explicit_ms = d.explicit_ms.saturating_add(run.pause_ms);
                 if run.is_break {
                     d.level = d.level.max(Level::Paragraph);
+                    d.cut = Boundary::Break;
+                } else if run.pause_ms > 0 {
+                    d.cut = Boundary::Pause;
                 }
             } else {
                 lead_in_ms += run.pause_ms;
@@ -435,6 +462,7 @@ fn parse_blocks(
         };
         d.seg.pause_after_ms = structural.max(d.explicit_ms);
         d.seg.ends_paragraph = i + 1 == n || d.level != Level::Sentence;
+        d.seg.boundary = d.boundary(i + 1 == n);
         d.seg.span.start = cursor.position(d.seg.span.bytes.start);
         d.seg.span.end = cursor.position(d.seg.span.bytes.end);
         chapters[d.chapter].segments.push(d.seg);
@@ -444,6 +472,21 @@ fn parse_blocks(
         chapters.clear();
     }
     Ok(Manuscript { path: None, info: BookInfo::default(), chapters, lead_in_ms })
+}
+
+/// [`split_lead_sentence`] over cuts: the opener ends as [`Boundary::FirstSentence`].
+fn lead_sentence_cuts(
+    text: &str,
+    lang: Lang,
+    cuts: Vec<(Range<usize>, Boundary)>,
+) -> Vec<(Range<usize>, Boundary)> {
+    let ranges = split_lead_sentence(text, lang, cuts.iter().map(|c| c.0.clone()).collect());
+    if ranges.len() == cuts.len() {
+        return cuts;
+    }
+    let mut ends = vec![Boundary::FirstSentence];
+    ends.extend(cuts.iter().map(|c| c.1));
+    ranges.into_iter().zip(ends).collect()
 }
 
 /// Splits the first of a run's segment ranges after its first sentence, when it has more

@@ -20,6 +20,71 @@ use std::ops::Range;
 
 use super::normalize::Lang;
 
+/// Why a segment ends where it does, as a narrator would say it. The splitter gives the
+/// within-paragraph reasons ([`Boundary::Sentence`] … [`Boundary::Character`]); the manuscript
+/// reader adds the structural ones (markup, paragraph, heading, chapter, end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Boundary {
+    /// A sentence ends (`.`, `?`, `!`, `。`…) and the next one would not fit the segment.
+    Sentence,
+    /// A clause mark (`;`, `:`, `；`, `：`, `、`): upstream splits there as at a sentence end.
+    Clause,
+    /// A sentence too long for one segment, split after a comma.
+    Comma,
+    /// A sentence too long for one segment and without a usable comma, split between words.
+    Word,
+    /// Text without spaces too long for one segment, split between characters.
+    Character,
+    /// The manuscript's first sentence, alone so the first audio comes sooner.
+    FirstSentence,
+    /// `[pause]` / `[pause:…]` markup.
+    Pause,
+    /// `[break]` markup.
+    Break,
+    Paragraph,
+    Heading,
+    Chapter,
+    /// The manuscript's last segment.
+    End,
+}
+
+impl Boundary {
+    /// The reason in a few words, for listings.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Sentence => "end of sentence",
+            Self::Clause => "clause mark (; :)",
+            Self::Comma => "long sentence, split at a comma",
+            Self::Word => "long sentence, split between words",
+            Self::Character => "long run without spaces, split between characters",
+            Self::FirstSentence => "first sentence alone (fast start)",
+            Self::Pause => "[pause] markup",
+            Self::Break => "[break] markup",
+            Self::Paragraph => "end of paragraph",
+            Self::Heading => "end of heading",
+            Self::Chapter => "end of chapter",
+            Self::End => "end of manuscript",
+        }
+    }
+
+    /// Whether the segment was cut inside a sentence (the sentence did not fit the limit).
+    #[must_use]
+    pub fn splits_sentence(self) -> bool {
+        matches!(self, Self::Comma | Self::Word | Self::Character)
+    }
+}
+
+impl std::fmt::Display for Boundary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.describe())
+    }
+}
+
+/// A stretch of text with its length and why it ends.
+type Sized = (Range<usize>, usize, Boundary);
+
 /// `split_paragraph` sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentLimits {
@@ -134,49 +199,74 @@ pub fn split_paragraph(
     limits: &SegmentLimits,
     measure: &mut Measure<'_>,
 ) -> Vec<Range<usize>> {
+    split_paragraph_cuts(text, lang, limits, measure).into_iter().map(|(r, _)| r).collect()
+}
+
+/// [`split_paragraph`] with the reason each segment ends: a sentence fitting the limit is never
+/// cut, an over-long one is cut at commas, then between words, then between characters.
+pub fn split_paragraph_cuts(
+    text: &str,
+    lang: Lang,
+    limits: &SegmentLimits,
+    measure: &mut Measure<'_>,
+) -> Vec<(Range<usize>, Boundary)> {
     let pieces = sentence_pieces(text, lang);
     let mut sized = Vec::new();
     for p in pieces {
         let n = measure.len(&text[p.clone()]);
+        let end = piece_end(&text[p.clone()], lang);
         if n > limits.token_max_n {
-            split_long(text, p, limits.token_max_n, measure, &mut sized);
+            split_long(text, p, end, limits.token_max_n, measure, &mut sized);
         } else {
-            sized.push((p, n));
+            sized.push((p, n, end));
         }
     }
     trimmed(text, merge(sized, limits))
 }
 
-/// Upstream's greedy merge over (range, length) pieces.
-fn merge(pieces: Vec<(Range<usize>, usize)>, limits: &SegmentLimits) -> Vec<Range<usize>> {
-    let mut out: Vec<(Range<usize>, usize)> = Vec::new();
-    let mut cur: Option<(Range<usize>, usize)> = None;
-    for (r, n) in pieces {
-        if let Some((cr, cn)) = &cur
+/// Why a sentence piece ends: its last mark (closers after it skipped).
+fn piece_end(piece: &str, lang: Lang) -> Boundary {
+    let last = piece.trim_end().trim_end_matches(is_closer).chars().next_back();
+    match last {
+        Some(';' | ':' | '；' | '：' | '、') if last.is_some_and(|c| is_mark(c, lang)) => {
+            Boundary::Clause
+        }
+        _ => Boundary::Sentence,
+    }
+}
+
+/// Upstream's greedy merge over (range, length, end) pieces; a segment ends as its last piece.
+fn merge(pieces: Vec<Sized>, limits: &SegmentLimits) -> Vec<(Range<usize>, Boundary)> {
+    let mut out: Vec<Sized> = Vec::new();
+    let mut cur: Option<Sized> = None;
+    for (r, n, end) in pieces {
+        if let Some((cr, cn, ce)) = &cur
             && cn + n > limits.token_max_n
             && *cn > limits.token_min_n
         {
-            out.push((cr.clone(), *cn));
+            out.push((cr.clone(), *cn, *ce));
             cur = None;
         }
         cur = Some(match cur {
-            Some((cr, cn)) => (cr.start..r.end, cn + n),
-            None => (r, n),
+            Some((cr, cn, _)) => (cr.start..r.end, cn + n, end),
+            None => (r, n, end),
         });
     }
-    if let Some((cr, cn)) = cur {
+    if let Some((cr, cn, ce)) = cur {
         match out.last_mut() {
-            Some(last) if cn < limits.merge_len => *last = (last.0.start..cr.end, last.1 + cn),
-            _ => out.push((cr, cn)),
+            Some(last) if cn < limits.merge_len => {
+                *last = (last.0.start..cr.end, last.1 + cn, ce);
+            }
+            _ => out.push((cr, cn, ce)),
         }
     }
-    out.into_iter().map(|(r, _)| r).collect()
+    out.into_iter().map(|(r, _, end)| (r, end)).collect()
 }
 
 /// `split_paragraph`'s ranges, trimmed of outer whitespace (parts of a split sentence start
 /// with the space before their first word).
-fn trimmed(text: &str, ranges: Vec<Range<usize>>) -> Vec<Range<usize>> {
-    ranges.into_iter().map(|r| trim(text, r)).filter(|r| !r.is_empty()).collect()
+fn trimmed(text: &str, ranges: Vec<(Range<usize>, Boundary)>) -> Vec<(Range<usize>, Boundary)> {
+    ranges.into_iter().map(|(r, end)| (trim(text, r), end)).filter(|(r, _)| !r.is_empty()).collect()
 }
 
 /// Sentence pieces: each ends after a run of marks and closers; trimmed of outer whitespace.
@@ -234,45 +324,56 @@ fn trim(text: &str, r: Range<usize>) -> Range<usize> {
     if lead == s.len() { r.start..r.start } else { r.start + lead..r.end - tail }
 }
 
-/// Splits an over-long piece at commas, then spaces, then characters; each part ≤ `max`.
+/// Splits an over-long piece at commas, then spaces, then characters; each part ≤ `max`. The
+/// last part ends as the piece does (`end`).
 fn split_long(
     text: &str,
     r: Range<usize>,
+    end: Boundary,
     max: usize,
     measure: &mut Measure<'_>,
-    out: &mut Vec<(Range<usize>, usize)>,
+    out: &mut Vec<Sized>,
 ) {
     let clauses = split_after(text, r, is_comma);
     let mut units = Vec::new();
     for c in clauses {
         let n = measure.len(&text[c.clone()]);
         if n <= max {
-            units.push((c, n));
+            units.push((c, n, Boundary::Comma));
             continue;
         }
         for w in split_words(text, c) {
             let n = measure.len(&text[w.clone()]);
             if n <= max {
-                units.push((w, n));
+                units.push((w, n, Boundary::Word));
             } else {
                 split_chars(text, w, max, measure, &mut units);
             }
         }
+        // The clause's last word ends at its comma.
+        if let Some(last) = units.last_mut() {
+            last.2 = Boundary::Comma;
+        }
     }
+    let first = out.len();
     pack(units, max, out);
+    if let Some(last) = out[first..].last_mut() {
+        last.2 = end;
+    }
 }
 
-/// Greedy packing of consecutive units into parts of at most `max`.
-fn pack(units: Vec<(Range<usize>, usize)>, max: usize, out: &mut Vec<(Range<usize>, usize)>) {
-    let mut cur: Option<(Range<usize>, usize)> = None;
-    for (r, n) in units {
+/// Greedy packing of consecutive units into parts of at most `max`; a part ends as its last
+/// unit.
+fn pack(units: Vec<Sized>, max: usize, out: &mut Vec<Sized>) {
+    let mut cur: Option<Sized> = None;
+    for (r, n, end) in units {
         cur = match cur {
-            Some((cr, cn)) if cn + n <= max => Some((cr.start..r.end, cn + n)),
+            Some((cr, cn, _)) if cn + n <= max => Some((cr.start..r.end, cn + n, end)),
             Some(c) => {
                 out.push(c);
-                Some((r, n))
+                Some((r, n, end))
             }
-            None => Some((r, n)),
+            None => Some((r, n, end)),
         };
     }
     out.extend(cur);
@@ -321,7 +422,7 @@ fn split_chars(
     r: Range<usize>,
     max: usize,
     measure: &mut Measure<'_>,
-    out: &mut Vec<(Range<usize>, usize)>,
+    out: &mut Vec<Sized>,
 ) {
     let mut st = r.start;
     let mut n = 0;
@@ -329,14 +430,15 @@ fn split_chars(
         let at = r.start + i;
         let w = measure.len(&text[at..at + c.len_utf8()]).max(1);
         if n + w > max && at > st {
-            out.push((st..at, n));
+            out.push((st..at, n, Boundary::Character));
             st = at;
             n = 0;
         }
         n += w;
     }
     if st < r.end {
-        out.push((st..r.end, n));
+        // The run's end is a word's end (or the clause's).
+        out.push((st..r.end, n, Boundary::Word));
     }
 }
 

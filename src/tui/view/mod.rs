@@ -218,12 +218,30 @@ fn draw_title(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     frame.render_widget(Paragraph::new(Line::from(spans)).style(theme.title), area);
 }
 
+/// The audition picker: the choice under the cursor highlighted among its neighbours.
+fn audition_line<'a>(app: &'a App, theme: &Theme) -> Line<'a> {
+    let mut spans = vec![Span::styled("hear: ", theme.hint_text)];
+    // From two before the cursor, so it stays on screen in a long segment.
+    let first = app.audition_at.saturating_sub(2);
+    if first > 0 {
+        spans.push(Span::styled("… ", theme.hint_text));
+    }
+    for (i, c) in app.audition.iter().enumerate().skip(first) {
+        let style = if i == app.audition_at { theme.selection } else { theme.search };
+        spans.push(Span::styled(format!(" {} ", c.label), style));
+    }
+    spans.push(Span::styled("  ←/→ pick · enter hear · esc done", theme.hint_text));
+    Line::from(spans)
+}
+
 fn draw_hints(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     let line = if app.mode == Mode::Note {
         Line::from(vec![
             Span::styled(format!("note: {}", app.note_draft), theme.search),
             Span::styled("  enter save · esc cancel", theme.hint_text),
         ])
+    } else if app.mode == Mode::Audition {
+        audition_line(app, theme)
     } else if app.mode == Mode::Search {
         let n = app.search_matches().len();
         Line::from(vec![

@@ -72,7 +72,7 @@ pub fn draw_list(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
                 Span::styled(format!("#{:<6} ", row.shown_seed()), theme.dim),
                 Span::styled(flag, theme.value_bad),
                 Span::styled(outliers, theme.notice),
-                Span::styled(row.text.replace('\n', " "), text_style),
+                Span::styled(row.shown_source().replace('\n', " "), text_style),
             ]);
             if i == app.selected {
                 line = line.patch_style(theme.selection);
@@ -133,6 +133,16 @@ pub fn draw_text(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
     if !row.note.is_empty() {
         lines.push(Line::from(Span::styled(format!("note: {}", row.note), theme.notice)));
     }
-    lines.push(Line::from(Span::styled(row.text.clone(), Style::default().patch(theme.text))));
+    lines.push(Line::from(Span::styled(
+        row.shown_source().to_string(),
+        Style::default().patch(theme.text),
+    )));
+    // What the model reads, where normalisation changed it (numbers, symbols, markup).
+    if row.text != row.shown_source() {
+        lines.push(Line::from(vec![
+            Span::styled("spoken: ", theme.dim),
+            Span::styled(row.text.clone(), theme.dim),
+        ]));
+    }
     frame.render_widget(Paragraph::new(lines).block(block).wrap(Wrap { trim: true }), area);
 }

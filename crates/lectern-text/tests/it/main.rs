@@ -3,3 +3,4 @@
 mod language;
 mod manuscript;
 mod normalize;
+mod segment;
