@@ -431,6 +431,18 @@ impl Effective {
         }
     }
 
+    /// Everything a run speaks with: these settings, and the flag-only ones of `synth`.
+    pub fn synth_options(&self, synth: &SynthArgs) -> Result<crate::synth::SynthOptions> {
+        Ok(crate::synth::SynthOptions {
+            model: self.model.value.clone(),
+            voice: self.voice.value.clone(),
+            device: parse_device(&self.device.value)?,
+            params: self.params(synth),
+            flow_matmul: synth.flow_matmul.map(Into::into),
+            base_seed: synth.seed,
+        })
+    }
+
     /// `key  value  (source)` lines.
     pub fn lines(&self) -> Vec<(String, String, String)> {
         let row = |k: &str, v: String, s: &Source| (k.to_string(), v, s.to_string());
@@ -888,12 +900,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 manuscript,
                 out,
                 split_chapters: split.is_some(),
-                model: eff.model.value.clone(),
-                voice: eff.voice.value.clone(),
-                device: parse_device(&eff.device.value)?,
-                params: eff.params(&synth),
-                flow_matmul: synth.flow_matmul.map(Into::into),
-                base_seed: synth.seed,
+                synth: eff.synth_options(&synth)?,
                 progress: !quiet,
                 project: project.choice(),
                 dry_run,
@@ -935,12 +942,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 text,
                 out,
                 pronunciations,
-                model: eff.model.value.clone(),
-                voice: eff.voice.value.clone(),
-                device: parse_device(&eff.device.value)?,
-                params: eff.params(&synth),
-                flow_matmul: synth.flow_matmul.map(Into::into),
-                base_seed: synth.seed,
+                synth: eff.synth_options(&synth)?,
                 playback_device: eff.playback_device.value.clone(),
                 fallback_wav: fallback_wav.unwrap_or_else(|| output_dir(&cfg).join("say.wav")),
             };
@@ -975,12 +977,7 @@ pub fn run(cli: Cli) -> Result<()> {
                 });
             workstation::run(workstation::WorkstationOptions {
                 manuscript: w.manuscript,
-                model: eff.model.value.clone(),
-                voice: eff.voice.value.clone(),
-                device: parse_device(&eff.device.value)?,
-                params: eff.params(&w.synth),
-                flow_matmul: w.synth.flow_matmul.map(Into::into),
-                base_seed: w.synth.seed,
+                synth: eff.synth_options(&w.synth)?,
                 fallback_wav: w.fallback_wav,
                 project: w.project.choice(),
                 theme: eff.theme.value.clone(),

@@ -35,6 +35,7 @@ pub mod render;
 pub mod say;
 pub mod session;
 pub mod store;
+pub mod synth;
 pub mod tui;
 pub mod voices;
 pub mod workstation;

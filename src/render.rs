@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use candle::Device;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::audio::master;
@@ -24,13 +23,11 @@ use crate::audio::wav::{self, WavFormat};
 pub use crate::session::ProjectChoice;
 use crate::session::{self, ModelChoice, PlannedSegment, Session};
 use crate::store::SegmentKey;
-use lectern_engine::protocol::{
-    EngineEvent, RenderParams, Request, SegmentState, Take, TakeSettings,
-};
+use crate::synth::SynthOptions;
+use lectern_engine::protocol::{EngineEvent, Request, SegmentState, Take};
 use lectern_engine::voice::ModelSignature;
 use lectern_engine::{ENGINE_VERSION, Engine};
 use lectern_model::config::{SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN};
-use lectern_model::flow::FlowMatmul;
 use lectern_text::{Boundary, Lang, Manuscript, SegmentLimits, Tokenizer};
 
 /// Options of one render.
@@ -40,15 +37,8 @@ pub struct RenderOptions {
     pub out: PathBuf,
     /// One file per chapter (`OUT-01.wav`, …) instead of one file.
     pub split_chapters: bool,
-    pub model: Option<PathBuf>,
-    pub voice: Option<String>,
-    pub device: Device,
-    pub params: RenderParams,
-    /// How the flow's matmuls run; `None`: the device's default ([`FlowMatmul::default_for`]).
-    pub flow_matmul: Option<FlowMatmul>,
-    /// Each segment's default seed derives from this and the segment's content
-    /// ([`crate::session::seed::segment_seed`]).
-    pub base_seed: u64,
+    /// Model, voice, device, engine parameters, flow matmul, base seed.
+    pub synth: SynthOptions,
     pub progress: bool,
     pub project: ProjectChoice,
     /// Check the inputs and segment the manuscript; load no model, write nothing.
@@ -196,23 +186,11 @@ struct ChosenTake {
     reused: bool,
 }
 
-/// The settings this run's takes will record.
-fn current_settings(opts: &RenderOptions) -> TakeSettings {
-    let flow_matmul = opts.flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(&opts.device));
-    TakeSettings {
-        nfe: opts.params.nfe,
-        precision: opts.params.precision,
-        min_len_rule: opts.params.min_len_rule,
-        backend: lectern_engine::cosyvoice::device_name(&opts.device),
-        flow_matmul: flow_matmul.name().to_string(),
-    }
-}
-
 /// Renders the manuscript; returns what was written.
 pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     let started = Instant::now();
-    let model = ModelChoice::resolve(opts.model.as_deref())?;
-    let voice = session::resolve_voice(opts.voice.as_deref(), &model)?;
+    let model = ModelChoice::resolve(opts.synth.model.as_deref())?;
+    let voice = session::resolve_voice(opts.synth.voice.as_deref(), &model)?;
     let signature = ModelSignature::from_model_dir(&model.dir)
         .with_context(|| format!("reading the model in {}", model.dir.display()))?;
     voice.check_model(&signature).with_context(|| format!("voice `{}`", voice.manifest.name))?;
@@ -255,12 +233,12 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     }
 
     let mut session =
-        Session::open(&opts.project, &opts.manuscript, &voice, &model.dir, opts.base_seed)?;
+        Session::open(&opts.project, &opts.manuscript, &voice, &model.dir, opts.synth.base_seed)?;
     session.measure_with(crate::quality::QualityProbe::load(&model.dir, &voice)?);
     report_open_check(&session);
     session.sync_read(&book, &tokenizer, &opts.read)?;
     report.project = session.project_dir().map(Path::to_path_buf);
-    let other = session.other_settings(&current_settings(opts))?;
+    let other = session.other_settings(&opts.synth.take_settings())?;
     report.other_settings = other.len();
     let rerender: HashSet<SegmentKey> = if opts.rerender_settings {
         other.iter().filter(|(_, approved)| !approved).map(|(k, _)| *k).collect()
@@ -294,11 +272,11 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         let backend = session::backend(
             &model,
             &voice,
-            &opts.device,
-            opts.params.precision,
-            opts.flow_matmul,
+            &opts.synth.device,
+            opts.synth.params.precision,
+            opts.synth.flow_matmul,
         )?;
-        let handle = Engine::spawn(backend, voice.manifest.name.clone(), opts.params.clone());
+        let handle = Engine::spawn(backend, voice.manifest.name.clone(), opts.synth.params.clone());
         for record in &work.regenerate {
             handle
                 .tx

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use candle::Device;
 
 use crate::audio::player::{
     AudioCommand, Cue, DeviceChoice, Playback, Player, PlayerConfig, SinkInfo,
@@ -16,8 +15,7 @@ use crate::audio::player::{
 use crate::audio::wav;
 use crate::render::{self, RenderOptions};
 use crate::session::ProjectChoice;
-use lectern_engine::protocol::RenderParams;
-use lectern_model::flow::FlowMatmul;
+use crate::synth::SynthOptions;
 use lectern_text::pronounce::PROJECT_FILE;
 
 /// What `say` needs.
@@ -29,12 +27,8 @@ pub struct SayOptions {
     /// The pronunciation list to read with (default: `pronunciations.txt` in the current
     /// directory, when there is one).
     pub pronunciations: Option<PathBuf>,
-    pub model: Option<PathBuf>,
-    pub voice: Option<String>,
-    pub device: Device,
-    pub params: RenderParams,
-    pub flow_matmul: Option<FlowMatmul>,
-    pub base_seed: u64,
+    /// Model, voice, device, engine parameters, flow matmul, base seed.
+    pub synth: SynthOptions,
     /// `default`, a device name, or `file`.
     pub playback_device: String,
     /// Where playback goes without an audio device.
@@ -65,12 +59,7 @@ pub fn say(opts: &SayOptions) -> anyhow::Result<Said> {
         manuscript,
         out: wav_out.clone(),
         split_chapters: false,
-        model: opts.model.clone(),
-        voice: opts.voice.clone(),
-        device: opts.device.clone(),
-        params: opts.params.clone(),
-        flow_matmul: opts.flow_matmul,
-        base_seed: opts.base_seed,
+        synth: opts.synth.clone(),
         progress: false,
         project: ProjectChoice::Off,
         dry_run: false,

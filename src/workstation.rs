@@ -12,11 +12,11 @@ use candle::Device;
 use crate::audio::player::DeviceChoice;
 use crate::audio::{Player, PlayerConfig};
 use crate::session::{self, ModelChoice, ProjectChoice, Session};
+use crate::synth::SynthOptions;
 use crate::tui::desk::Desk;
 use crate::tui::watch::ManuscriptSource;
 use crate::tui::{self, AppConfig, RunConfig};
 use lectern_engine::Engine;
-use lectern_engine::protocol::RenderParams;
 use lectern_engine::voice::ModelSignature;
 use lectern_model::flow::FlowMatmul;
 
@@ -36,13 +36,8 @@ pub enum KeymapChoice {
 #[derive(Debug, Clone)]
 pub struct WorkstationOptions {
     pub manuscript: Option<PathBuf>,
-    pub model: Option<PathBuf>,
-    pub voice: Option<String>,
-    pub device: Device,
-    pub params: RenderParams,
-    /// How the flow's matmuls run; `None`: the device's default ([`FlowMatmul::default_for`]).
-    pub flow_matmul: Option<FlowMatmul>,
-    pub base_seed: u64,
+    /// Model, voice, device, engine parameters, flow matmul, base seed.
+    pub synth: SynthOptions,
     /// Where playback is written when there is no audio device (never over an existing file).
     pub fallback_wav: Option<PathBuf>,
     pub project: ProjectChoice,
@@ -65,29 +60,33 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
         Some(p) => p.clone(),
         None => crate::assets::sample_manuscript()?,
     };
-    let model = ModelChoice::resolve(opts.model.as_deref())?;
-    let voice = session::resolve_voice(opts.voice.as_deref(), &model)?;
+    let model = ModelChoice::resolve(opts.synth.model.as_deref())?;
+    let voice = session::resolve_voice(opts.synth.voice.as_deref(), &model)?;
     let signature = ModelSignature::from_model_dir(&model.dir)
         .with_context(|| format!("reading the model in {}", model.dir.display()))?;
     voice.check_model(&signature).with_context(|| format!("voice `{}`", voice.manifest.name))?;
     let tokenizer = Arc::new(session::tokenizer(&model)?);
     let project = opts.project.clone();
     let mut session =
-        Session::open(&project, &manuscript_path, &voice, &model.dir, opts.base_seed)?;
+        Session::open(&project, &manuscript_path, &voice, &model.dir, opts.synth.base_seed)?;
     // Each take is measured as it is saved, so the list can flag outliers (#19).
     session.measure_with(crate::quality::QualityProbe::load(&model.dir, &voice)?);
     let mut desk = Desk::open_with(session, &manuscript_path, Arc::clone(&tokenizer), opts.read)?;
 
     let voice_name = voice.manifest.name.clone();
-    let (model_for_engine, device, precision, flow_matmul) =
-        (model.clone(), opts.device.clone(), opts.params.precision, opts.flow_matmul);
+    let (model_for_engine, device, precision, flow_matmul) = (
+        model.clone(),
+        opts.synth.device.clone(),
+        opts.synth.params.precision,
+        opts.synth.flow_matmul,
+    );
     let handle = Engine::spawn_with(
         move || {
             session::backend(&model_for_engine, &voice, &device, precision, flow_matmul)
                 .map_err(|e| lectern_engine::EngineError::Backend(format!("{e:#}")))
         },
         voice_name.clone(),
-        opts.params.clone(),
+        opts.synth.params.clone(),
     );
     let fallback = match &opts.fallback_wav {
         Some(p) => unused_path(p),
@@ -137,9 +136,9 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
                 model.dir.display().to_string()
             },
             tiny_model: model.bundled_tiny,
-            backend: backend_label(&opts.device, opts.flow_matmul),
+            backend: backend_label(&opts.synth.device, opts.synth.flow_matmul),
             project: desk.session().project_dir().map(|d| d.display().to_string()),
-            params: opts.params.clone(),
+            params: opts.synth.params.clone(),
             theme: opts.theme.clone(),
             banner,
             log,

@@ -15,6 +15,7 @@ use super::BookMeta;
 use crate::render::{self, RenderOptions};
 use crate::session::ProjectChoice;
 use crate::store::Project;
+use crate::synth::SynthOptions;
 use lectern_engine::protocol::RenderParams;
 
 /// ACX's opening credits.
@@ -83,12 +84,14 @@ pub fn render_credit(project: &Project, text: &str, out: &Path) -> anyhow::Resul
         manuscript,
         out: out.to_path_buf(),
         split_chapters: false,
-        model: Some(sources.model_dir.clone()),
-        voice: Some(sources.voice_dir.to_string_lossy().into_owned()),
-        device: candle::Device::Cpu,
-        params: book_params(project)?,
-        flow_matmul: None,
-        base_seed: CREDITS_BASE_SEED,
+        synth: SynthOptions {
+            model: Some(sources.model_dir.clone()),
+            voice: Some(sources.voice_dir.to_string_lossy().into_owned()),
+            device: candle::Device::Cpu,
+            params: book_params(project)?,
+            flow_matmul: None,
+            base_seed: CREDITS_BASE_SEED,
+        },
         progress: false,
         project: ProjectChoice::Off,
         dry_run: false,
