@@ -6,21 +6,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::cli_common::isolated_env;
 use candle::{DType, Device, Tensor};
 use lectern_model::Checkpoint;
 
 const MODEL: &str = "fixtures/cosyvoice3-tiny-a/model";
-
-/// The developer's configuration and data stay out of the test: `HOME` and the XDG folders in
-/// the build's temp dir (the demo model is materialised there once).
-fn isolated_env() -> Vec<(&'static str, std::path::PathBuf)> {
-    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
-    vec![
-        ("XDG_CONFIG_HOME", home.join(".config")),
-        ("XDG_DATA_HOME", home.join(".local/share")),
-        ("HOME", home),
-    ]
-}
 
 /// Where one tensor's bytes sit in a `.pt` file, and the zip headers holding their CRC.
 struct Located {

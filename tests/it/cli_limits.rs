@@ -3,19 +3,9 @@
 //! the argument parser with exit status 2 and a message saying what is accepted — before any
 //! model is loaded or file written. `--precision`'s help is written for users.
 
+use crate::cli_common::isolated_env;
 use std::path::Path;
 use std::process::{Command, Output};
-
-/// The developer's configuration and data stay out of the test: `HOME` and the XDG folders in
-/// the build's temp dir (the demo model is materialised there once).
-fn isolated_env() -> Vec<(&'static str, std::path::PathBuf)> {
-    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
-    vec![
-        ("XDG_CONFIG_HOME", home.join(".config")),
-        ("XDG_DATA_HOME", home.join(".local/share")),
-        ("HOME", home),
-    ]
-}
 
 fn lectern<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lectern"))

@@ -11,6 +11,7 @@
 //!
 //! Needs tmux (`apt-get install -y tmux`); without it the test fails and says so.
 
+use crate::cli_common::isolated_env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -252,17 +253,6 @@ climbed the stairs again, as he had done for thirty years.\n\n\
 Rain fell on the roof all night long, and the wind pulled at the shutters. Nobody in the \
 village slept.\n\n\
 She turned the page.\n";
-
-/// The developer's configuration and data stay out of the test: `HOME` and the XDG folders in
-/// the build's temp dir (the demo model is materialised there once).
-fn isolated_env() -> Vec<(&'static str, std::path::PathBuf)> {
-    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
-    vec![
-        ("XDG_CONFIG_HOME", home.join(".config")),
-        ("XDG_DATA_HOME", home.join(".local/share")),
-        ("HOME", home),
-    ]
-}
 
 /// The binary as a pane's shell runs it, with [`isolated_env`].
 fn isolated_bin() -> String {

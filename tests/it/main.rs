@@ -5,6 +5,7 @@
 //!
 //! Run one area with `cargo test --test it AREA::`, e.g. `cargo test --test it store_export::`.
 
+mod cli_common;
 mod deliver_common;
 mod epub_common;
 mod session_common;

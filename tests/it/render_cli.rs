@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::cli_common::isolated_env;
 use serde_json::Value;
 
 const SAMPLES_PER_TOKEN: u64 = 960;
@@ -83,17 +84,6 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 const SHORT: &str = "[pause:250ms]\n\nThe keeper climbed the stairs. He counted every step.\n\n\
                      The lamp was cold that night. [pause:0.5s] Nobody came.\n";
-
-/// The developer's configuration and data stay out of the test: `HOME` and the XDG folders in
-/// the build's temp dir (the demo model is materialised there once).
-fn isolated_env() -> Vec<(&'static str, std::path::PathBuf)> {
-    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
-    vec![
-        ("XDG_CONFIG_HOME", home.join(".config")),
-        ("XDG_DATA_HOME", home.join(".local/share")),
-        ("HOME", home),
-    ]
-}
 
 #[test]
 fn wav_length_is_tokens_times_960_plus_pauses() {

@@ -3,23 +3,13 @@
 //! `lectern render` on the tiny model speaks with it. Bad references fail with a message naming
 //! the file and leave no voice behind; an existing voice is only replaced with `--force`.
 
+use crate::cli_common::isolated_env;
 use std::path::Path;
 use std::process::{Command, Output};
 
 const REFERENCE: &str = "fixtures/voice-prompt/prompt.wav";
 const TRANSCRIPT: &str = "The quick brown fox jumps over the lazy dog, while seven little birds \
                           sing a happy song in the morning sun.";
-
-/// The developer's configuration and data stay out of the test: `HOME` and the XDG folders in
-/// the build's temp dir (the demo model is materialised there once).
-fn isolated_env() -> Vec<(&'static str, std::path::PathBuf)> {
-    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
-    vec![
-        ("XDG_CONFIG_HOME", home.join(".config")),
-        ("XDG_DATA_HOME", home.join(".local/share")),
-        ("HOME", home),
-    ]
-}
 
 fn lectern(voices: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lectern"));

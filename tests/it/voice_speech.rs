@@ -4,22 +4,12 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::cli_common::isolated_env;
 use rand::{Rng, SeedableRng};
 
 const RATE: u32 = 22_050;
 
 const SECONDS: f64 = 4.0;
-
-/// The developer's configuration and data stay out of the test: `HOME` and the XDG folders in
-/// the build's temp dir (the demo model is materialised there once).
-fn isolated_env() -> Vec<(&'static str, std::path::PathBuf)> {
-    let home = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
-    vec![
-        ("XDG_CONFIG_HOME", home.join(".config")),
-        ("XDG_DATA_HOME", home.join(".local/share")),
-        ("HOME", home),
-    ]
-}
 
 fn white_noise(seed: u64) -> Vec<f32> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
