@@ -14,7 +14,9 @@
 //! The model directory is upstream's download (`llm.pt`, `flow.pt`, `hift.pt`,
 //! `CosyVoice-BlankEN/`; [`config::ModelFiles`]); `.pt` checkpoints are read without Python
 //! ([`pt`], with the zip CRC-32 of every tensor record checked), safetensors too, and every
-//! missing or misshapen tensor is an error naming the file and the key ([`weights`]). [`mel`]
+//! missing or misshapen tensor is an error naming the file and the key ([`weights`]: candle-nn's
+//! `VarBuilder`, wrapped for those errors and for weight-norm folding). Every projection is one
+//! [`linear::Linear`] (dense, q8_0, 3xTF32 or bf16 products), a candle `Module`. [`mel`]
 //! is the Matcha-TTS mel front end the voice prompt goes through; [`noise`] rebuilds upstream's
 //! fixed noise buffers bit for bit (torch's MT19937 `randn`).
 //!
@@ -50,6 +52,11 @@
 //! deviations, never silent defaults. Several decode lanes share one LM batch without changing
 //! any lane's tokens ([`lm::GenerateOptions`]); several segments share one flow call
 //! ([`flow::CausalMaskedDiffWithDiT::decode_group`]).
+//!
+//! Lectern's own kernels (fused CPU ops, and on CUDA its NVRTC-compiled kernels) are on by
+//! default and are each model's option: `SpeechLm::set_kernels`,
+//! `CausalMaskedDiffWithDiT::set_kernels`, `Hift::set_kernels` (off: candle's ops only, within
+//! the same fixture gates), so two models in one process may differ.
 //!
 //! # Features
 //!
