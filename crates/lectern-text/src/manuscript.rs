@@ -1,10 +1,11 @@
 //! Manuscripts: plain text or Markdown → chapters of normalised, sized segments with spans.
 //!
 //! * Plain text: paragraphs are separated by blank lines; one chapter without a title.
-//! * Markdown (`.md`, `.markdown`): every ATX heading (`#` … `######`) starts a chapter and is
-//!   read as a heading segment; emphasis, inline code and links are read as their text; images,
-//!   HTML tags, fenced and indented code blocks, link definitions and thematic breaks are
-//!   skipped; block quotes and list items are read as paragraphs.
+//! * Markdown (`.md`, `.markdown`; block structure by pulldown-cmark, CommonMark): every
+//!   heading, ATX (`#` … `######`) or setext (a line over `===` or `---`), starts a chapter and
+//!   is read as a heading segment; emphasis, inline code and links are read as their text;
+//!   images, HTML tags and comments, fenced and indented code blocks, link definitions and
+//!   thematic breaks are skipped; block quotes and list items are read as paragraphs.
 //! * Pause markup anywhere in the text: `[pause]` (default 500 ms), `[pause:1.5s]`,
 //!   `[pause:300ms]`, `[break]` (a paragraph break inside a line). A bad value is an error
 //!   naming line and column. The pause after a segment is the larger of its structural pause
@@ -18,6 +19,8 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 use super::document::{BookInfo, Document};
 use super::mapped::Mapped;
@@ -957,122 +960,138 @@ fn plain_blocks(src: &str) -> Vec<(Option<String>, Block)> {
     out
 }
 
+/// Markdown blocks: pulldown-cmark gives the block structure; each readable block's text is
+/// read from its source lines by [`inline_markdown`], so spans, pause and language markup
+/// stay exact. Code blocks and HTML comments are skipped; other HTML blocks are read with
+/// their tags dropped.
 fn markdown_blocks(src: &str) -> Vec<(Option<String>, Block)> {
+    let bom = if src.starts_with('\u{feff}') { 3 } else { 0 };
+    let body = front_matter(src).map_or(bom, |f| f.end);
     let mut out = Vec::new();
-    let mut para: Option<Mapped> = None;
-    let mut fence: Option<&str> = None;
-    let body_start = front_matter(src).map_or(0, |f| f.end);
-    let flush = |para: &mut Option<Mapped>, out: &mut Vec<(Option<String>, Block)>| {
-        if let Some(p) = para.take() {
-            out.push((None, Block { kind: SegmentKind::Body, text: p }));
-        }
-    };
-    for (content, off, _) in lines(src).into_iter().filter(|&(_, off, _)| off >= body_start) {
-        let trimmed = content.trim_start();
-        let indent: usize = content[..content.len() - trimmed.len()]
-            .chars()
-            .map(|c| if c == '\t' { 4 } else { 1 })
-            .sum();
-        let t_off = off + (content.len() - trimmed.len());
-        if let Some(f) = fence {
-            if trimmed.starts_with(f) {
-                fence = None;
+    let mut leaf = Leaf::default();
+    let mut skipping = false;
+    for (event, range) in Parser::new_ext(&src[body..], Options::empty()).into_offset_iter() {
+        let range = range.start + body..range.end + body;
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => {
+                leaf.flush_body(src, &mut out);
+                skipping = true;
             }
-            continue;
+            Event::Start(Tag::HtmlBlock) if src[range.clone()].trim_start().starts_with("<!--") => {
+                skipping = true
+            }
+            Event::End(TagEnd::CodeBlock | TagEnd::HtmlBlock) => {
+                leaf.flush_body(src, &mut out);
+                skipping = false;
+            }
+            Event::End(TagEnd::Heading(_)) => leaf.flush_heading(src, &mut out),
+            Event::SoftBreak | Event::HardBreak => {}
+            _ if !is_inline(&event) => leaf.flush_body(src, &mut out),
+            _ if !skipping => leaf.add(src, range),
+            _ => {}
         }
-        if indent < 4 && (trimmed.starts_with("```") || trimmed.starts_with("~~~")) {
-            flush(&mut para, &mut out);
-            fence = Some(&trimmed[..3]);
-            continue;
-        }
-        if trimmed.is_empty() {
-            flush(&mut para, &mut out);
-            continue;
-        }
-        if indent >= 4 && para.is_none() {
-            continue; // indented code block
-        }
-        if let Some((level_len, title)) = atx_heading(trimmed) {
-            flush(&mut para, &mut out);
-            let mut m = Mapped::default();
-            inline_markdown(title, t_off + level_len, &mut m);
-            let clean = strip_lang_markup(m.text.trim()).trim().to_string();
-            out.push((Some(clean), Block { kind: SegmentKind::Heading, text: m }));
-            continue;
-        }
-        if is_thematic_break(trimmed)
-            || (trimmed.starts_with("<!--") && trimmed.ends_with("-->"))
-            || is_link_definition(trimmed)
-        {
-            flush(&mut para, &mut out);
-            continue;
-        }
-        // Block quote markers, then a list marker starting a new item.
-        let mut line = trimmed;
-        let mut line_off = t_off;
-        while let Some(rest) = line.strip_prefix('>') {
-            let rest2 = rest.strip_prefix(' ').unwrap_or(rest);
-            line_off += line.len() - rest2.len();
-            line = rest2;
-        }
-        if let Some(n) = list_marker(line) {
-            flush(&mut para, &mut out);
-            line_off += n;
-            line = &line[n..];
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let p = para.get_or_insert_with(Mapped::default);
-        if !p.text.is_empty() {
-            p.push_replace("\n", line_off..line_off);
-        }
-        inline_markdown(line, line_off, p);
     }
-    flush(&mut para, &mut out);
+    leaf.flush_body(src, &mut out);
     out
 }
 
-/// `## Title ##` → (bytes before the title, title).
-fn atx_heading(t: &str) -> Option<(usize, &str)> {
-    let h = t.bytes().take_while(|&b| b == b'#').count();
-    if !(1..=6).contains(&h) || !(t.len() == h || t[h..].starts_with([' ', '\t'])) {
-        return None;
+/// Events inside a block's text (as opposed to those that open, close or separate blocks).
+fn is_inline(event: &Event<'_>) -> bool {
+    match event {
+        Event::Start(tag) => matches!(
+            tag,
+            Tag::Emphasis
+                | Tag::Strong
+                | Tag::Strikethrough
+                | Tag::Superscript
+                | Tag::Subscript
+                | Tag::Link { .. }
+                | Tag::Image { .. }
+        ),
+        Event::End(tag) => matches!(
+            tag,
+            TagEnd::Emphasis
+                | TagEnd::Strong
+                | TagEnd::Strikethrough
+                | TagEnd::Superscript
+                | TagEnd::Subscript
+                | TagEnd::Link
+                | TagEnd::Image
+        ),
+        Event::Rule => false,
+        _ => true,
     }
-    let body = &t[h..];
-    let lead = body.len() - body.trim_start().len();
-    let mut title = body.trim();
-    let stripped = title.trim_end_matches('#');
-    if stripped.is_empty() || stripped.ends_with([' ', '\t']) {
-        title = stripped.trim_end();
-    }
-    Some((h + lead, title))
 }
 
-fn is_thematic_break(t: &str) -> bool {
-    let s: String = t.chars().filter(|c| !c.is_whitespace()).collect();
-    s.len() >= 3
-        && (s.chars().all(|c| c == '-')
-            || s.chars().all(|c| c == '*')
-            || s.chars().all(|c| c == '_')
-            || s.chars().all(|c| c == '='))
+/// The source extent of the block being read: where its first inline event starts and where
+/// its last one ends.
+#[derive(Default)]
+struct Leaf {
+    extent: Option<Range<usize>>,
 }
 
-fn is_link_definition(t: &str) -> bool {
-    t.starts_with('[') && t.find("]:").is_some_and(|k| !t[1..k].contains(']') && t[..k].len() > 1)
+impl Leaf {
+    fn add(&mut self, src: &str, range: Range<usize>) {
+        match &mut self.extent {
+            Some(e) => e.end = e.end.max(range.end),
+            None => {
+                // An escaped character's text starts after its backslash; the backslash is
+                // part of the source `inline_markdown` reads.
+                let start = range.start - usize::from(src[..range.start].ends_with('\\'));
+                self.extent = Some(start..range.end);
+            }
+        }
+    }
+
+    fn flush_body(&mut self, src: &str, out: &mut Vec<(Option<String>, Block)>) {
+        if let Some(extent) = self.extent.take() {
+            let text = read_lines(src, extent, false);
+            out.push((None, Block { kind: SegmentKind::Body, text }));
+        }
+    }
+
+    /// Every heading (ATX or setext, any level) opens a chapter, an empty one too.
+    fn flush_heading(&mut self, src: &str, out: &mut Vec<(Option<String>, Block)>) {
+        let text = self.extent.take().map(|e| read_lines(src, e, true)).unwrap_or_default();
+        let title = strip_lang_markup(text.text.trim()).trim().replace('\n', " ");
+        out.push((Some(title), Block { kind: SegmentKind::Heading, text }));
+    }
 }
 
-fn list_marker(t: &str) -> Option<usize> {
-    let b = t.as_bytes();
-    if matches!(b.first(), Some(b'-' | b'*' | b'+')) && b.get(1) == Some(&b' ') {
-        return Some(2);
+/// A block's text from its source lines, joined by `\n`. The first line starts at `extent`;
+/// later lines after their container prefix (indentation, `>` markers), the only prefix a
+/// continuation line can have. Body lines run to the line end (trailing spaces and a hard
+/// break's backslash included, as written); a heading's last line ends with its text,
+/// before an ATX closing sequence.
+fn read_lines(src: &str, extent: Range<usize>, heading: bool) -> Mapped {
+    let mut out = Mapped::default();
+    let mut start = extent.start;
+    while start < extent.end {
+        let line_end = src[start..].find('\n').map_or(src.len(), |k| start + k);
+        let mut end = src[..line_end].strip_suffix('\r').map_or(line_end, str::len);
+        if heading && line_end >= extent.end {
+            end = end.min(extent.end);
+        }
+        let line = &src[start..end];
+        if !line.trim().is_empty() {
+            if !out.text.is_empty() {
+                out.push_replace("\n", start..start);
+            }
+            inline_markdown(line, start, &mut out);
+        }
+        start = line_end + 1;
+        start += container_prefix_len(src.get(start..).unwrap_or_default());
     }
-    let d = b.iter().take_while(|c| c.is_ascii_digit()).count();
-    if (1..=9).contains(&d) && matches!(b.get(d), Some(b'.' | b')')) && b.get(d + 1) == Some(&b' ')
-    {
-        return Some(d + 2);
+    out
+}
+
+/// The length of a continuation line's container prefix: indentation and `>` markers.
+fn container_prefix_len(line: &str) -> usize {
+    let mut rest = line.trim_start_matches([' ', '\t']);
+    while let Some(quoted) = rest.strip_prefix('>') {
+        rest = quoted.trim_start_matches([' ', '\t']);
     }
-    None
+    line.len() - rest.len()
 }
 
 /// Inline Markdown → text: emphasis markers, backticks and HTML tags dropped, links read as

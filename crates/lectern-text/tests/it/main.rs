@@ -2,5 +2,6 @@
 
 mod language;
 mod manuscript;
+mod markdown;
 mod normalize;
 mod segment;
