@@ -1,7 +1,7 @@
 //! The one linear layer of every stage: `y = x·Wᵀ (+ b)` over the last dimension, as one flat
 //! `(rows, in) @ Wᵀ` product, implementing candle's [`Module`].
 //!
-//! What varies is how the product runs ([`Product`]): a dense weight (f32, or f16/bf16 for the
+//! What varies is how the product runs: a dense weight (f32, or f16/bf16 for the
 //! LM's reduced precisions), q8_0 blocks (the LM's `q8_0`), or the flow's split-f32 3xTF32 and
 //! bf16 products ([`FlowMatmul`]). The variants are built from the f32 checkpoint weight once,
 //! at load, so a forward pass never converts weights.
