@@ -8,41 +8,13 @@ use std::path::Path;
 
 use lectern_engine::voice::reference::load_reference;
 use lectern_engine::voice::speech::SpeechEvidence;
-use rand::{Rng, SeedableRng};
+use lectern_test_support::signals::{melody, tone, white_noise};
 
 const SPEECH: &str = "../../fixtures/voice-prompt/prompt.wav";
 
 const RATE: u32 = 22_050;
 
 const SECONDS: f64 = 4.0;
-
-fn white_noise(seed: u64) -> Vec<f32> {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    (0..(SECONDS * f64::from(RATE)) as usize).map(|_| rng.gen_range(-0.3f32..0.3)).collect()
-}
-
-fn tone(hz: f64) -> Vec<f32> {
-    let n = (SECONDS * f64::from(RATE)) as usize;
-    (0..n)
-        .map(|i| (0.3 * (std::f64::consts::TAU * hz * i as f64 / f64::from(RATE)).sin()) as f32)
-        .collect()
-}
-
-/// A melody of plucked notes, four a second, each decaying: tonal and loudness-modulated at a
-/// syllable-like rate, but pitched without a break — music, not speech.
-fn melody() -> Vec<f32> {
-    let notes = [220.0, 247.0, 262.0, 294.0, 330.0, 294.0, 262.0, 247.0];
-    let note_len = RATE as usize / 4;
-    let n = (SECONDS * f64::from(RATE)) as usize;
-    (0..n)
-        .map(|i| {
-            let (k, j) = (i / note_len, i % note_len);
-            let t = j as f64 / f64::from(RATE);
-            let hz = notes[k % notes.len()];
-            (0.3 * (-6.0 * t).exp() * (std::f64::consts::TAU * hz * t).sin()) as f32
-        })
-        .collect()
-}
 
 #[test]
 fn speech_passes_and_noise_tone_and_melody_do_not() {
@@ -51,10 +23,10 @@ fn speech_passes_and_noise_tone_and_melody_do_not() {
     eprintln!("speech: {e:?}");
     assert!(e.is_speech(), "the fixture's speech was refused: {e:?} {:?}", e.problem());
     for (what, samples, why) in [
-        ("white noise", white_noise(7), "noise"),
-        ("220 Hz tone", tone(220.0), "tone"),
-        ("1 kHz tone", tone(1000.0), "tone"),
-        ("melody", melody(), "instrument"),
+        ("white noise", white_noise(7, RATE, SECONDS), "noise"),
+        ("220 Hz tone", tone(220.0, RATE, SECONDS), "tone"),
+        ("1 kHz tone", tone(1000.0, RATE, SECONDS), "tone"),
+        ("melody", melody(RATE, SECONDS), "instrument"),
     ] {
         let e = SpeechEvidence::measure(&samples, RATE);
         eprintln!("{what}: {e:?}");

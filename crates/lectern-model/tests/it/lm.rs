@@ -3,36 +3,20 @@
 //! (PARITY.md: logp 1e-4, tokens identical) run through the parity stage, in lectern-parity.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use candle::{Device, Tensor};
 use lectern_model::lm::{GenerateOptions, LaneMode, LaneRequest, LmPrecision, SpeechLm};
 use lectern_model::{Checkpoint, Weights};
+use lectern_test_support::fixtures::{ids, max_abs, tiny_a_case, tiny_a_model};
 
-fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/cosyvoice3-tiny-a")
-}
-
-fn model_dir() -> PathBuf {
-    fixture_dir().join("model")
-}
-
+/// The tiny model's LM golden cases.
 fn case() -> HashMap<String, Tensor> {
-    candle::safetensors::load(fixture_dir().join("llm.safetensors"), &Device::Cpu).unwrap()
+    tiny_a_case("llm.safetensors")
 }
 
 fn load(prec: LmPrecision) -> SpeechLm {
-    SpeechLm::from_dir(&model_dir(), prec, &Device::Cpu).unwrap()
-}
-
-fn ids(c: &HashMap<String, Tensor>, name: &str) -> Vec<u32> {
-    c[name].flatten_all().unwrap().to_vec1::<i64>().unwrap().into_iter().map(|v| v as u32).collect()
-}
-
-fn max_abs(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| if x == y { 0.0 } else { (x - y).abs() }).fold(0.0, f32::max)
+    SpeechLm::from_dir(&tiny_a_model(), prec, &Device::Cpu).unwrap()
 }
 
 /// Four segments with different prompt and text lengths (all from the fixture's id ranges).
@@ -116,7 +100,7 @@ fn kv_cache_bytes_arithmetic_matches_allocation() {
 #[test]
 fn truncated_checkpoint_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let src = model_dir();
+    let src = tiny_a_model();
     std::fs::create_dir_all(tmp.path().join("CosyVoice-BlankEN")).unwrap();
     for f in ["tiny.json", "CosyVoice-BlankEN/config.json"] {
         std::fs::copy(src.join(f), tmp.path().join(f)).unwrap();
@@ -130,7 +114,7 @@ fn truncated_checkpoint_is_a_clear_error() {
 
 #[test]
 fn wrong_shape_tensor_is_named() {
-    let ckpt = Checkpoint::load(&model_dir().join("llm.pt"), &Device::Cpu).unwrap();
+    let ckpt = Checkpoint::load(&tiny_a_model().join("llm.pt"), &Device::Cpu).unwrap();
     let mut map = HashMap::new();
     for name in ckpt.names() {
         let t = ckpt.get_unchecked(name).unwrap();
@@ -146,7 +130,7 @@ fn wrong_shape_tensor_is_named() {
     let path = tmp.path().join("llm.safetensors");
     candle::safetensors::save(&map, &path).unwrap();
     let ckpt = Arc::new(Checkpoint::load(&path, &Device::Cpu).unwrap());
-    let cfg = lectern_model::config::ModelConfig::from_dir(&model_dir()).unwrap();
+    let cfg = lectern_model::config::ModelConfig::from_dir(&tiny_a_model()).unwrap();
     let err =
         SpeechLm::new(&cfg.lm, &Weights::root(ckpt), LmPrecision::F32).unwrap_err().to_string();
     assert!(err.contains("layers.1.self_attn.k_proj.weight") && err.contains("[32, 16]"), "{err}");
@@ -155,7 +139,7 @@ fn wrong_shape_tensor_is_named() {
 #[test]
 fn missing_config_file_is_named() {
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::copy(model_dir().join("llm.pt"), tmp.path().join("llm.pt")).unwrap();
+    std::fs::copy(tiny_a_model().join("llm.pt"), tmp.path().join("llm.pt")).unwrap();
     let err =
         SpeechLm::from_dir(tmp.path(), LmPrecision::F32, &Device::Cpu).unwrap_err().to_string();
     assert!(err.contains("config.json"), "{err}");

@@ -3,40 +3,24 @@
 //! against their stated deviations.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 
 use candle::{Device, Tensor};
 use lectern_model::lm::{LmPrecision, SpeechLm};
+use lectern_test_support::fixtures::{ids, max_abs, tiny_a_case, tiny_a_model};
 
 const TOL: f32 = 1e-4;
 
-fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/cosyvoice3-tiny-a")
-}
-
-fn model_dir() -> PathBuf {
-    fixture_dir().join("model")
-}
-
+/// The tiny model's LM golden cases.
 fn case() -> HashMap<String, Tensor> {
-    candle::safetensors::load(fixture_dir().join("llm.safetensors"), &Device::Cpu).unwrap()
+    tiny_a_case("llm.safetensors")
 }
 
 fn load(prec: LmPrecision) -> SpeechLm {
-    SpeechLm::from_dir(&model_dir(), prec, &Device::Cpu).unwrap()
-}
-
-fn ids(c: &HashMap<String, Tensor>, name: &str) -> Vec<u32> {
-    c[name].flatten_all().unwrap().to_vec1::<i64>().unwrap().into_iter().map(|v| v as u32).collect()
+    SpeechLm::from_dir(&tiny_a_model(), prec, &Device::Cpu).unwrap()
 }
 
 fn f32s(t: &Tensor) -> Vec<f32> {
     t.flatten_all().unwrap().to_vec1::<f32>().unwrap()
-}
-
-fn max_abs(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| if x == y { 0.0 } else { (x - y).abs() }).fold(0.0, f32::max)
 }
 
 /// Runs the parity stage in-process; returns (max prefill/teacher-forced logp deviation,
