@@ -303,7 +303,8 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         handle.shutdown();
         let failed = result?;
         if !failed.is_empty() {
-            bail!(failure_message(session.segments(), &failed, work.len()));
+            let in_project = session.project_dir().is_some();
+            bail!(failure_message(session.segments(), &failed, work.len(), in_project));
         }
         if let Some(s) = report.first_audio_s {
             eprintln!("first audio after {s:.2} s");
@@ -458,15 +459,25 @@ fn take_qualities(
     Ok(crate::quality::assess(&figures))
 }
 
-/// What a render says when segments failed: which (number, line, text) and why, and that the
-/// other takes are kept.
-fn failure_message(segments: &[PlannedSegment], failed: &[(u64, String)], asked: usize) -> String {
-    let mut lines = vec![format!(
-        "{} of {asked} segment(s) failed; no output written. The {} other take(s) are saved in \
-         the project: render again to retry only the failed ones",
-        failed.len(),
-        asked - failed.len()
-    )];
+/// What a render says when segments failed: which (number, line, text) and why, and whether
+/// the other takes are kept (only a project keeps them).
+fn failure_message(
+    segments: &[PlannedSegment],
+    failed: &[(u64, String)],
+    asked: usize,
+    in_project: bool,
+) -> String {
+    let kept = if in_project {
+        format!(
+            "The {} other take(s) are saved in the project: render again to retry only the \
+             failed ones",
+            asked - failed.len()
+        )
+    } else {
+        "Without a project no take is kept.".to_string()
+    };
+    let mut lines =
+        vec![format!("{} of {asked} segment(s) failed; no output written. {kept}", failed.len())];
     for (id, why) in failed {
         let where_ = match segments.iter().find(|s| s.key as u64 == *id) {
             Some(s) => format!("segment {} at line {}", s.position + 1, s.span.0),

@@ -106,6 +106,8 @@ fn a_take_without_speech_fails_its_segment_and_writes_nothing() {
     assert!(!o.status.success(), "an empty take passed: {}", stderr(&o));
     assert!(stderr(&o).contains("segment 1 at line 1"), "{}", stderr(&o));
     assert!(stderr(&o).contains("0 speech tokens"), "{}", stderr(&o));
+    // `say` keeps no project, and says so rather than claim takes were saved.
+    assert!(stderr(&o).contains("Without a project no take is kept"), "{}", stderr(&o));
     assert!(!dir.join("said.wav").exists());
 
     std::fs::write(dir.join("book.txt"), format!("The keeper left.\n\n{line}\n")).unwrap();
@@ -113,6 +115,7 @@ fn a_take_without_speech_fails_its_segment_and_writes_nothing() {
         lectern(dir).args(["render", "book.txt", "-o", "book.wav", "--quiet"]).output().unwrap();
     assert!(!r.status.success(), "{}", stderr(&r));
     assert!(stderr(&r).contains("1 of 2 segment(s) failed"), "{}", stderr(&r));
+    assert!(stderr(&r).contains("The 1 other take(s) are saved in the project"), "{}", stderr(&r));
     assert!(
         stderr(&r).contains("segment 2 at line 3: the model produced no speech"),
         "{}",
