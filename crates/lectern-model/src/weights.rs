@@ -116,31 +116,12 @@ impl Checkpoint {
         self
     }
 
-    /// The tensor `name`, checked against `shape`, converted to `dtype`.
-    pub fn get(&self, name: &str, shape: &[usize], dtype: DType) -> Result<Tensor> {
-        let t = self.get_unchecked(name)?;
-        if t.dims() != shape {
-            return Err(ModelError::ShapeMismatch {
-                path: self.path.clone(),
-                name: name.to_string(),
-                expected: shape.to_vec(),
-                actual: t.dims().to_vec(),
-            });
-        }
-        Ok(t.to_dtype(dtype)?)
-    }
-
     /// The tensor `name` as stored, whatever its shape.
     pub fn get_unchecked(&self, name: &str) -> Result<Tensor> {
         self.tensors.get(name).cloned().ok_or_else(|| ModelError::MissingTensor {
             path: self.path.clone(),
             name: name.to_string(),
         })
-    }
-
-    /// A view that prefixes every name with `prefix.` (like candle's `VarBuilder::pp`).
-    pub fn pp(self: &Arc<Self>, prefix: &str) -> Weights {
-        Weights::root(Arc::clone(self)).pp(prefix)
     }
 }
 

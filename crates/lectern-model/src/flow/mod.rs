@@ -83,7 +83,7 @@ impl NoiseSource {
                         }
                     }
                 };
-                ckpt.get(&name, &shape, DType::F32)
+                Weights::root(Arc::new(ckpt)).get(&name, &shape)
             }
         }
     }
