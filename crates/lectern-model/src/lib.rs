@@ -66,7 +66,7 @@
 pub mod config;
 pub mod flow;
 pub mod hift;
-pub mod kernel_switch;
+pub mod kernel_checks;
 pub mod linear;
 pub mod lm;
 pub mod mel;

@@ -26,7 +26,7 @@
 use candle::{D, Tensor};
 
 use super::cpu_ops;
-use crate::kernel_switch::{is_f32_vector, on_cuda_f32};
+use crate::kernel_checks::{is_f32_vector, on_cuda_f32};
 
 /// `LN(xs)·(1 + scale) + shift` for `xs` `(b, t, dim)` contiguous, `scale` and `shift`
 /// `(b, dim)` with unit stride along `dim` (views into the modulation vector are fine).

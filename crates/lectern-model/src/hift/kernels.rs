@@ -18,7 +18,7 @@
 
 use candle::Tensor;
 
-use crate::kernel_switch::{is_f32_vector, on_cuda_f32};
+use crate::kernel_checks::{is_f32_vector, on_cuda_f32};
 
 /// Snake `x + inv_alpha · sin(alpha · x)²` for `x` `(1, c, t)` contiguous, `alpha` and
 /// `inv_alpha` `(c,)`.

@@ -19,7 +19,7 @@
 
 use candle::Tensor;
 
-use crate::kernel_switch::on_cuda_f32;
+use crate::kernel_checks::on_cuda_f32;
 
 /// Most rows [`rows_matmul`] takes (lanes of a decode step): kernels.cu instantiates
 /// `rows_matmul_f32_1` … `rows_matmul_f32_8`.
