@@ -26,18 +26,6 @@ pub struct SynthOptions {
 }
 
 impl SynthOptions {
-    /// The defaults on `device`: bundled model, demo voice, default parameters, seed 1000.
-    pub fn on(device: Device) -> Self {
-        Self {
-            model: None,
-            voice: None,
-            device,
-            params: RenderParams::default(),
-            flow_matmul: None,
-            base_seed: 1000,
-        }
-    }
-
     /// The flow matmul this run uses: the one asked for, else the device's default.
     pub fn flow_matmul(&self) -> FlowMatmul {
         self.flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(&self.device))
