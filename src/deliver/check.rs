@@ -285,23 +285,15 @@ pub fn check_file(path: &Path) -> Result<FileCheck, String> {
         None
     };
     let decoded = decode(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let rate = decoded.sample_rate_hz.max(1);
-    let l = levels(&decoded.samples, rate).map_err(|e| format!("{}: {e}", path.display()))?;
-    let duration_s = decoded.samples.len() as f64 / f64::from(rate);
-    let mut check = FileCheck {
-        file: path.to_path_buf(),
-        sample_rate_hz: decoded.sample_rate_hz,
-        channels: decoded.channels,
-        bitrates_kbps: frames.as_ref().map(|f| f.bitrates_kbps.clone()).unwrap_or_default(),
-        duration_s,
-        rms_db: l.rms_db,
-        peak_db: l.peak_db,
-        true_peak_db: l.true_peak_db,
-        noise_floor_db: l.noise_floor_db,
-        head_s: l.head_s,
-        tail_s: l.tail_s,
-        failures: Vec::new(),
-    };
+    let bitrates_kbps = frames.as_ref().map(|f| f.bitrates_kbps.clone()).unwrap_or_default();
+    let mut check = FileCheck::measure(
+        path.to_path_buf(),
+        &decoded.samples,
+        decoded.sample_rate_hz,
+        decoded.channels,
+        bitrates_kbps,
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
     let is_sample = path.file_stem().is_some_and(|s| s.to_string_lossy().contains("sample"));
     check.failures = failures(&check, frames.as_ref(), is_sample);
     Ok(check)
@@ -310,23 +302,38 @@ pub fn check_file(path: &Path) -> Result<FileCheck, String> {
 /// ACX's check of mastered 44.1 kHz mono samples still in memory (not encoded: no bitrate
 /// rule), as `name` — the workstation's chapter status.
 pub fn check_samples(name: &str, x: &[f32], rate_hz: u32) -> Result<FileCheck, String> {
-    let l = levels(x, rate_hz)?;
-    let mut check = FileCheck {
-        file: PathBuf::from(name),
-        sample_rate_hz: rate_hz,
-        channels: 1,
-        bitrates_kbps: Vec::new(),
-        duration_s: x.len() as f64 / f64::from(rate_hz.max(1)),
-        rms_db: l.rms_db,
-        peak_db: l.peak_db,
-        true_peak_db: l.true_peak_db,
-        noise_floor_db: l.noise_floor_db,
-        head_s: l.head_s,
-        tail_s: l.tail_s,
-        failures: Vec::new(),
-    };
+    let mut check = FileCheck::measure(PathBuf::from(name), x, rate_hz, 1, Vec::new())?;
     check.failures = failures(&check, None, false);
     Ok(check)
+}
+
+impl FileCheck {
+    /// The figures of mono samples `x` at `rate_hz` (from a file of `channels` channels and
+    /// these frame bitrates), before any rule is applied.
+    fn measure(
+        file: PathBuf,
+        x: &[f32],
+        rate_hz: u32,
+        channels: u32,
+        bitrates_kbps: Vec<u32>,
+    ) -> Result<Self, String> {
+        let rate = rate_hz.max(1);
+        let l = levels(x, rate)?;
+        Ok(Self {
+            file,
+            sample_rate_hz: rate_hz,
+            channels,
+            bitrates_kbps,
+            duration_s: x.len() as f64 / f64::from(rate),
+            rms_db: l.rms_db,
+            peak_db: l.peak_db,
+            true_peak_db: l.true_peak_db,
+            noise_floor_db: l.noise_floor_db,
+            head_s: l.head_s,
+            tail_s: l.tail_s,
+            failures: Vec::new(),
+        })
+    }
 }
 
 /// The rules `c` breaks.
