@@ -4,7 +4,9 @@
 //!
 //! 1. [`manuscript`]: read plain text or Markdown (headings start chapters, emphasis and links are
 //!    read as text, code blocks are skipped), UTF-8 checked with an error naming the line; pause
-//!    markup `[pause]`, `[pause:1.5s]`, `[pause:300ms]`, `[break]`.
+//!    markup `[pause]`, `[pause:1.5s]`, `[pause:300ms]`, `[break]`; voicing markup (`[voice:…]`,
+//!    `[as:…]…[/as]`, cast `NAME:` paragraphs, `[style:…]`, `[pace:…]`) gives each segment its
+//!    [`Voicing`].
 //! 2. [`pronounce`]: the project's pronunciation overrides (`word = spoken form`).
 //! 3. [`normalize`]: English numbers, ordinals, years, decimals, currency, percentages, times and
 //!    abbreviations; Chinese numerals and the upstream Chinese clean-ups. CosyVoice3 special
@@ -49,7 +51,7 @@ use std::path::PathBuf;
 pub use document::{BookInfo, Cover, DocBlock, DocChapter, Document};
 pub use manuscript::{
     Chapter, Format, Frontend, Manuscript, ParseOptions, PauseDefaults, Position, Segment,
-    SegmentKind, Span,
+    SegmentKind, Span, Voicing,
 };
 pub use normalize::Lang;
 pub use pronounce::Pronunciations;

@@ -11,13 +11,35 @@
 //!   naming line and column. The pause after a segment is the larger of its structural pause
 //!   (sentence, paragraph, heading, chapter; see [`PauseDefaults`]) and the explicit pauses that
 //!   follow it, summed.
+//! * Voicing markup, in plain text and Markdown alike (the app resolves names through the cast,
+//!   `cast.toml`, and the voices directory; see [`Voicing`]):
+//!   - `[voice:NAME]` speaks in voice NAME (letters, digits, `-`, `_`, `.`) from there on,
+//!     across paragraphs, until the next `[voice:…]`, `[voice]` (back to the book's voice) or
+//!     the next chapter (a heading, or an EPUB chapter, starts in the book's voice; a heading's
+//!     own `[voice:…]` then carries into its chapter).
+//!   - `[as:NAME]…[/as]`: a cast character ([`ParseOptions::characters`], matched ignoring
+//!     case, recorded as the cast spells it) speaks until `[/as]` or the paragraph's end; a
+//!     second `[as:…]` switches character (spans do not nest), `[/as]` returns to the
+//!     paragraph's speaker.
+//!   - `NAME: text`: a body paragraph that starts with a cast character's name and a colon is
+//!     spoken by that character, and `NAME:` is not read (the segment's span starts after it).
+//!     Other `Word:` openings (`Note:`) stay text; markup goes after the colon
+//!     (`Anna: [style:soft] Hush.`).
+//!   - `[style:TEXT]` (an instruction, at most [`MAX_STYLE_CHARS`] chars) and `[pace:X]` (X in
+//!     [`PACE_RANGE`]) hold from there to the paragraph's end (a blank line; `[break]` does
+//!     not end it); `[style]` / `[pace]` clear them.
+//!
+//!   Markup is never read aloud. Where it changes the voicing, the segment ends there
+//!   ([`Boundary::Voice`], no pause added): a segment has one voicing. Markup that changes
+//!   nothing is skipped. Unknown characters, bad names or values, an unclosed `[…` and a stray
+//!   `[/as]` are errors naming line and column. Heading titles leave the markup out.
 //! * Input checks: a NUL byte (binary file), invalid UTF-8 (error names line and column) and a
 //!   file with nothing to say are clear errors. A UTF-8 BOM is skipped.
 //!
 //! Each [`Segment`] has its normalised text, its source [`Span`] (1-based line and column, in
 //! chars, end exclusive, plus the byte range), a stable content hash and the pause after it.
 
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 use std::path::{Path, PathBuf};
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
@@ -92,6 +114,30 @@ impl Default for PauseDefaults {
 /// The longest explicit pause accepted (a typo guard).
 pub const MAX_PAUSE_MS: u32 = 60_000;
 
+/// The paces `[pace:X]` accepts (1.0: the voice's own pace).
+pub const PACE_RANGE: RangeInclusive<f32> = 0.5..=2.0;
+
+/// The longest `[style:…]` instruction, in chars (a typo guard: a forgotten `]`).
+pub const MAX_STYLE_CHARS: usize = 200;
+
+/// Who speaks a segment and how, as the manuscript's markup says. Names are as written; the
+/// app resolves them through the cast (cast.toml) and the voices directory.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+pub struct Voicing {
+    /// `[voice:NAME]` in effect (`None`: the book's voice).
+    pub voice: Option<String>,
+    /// The cast character speaking: an `[as:NAME]` span or a `NAME:` paragraph.
+    pub character: Option<String>,
+    /// `[style:…]` instruction in effect for this paragraph.
+    pub style: Option<String>,
+    /// `[pace:X]` in effect for this paragraph.
+    pub pace: Option<f32>,
+}
+
+// The parser only makes paces within `PACE_RANGE`, never NaN, so equality is an equivalence
+// (and `Segment`, `Chapter` and `Manuscript` stay `Eq`).
+impl Eq for Voicing {}
+
 /// How to read a manuscript.
 #[derive(Debug, Clone)]
 pub struct ParseOptions<'a> {
@@ -110,6 +156,9 @@ pub struct ParseOptions<'a> {
     /// `dc:language`); a Markdown front matter's `lang:` is used when this is `None`. See
     /// [`latin_reading`] for what it changes.
     pub language: Option<String>,
+    /// The cast's character names (`cast.toml`): the names `[as:NAME]` and `NAME:` paragraphs
+    /// may use. Empty: no cast, so `[as:…]` is an error and no paragraph is a character's.
+    pub characters: Vec<String>,
 }
 
 impl Default for ParseOptions<'_> {
@@ -123,6 +172,7 @@ impl Default for ParseOptions<'_> {
             lead_sentence: true,
             frontend: Frontend::default(),
             language: None,
+            characters: Vec::new(),
         }
     }
 }
@@ -155,6 +205,11 @@ impl<'a> ParseOptions<'a> {
 
     pub fn with_lead_sentence(mut self, on: bool) -> Self {
         self.lead_sentence = on;
+        self
+    }
+
+    pub fn with_characters(mut self, characters: Vec<String>) -> Self {
+        self.characters = characters;
         self
     }
 }
@@ -205,6 +260,8 @@ pub struct Segment {
     pub ends_paragraph: bool,
     /// Why the segment ends where it does.
     pub boundary: Boundary,
+    /// Who speaks it and how (voicing markup). Not part of `hash`, which is the text's.
+    pub voicing: Voicing,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
@@ -336,8 +393,10 @@ impl Draft {
 pub fn normalized_runs(src: &str, format: Format, opts: &ParseOptions<'_>) -> Result<Vec<String>> {
     let language = document_language(src, format, opts);
     let mut runs = Vec::new();
+    let mut voice = None;
     for (_, block) in blocks(src, format) {
-        for (_, read) in read_block(&block, src, Path::new("<text>"), opts, language.as_deref())? {
+        let path = Path::new("<text>");
+        for (_, read) in read_block(&block, src, path, opts, language.as_deref(), &mut voice)? {
             runs.extend(read.map(|r| r.norm.text));
         }
     }
@@ -393,8 +452,11 @@ fn parse_blocks(
     let mut chapters: Vec<Chapter> = vec![Chapter::default()];
     let mut drafts: Vec<Draft> = Vec::new();
     let mut lead_in_ms = 0;
+    // The `[voice:…]` in effect: it carries across paragraphs, not chapters.
+    let mut voice = None;
     for (opens_chapter, block) in blocks {
         if let Some(title) = opens_chapter {
+            voice = None;
             if !chapters.last().is_some_and(|c| c.title.is_none() && drafts.is_empty()) {
                 if let Some(d) = drafts.last_mut() {
                     d.level = d.level.max(Level::Chapter);
@@ -404,7 +466,8 @@ fn parse_blocks(
             chapters.last_mut().expect("one chapter").title = title;
         }
         let chapter = chapters.len() - 1;
-        for (run, read) in read_block(&block, src, path, opts, language)? {
+        for (run, read) in read_block(&block, src, path, opts, language, &mut voice)? {
+            let spoken = read.is_some();
             if let Some(RunText { lang, norm, pieces }) = read {
                 let block_text = &block.text.text[run.range.clone()];
                 let measure = if lang == Lang::Zh { &mut measure_zh } else { &mut measure_en };
@@ -429,6 +492,7 @@ fn parse_blocks(
                         pause_after_ms: 0,
                         ends_paragraph: false,
                         boundary: cut,
+                        voicing: run.voicing.clone(),
                     };
                     let level = Level::Sentence;
                     drafts.push(Draft { seg, chapter, level, explicit_ms: 0, cut });
@@ -441,6 +505,8 @@ fn parse_blocks(
                     d.cut = Boundary::Break;
                 } else if run.pause_ms > 0 {
                     d.cut = Boundary::Pause;
+                } else if run.voicing_ends && spoken {
+                    d.cut = Boundary::Voice;
                 }
             } else {
                 lead_in_ms += run.pause_ms;
@@ -566,28 +632,44 @@ fn document_latin_tag(language: Option<&str>) -> Option<String> {
     (!cjk_or_en).then_some(tag)
 }
 
-/// A block split at its pause markup, each run normalised (`None`: nothing to say). The
-/// language markup state carries across pauses and ends with the block.
+/// A block split at its pause markup and where its voicing changes, each run normalised
+/// (`None`: nothing to say). The language markup state carries across pauses and voicing
+/// changes and ends with the block; `voice` is the `[voice:…]` in effect before the block and,
+/// on return, after it.
 fn read_block(
     block: &Block,
     src: &str,
     path: &Path,
     opts: &ParseOptions<'_>,
     language: Option<&str>,
+    voice: &mut Option<String>,
 ) -> Result<Vec<(Run, Option<RunText>)>> {
     let text = &block.text.text;
     let doc_tag = document_latin_tag(language);
     let marks = lang_marks(text, src, &block.text, path)?;
+    let voicing = voicing_marks(text, src, &block.text, path, &opts.characters, block.kind)?;
+    let runs = pause_runs(text, src, &block.text, path, &opts.pauses)?;
     let mut current = doc_tag.clone();
     let mut out = Vec::new();
-    for run in pause_runs(text, src, &block.text, path, &opts.pauses)? {
+    for run in voicing_runs(runs, &voicing, voice) {
+        // Markup inside the run, in order: language marks (`Some`: the tag from there on) and
+        // voicing markup that changed nothing (`None`); neither is read.
+        let mut skipped: Vec<(Range<usize>, Option<Option<String>>)> = marks
+            .iter()
+            .filter(|m| run.range.contains(&m.range.start))
+            .map(|m| (m.range.clone(), Some(m.tag.clone())))
+            .chain(run.unchanged.iter().map(|r| (r.clone(), None)))
+            .collect();
+        skipped.sort_by_key(|(r, _)| r.start);
         let mut pieces = Vec::new();
         let mut at = run.range.start;
-        for m in marks.iter().filter(|m| run.range.contains(&m.range.start)) {
-            pieces.push(Piece { range: at..m.range.start, markup: false, tag: current.clone() });
-            pieces.push(Piece { range: m.range.clone(), markup: true, tag: None });
-            current = m.tag.clone().or_else(|| doc_tag.clone());
-            at = m.range.end;
+        for (range, tag) in skipped {
+            pieces.push(Piece { range: at..range.start, markup: false, tag: current.clone() });
+            pieces.push(Piece { range: range.clone(), markup: true, tag: None });
+            if let Some(tag) = tag {
+                current = tag.or_else(|| doc_tag.clone());
+            }
+            at = range.end;
         }
         pieces.push(Piece { range: at..run.range.end, markup: false, tag: current.clone() });
         for p in &mut pieces {
@@ -731,8 +813,8 @@ fn is_language_tag(t: &str) -> bool {
         && parts.all(|p| (1..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
 }
 
-/// Language markup removed (chapter titles).
-fn strip_lang_markup(title: &str) -> String {
+/// Language and voicing markup removed (chapter titles).
+fn strip_title_markup(title: &str) -> String {
     let mut out = String::new();
     let mut rest = title;
     while let Some(k) = rest.find('[') {
@@ -742,6 +824,8 @@ fn strip_lang_markup(title: &str) -> String {
             LANG_CLOSE.len()
         } else if let Some(e) = rest.strip_prefix(LANG_OPEN).and_then(|b| b.find(']')) {
             LANG_OPEN.len() + e + 1
+        } else if let Some(len) = voicing_markup_len(rest) {
+            len
         } else {
             out.push('[');
             1
@@ -750,6 +834,245 @@ fn strip_lang_markup(title: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The voicing markup forms: those ending in `:` take a value up to `]`.
+const VOICING_MARKUP: [&str; 8] =
+    ["[voice:", "[voice]", "[as:", "[/as]", "[style:", "[style]", "[pace:", "[pace]"];
+
+/// The length of the voicing markup at the start of `s` (up to its `]`, on its line).
+fn voicing_markup_len(s: &str) -> Option<usize> {
+    let form = VOICING_MARKUP.iter().find(|m| s.starts_with(*m))?;
+    if form.ends_with(']') {
+        return Some(form.len());
+    }
+    let line = s.split('\n').next().unwrap_or(s);
+    line.find(']').map(|e| e + 1)
+}
+
+/// What a voicing markup changes.
+#[derive(Debug, Clone)]
+enum Change {
+    /// `[voice:NAME]`, or `[voice]` (`None`: the book's voice).
+    Voice(Option<String>),
+    /// `[as:NAME]`, or `[/as]` (`None`: back to the paragraph's speaker).
+    Character(Option<String>),
+    /// A paragraph's `NAME:` opening: its speaker.
+    Speaker(String),
+    Style(Option<String>),
+    Pace(Option<f32>),
+}
+
+/// Voicing markup (or a `NAME:` opening) in block text.
+struct VoicingMark {
+    range: Range<usize>,
+    change: Change,
+}
+
+/// The voicing markup of a block's text, in order; a bad name or value, an unknown character,
+/// an unclosed markup or a stray `[/as]` is an error naming line and column. A body block that
+/// opens with a cast character's `NAME:` starts with that speaker.
+fn voicing_marks(
+    text: &str,
+    src: &str,
+    map: &Mapped,
+    path: &Path,
+    characters: &[String],
+    kind: SegmentKind,
+) -> Result<Vec<VoicingMark>> {
+    let mut marks = Vec::new();
+    if kind == SegmentKind::Body
+        && let Some((range, name)) = speaker_prefix(text, characters)
+    {
+        marks.push(VoicingMark { range, change: Change::Speaker(name) });
+    }
+    let mut in_span = false;
+    let mut i = 0;
+    while let Some(k) = text[i..].find('[') {
+        let at = i + k;
+        let rest = &text[at..];
+        i = at + 1;
+        let error = |reason| markup_error(src, map, at, path, reason);
+        let Some(len) = voicing_markup_len(rest) else {
+            if VOICING_MARKUP.iter().any(|m| rest.starts_with(m)) {
+                let shown = char_prefix(rest.split('\n').next().unwrap_or(rest), 24);
+                return Err(error(format!("`{shown}` is not closed: end it with `]` on its line")));
+            }
+            continue;
+        };
+        let change = voicing_change(&rest[..len], characters).map_err(error)?;
+        match change {
+            Change::Character(Some(_)) => in_span = true,
+            Change::Character(None) if !in_span => {
+                return Err(error("`[/as]` closes no `[as:…]` in this paragraph".to_string()));
+            }
+            Change::Character(None) => in_span = false,
+            _ => {}
+        }
+        marks.push(VoicingMark { range: at..at + len, change });
+        i = at + len;
+    }
+    Ok(marks)
+}
+
+/// The change a whole voicing markup (`[…]`) makes, or why it is wrong.
+fn voicing_change(markup: &str, characters: &[String]) -> std::result::Result<Change, String> {
+    let inner = &markup[1..markup.len() - 1];
+    let (form, value) = match inner.split_once(':') {
+        Some((form, value)) => (form, Some(value)),
+        None => (inner, None),
+    };
+    if value.is_some_and(|v| v.contains('[')) {
+        return Err(format!("`{markup}` holds a `[`: end the markup with `]` before it"));
+    }
+    match (form, value) {
+        ("voice", None) => Ok(Change::Voice(None)),
+        ("voice", Some(v)) => voice_name(v, markup).map(|v| Change::Voice(Some(v))),
+        ("as", Some(v)) => {
+            cast_character(v, characters, markup).map(|c| Change::Character(Some(c)))
+        }
+        ("/as", None) => Ok(Change::Character(None)),
+        ("style", None) => Ok(Change::Style(None)),
+        ("style", Some(v)) => style_text(v, markup).map(|s| Change::Style(Some(s))),
+        ("pace", None) => Ok(Change::Pace(None)),
+        ("pace", Some(v)) => pace_value(v, markup).map(|p| Change::Pace(Some(p))),
+        _ => unreachable!("voicing_markup_len knows only the forms above"),
+    }
+}
+
+/// A `[voice:NAME]` name: letters, digits, `-`, `_`, `.` (a voice's file or folder name).
+fn voice_name(value: &str, markup: &str) -> std::result::Result<String, String> {
+    let name = value.trim();
+    let ok = !name.is_empty()
+        && name.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !ok {
+        return Err(format!(
+            "bad voice `{markup}`: a voice name has letters, digits, `-`, `_` and `.` only, as \
+             in [voice:anna] ([voice] returns to the book's voice)"
+        ));
+    }
+    Ok(name.to_string())
+}
+
+/// The cast's spelling of an `[as:NAME]` character (matched ignoring case).
+fn cast_character(
+    value: &str,
+    characters: &[String],
+    markup: &str,
+) -> std::result::Result<String, String> {
+    let name = value.trim();
+    if let Some(c) = characters.iter().find(|c| same_name(c, name)) {
+        return Ok(c.trim().to_string());
+    }
+    if name.is_empty() {
+        return Err(format!("`{markup}` names no character: write [as:NAME]…[/as]"));
+    }
+    if characters.is_empty() {
+        return Err(format!(
+            "`{markup}`: there is no cast to say who `{name}` is (characters are listed in \
+             cast.toml beside the manuscript)"
+        ));
+    }
+    let known: Vec<&str> = characters.iter().map(|c| c.trim()).collect();
+    Err(format!("`{markup}`: the cast has no character `{name}` (it has {})", known.join(", ")))
+}
+
+/// Whether a cast name and a written name are the same, ignoring case.
+fn same_name(cast: &str, written: &str) -> bool {
+    let cast = cast.trim();
+    !cast.is_empty() && cast.to_lowercase() == written.to_lowercase()
+}
+
+/// A `[style:TEXT]` instruction: trimmed, not empty, at most [`MAX_STYLE_CHARS`] chars.
+fn style_text(value: &str, markup: &str) -> std::result::Result<String, String> {
+    let style = value.trim();
+    if style.is_empty() {
+        return Err(format!(
+            "empty style `{markup}`: write an instruction, as in [style:whispering] ([style] \
+             clears it)"
+        ));
+    }
+    let n = style.chars().count();
+    if n > MAX_STYLE_CHARS {
+        return Err(format!(
+            "style `{}…` is too long ({n} chars, at most {MAX_STYLE_CHARS})",
+            char_prefix(markup, 24)
+        ));
+    }
+    Ok(style.to_string())
+}
+
+/// A `[pace:X]` value within [`PACE_RANGE`].
+fn pace_value(value: &str, markup: &str) -> std::result::Result<f32, String> {
+    match value.trim().parse::<f32>() {
+        Ok(pace) if PACE_RANGE.contains(&pace) => Ok(pace),
+        _ => Err(format!(
+            "bad pace `{markup}`: write a number from {} to {}, as in [pace:0.9] ([pace] \
+             returns to the voice's pace)",
+            PACE_RANGE.start(),
+            PACE_RANGE.end()
+        )),
+    }
+}
+
+/// A paragraph's `NAME:` opening, where NAME is a cast character (ignoring case): the range of
+/// the name and colon, and the cast's spelling. Other `Word:` openings are text.
+fn speaker_prefix(text: &str, characters: &[String]) -> Option<(Range<usize>, String)> {
+    let lead = text.len() - text.trim_start().len();
+    let (head, _) = text[lead..].split_once(':')?;
+    let cast = characters.iter().find(|c| same_name(c, head))?;
+    Some((lead..lead + head.len() + 1, cast.trim().to_string()))
+}
+
+/// Splits pause runs where the voicing changes and gives every run its voicing. `voice` is the
+/// `[voice:…]` in effect before the block and, on return, after it; the character, style and
+/// pace start afresh with each block.
+fn voicing_runs(runs: Vec<Run>, marks: &[VoicingMark], voice: &mut Option<String>) -> Vec<Run> {
+    let mut voicing = Voicing { voice: voice.take(), ..Voicing::default() };
+    let mut speaker = None;
+    let mut marks = marks.iter().peekable();
+    let mut out = Vec::new();
+    for run in runs {
+        let mut start = run.range.start;
+        let mut unchanged = Vec::new();
+        // Marks lie inside runs: their text holds no `[` after the first, so no pause markup.
+        while let Some(m) = marks.next_if(|m| m.range.start < run.range.end) {
+            let next = changed(&voicing, &m.change, &mut speaker);
+            if next == voicing {
+                unchanged.push(m.range.clone());
+                continue;
+            }
+            out.push(Run {
+                range: start..m.range.start,
+                pause_ms: 0,
+                is_break: false,
+                voicing: std::mem::replace(&mut voicing, next),
+                voicing_ends: true,
+                unchanged: std::mem::take(&mut unchanged),
+            });
+            start = m.range.end;
+        }
+        out.push(Run { range: start..run.range.end, voicing: voicing.clone(), unchanged, ..run });
+    }
+    *voice = voicing.voice;
+    out
+}
+
+/// The voicing after a change; `speaker` is the paragraph's (its `NAME:` opening).
+fn changed(voicing: &Voicing, change: &Change, speaker: &mut Option<String>) -> Voicing {
+    let mut next = voicing.clone();
+    match change {
+        Change::Voice(voice) => next.voice.clone_from(voice),
+        Change::Character(Some(name)) => next.character = Some(name.clone()),
+        Change::Character(None) => next.character.clone_from(speaker),
+        Change::Speaker(name) => {
+            *speaker = Some(name.clone());
+            next.character = Some(name.clone());
+        }
+        Change::Style(style) => next.style.clone_from(style),
+        Change::Pace(pace) => next.pace = *pace,
+    }
+    next
 }
 
 /// An error at byte `at` of block text.
@@ -804,11 +1127,26 @@ fn front_matter(src: &str) -> Option<FrontMatter> {
     })
 }
 
-/// A stretch of block text between pause markups, and the pause after it.
+/// A stretch of block text between pause markups (and, after [`voicing_runs`], voicing
+/// changes), and the pause after it.
 struct Run {
     range: Range<usize>,
     pause_ms: u32,
     is_break: bool,
+    /// Its voicing (from [`voicing_runs`]).
+    voicing: Voicing,
+    /// It ends where the voicing changes.
+    voicing_ends: bool,
+    /// Voicing markup inside it that changed nothing (skipped, not read).
+    unchanged: Vec<Range<usize>>,
+}
+
+impl Run {
+    /// A run as pause markup ends it; [`voicing_runs`] fills in the voicing.
+    fn paused(range: Range<usize>, pause_ms: u32, is_break: bool) -> Self {
+        let voicing = Voicing::default();
+        Self { range, pause_ms, is_break, voicing, voicing_ends: false, unchanged: Vec::new() }
+    }
 }
 
 /// Splits block text at `[pause…]` / `[break]`.
@@ -846,14 +1184,14 @@ fn pause_runs(
         };
         match parsed {
             Some((len, ms, is_break)) => {
-                runs.push(Run { range: st..at, pause_ms: ms, is_break });
+                runs.push(Run::paused(st..at, ms, is_break));
                 st = at + len;
                 i = st;
             }
             None => i = at + 1,
         }
     }
-    runs.push(Run { range: st..text.len(), pause_ms: 0, is_break: false });
+    runs.push(Run::paused(st..text.len(), 0, false));
     Ok(runs)
 }
 
@@ -1053,7 +1391,7 @@ impl Leaf {
     /// Every heading (ATX or setext, any level) opens a chapter, an empty one too.
     fn flush_heading(&mut self, src: &str, out: &mut Vec<(Option<String>, Block)>) {
         let text = self.extent.take().map(|e| read_lines(src, e, true)).unwrap_or_default();
-        let title = strip_lang_markup(text.text.trim()).trim().replace('\n', " ");
+        let title = strip_title_markup(text.text.trim()).trim().replace('\n', " ");
         out.push((Some(title), Block { kind: SegmentKind::Heading, text }));
     }
 }
@@ -1112,10 +1450,18 @@ fn inline_markdown(s: &str, base: usize, out: &mut Mapped) {
                 out.push_copy(&rest[..k], base + i);
                 i += k;
             }
+            // Voicing markup is copied whole: `[as:Anna][style:soft]` is no reference link,
+            // and a name's `_` or `*` is no emphasis.
+            '[' if voicing_markup_len(rest).is_some() => {
+                let k = voicing_markup_len(rest).expect("checked");
+                out.push_copy(&rest[..k], base + i);
+                i += k;
+            }
             '[' if rest.starts_with("[pause")
                 || rest.starts_with("[break]")
                 || rest.starts_with(LANG_OPEN)
-                || rest.starts_with(LANG_CLOSE) =>
+                || rest.starts_with(LANG_CLOSE)
+                || VOICING_MARKUP.iter().any(|m| rest.starts_with(m)) =>
             {
                 out.push_copy("[", base + i);
                 i += 1;

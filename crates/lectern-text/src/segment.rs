@@ -42,6 +42,9 @@ pub enum Boundary {
     Pause,
     /// `[break]` markup.
     Break,
+    /// Voicing markup changed the voice, character, style or pace (`[voice:…]`, `[as:…]`,
+    /// `[style:…]`, `[pace:…]`): a segment has one voicing.
+    Voice,
     Paragraph,
     Heading,
     Chapter,
@@ -62,6 +65,7 @@ impl Boundary {
             Self::FirstSentence => "first sentence alone (fast start)",
             Self::Pause => "[pause] markup",
             Self::Break => "[break] markup",
+            Self::Voice => "voice or style change",
             Self::Paragraph => "end of paragraph",
             Self::Heading => "end of heading",
             Self::Chapter => "end of chapter",

@@ -5,3 +5,4 @@ mod manuscript;
 mod markdown;
 mod normalize;
 mod segment;
+mod voicing;
