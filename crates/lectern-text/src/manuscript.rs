@@ -977,10 +977,15 @@ fn cast_character(
     Err(format!("`{markup}`: the cast has no character `{name}` (it has {})", known.join(", ")))
 }
 
-/// Whether a cast name and a written name are the same, ignoring case.
+/// Whether a cast name and a written name are the same, ignoring case. Compared char by
+/// char, so a long paragraph opening (`NAME:` candidates) costs no more than the name.
 fn same_name(cast: &str, written: &str) -> bool {
     let cast = cast.trim();
-    !cast.is_empty() && cast.to_lowercase() == written.to_lowercase()
+    !cast.is_empty()
+        && cast
+            .chars()
+            .flat_map(char::to_lowercase)
+            .eq(written.chars().flat_map(char::to_lowercase))
 }
 
 /// A `[style:TEXT]` instruction: trimmed, not empty, at most [`MAX_STYLE_CHARS`] chars.
