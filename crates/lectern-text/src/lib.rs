@@ -23,12 +23,14 @@
 //! ```no_run
 //! use lectern_text::{Manuscript, ParseOptions, Tokenizer};
 //! let tok = Tokenizer::from_model_dir("fixtures/cosyvoice3-tiny-a/model".as_ref())?;
-//! let opts = ParseOptions::default().with_tokenizer(&tok);
+//! let cast = vec!["Anna".to_string(), "Mrs Hale".to_string()]; // cast.toml's characters
+//! let opts = ParseOptions::default().with_tokenizer(&tok).with_characters(cast);
 //! let book = Manuscript::load("book.md".as_ref(), &opts)?;
 //! for chapter in &book.chapters {
 //!     for seg in &chapter.segments {
 //!         let ids = tok.encode(&seg.text)?; // the segment's text ids
 //!         let _ = (seg.id, seg.span.start.line, seg.hash, seg.pause_after_ms, ids);
+//!         let _ = (&seg.voicing.voice, &seg.voicing.character, &seg.voicing.style);
 //!     }
 //! }
 //! let prompt_ids = tok.prompt_ids("Transcript of the voice prompt.")?;
