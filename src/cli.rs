@@ -206,6 +206,10 @@ pub struct SynthArgs {
     /// as f32. Each take records which ran [default: tf32x3 on CUDA, f32 elsewhere]
     #[arg(long, value_enum)]
     pub flow_matmul: Option<FlowMatmulArg>,
+    /// Speak the book's voice in cross-lingual mode (text in another language than its
+    /// reference recording); a cast's voices say it in `cast.toml`.
+    #[arg(long)]
+    pub cross_lingual: bool,
 }
 
 /// `lectern bench --workload`'s options.
@@ -440,6 +444,7 @@ impl Effective {
             params: self.params(synth),
             flow_matmul: synth.flow_matmul.map(Into::into),
             base_seed: synth.seed,
+            cross_lingual: synth.cross_lingual,
         })
     }
 

@@ -24,6 +24,7 @@
 pub mod assets;
 pub mod audio;
 pub mod bench;
+pub mod cast;
 pub mod cli;
 pub mod config;
 pub mod deliver;

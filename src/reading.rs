@@ -23,7 +23,10 @@ pub fn load(path: &Path, tokenizer: &Tokenizer, read: &ReadOptions) -> anyhow::R
     // The project's pronunciations (`pronunciations.txt` beside the manuscript), so an entry
     // changes the text of exactly the segments that hold its word.
     let prons = Pronunciations::beside(path)?;
+    // The cast's characters: their names start `NAME:` paragraphs and `[as:NAME]` spans.
+    let characters = crate::cast::Cast::beside(path, "")?.character_names();
     let opts = ParseOptions::default()
+        .with_characters(characters)
         .with_tokenizer(tokenizer)
         .with_frontend(read.frontend)
         .with_pronunciations(prons);

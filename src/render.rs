@@ -27,7 +27,7 @@ use crate::synth::SynthOptions;
 use lectern_engine::protocol::{EngineEvent, Request, SegmentState, Take};
 use lectern_engine::voice::ModelSignature;
 use lectern_engine::{ENGINE_VERSION, Engine};
-use lectern_model::config::{SAMPLE_RATE_HZ, SAMPLES_PER_TOKEN};
+use lectern_model::config::SAMPLE_RATE_HZ;
 use lectern_text::{Boundary, Lang, Manuscript, SegmentLimits, Tokenizer};
 
 /// Options of one render.
@@ -181,6 +181,8 @@ pub fn format_listing(listing: &[ListedSegment]) -> String {
 struct ChosenTake {
     id: lectern_engine::protocol::TakeId,
     tokens: usize,
+    /// Samples its record says it has (tokens at its pace).
+    expected_samples: usize,
     seed: u64,
     num_samples: u64,
     reused: bool,
@@ -235,6 +237,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     let mut session =
         Session::open(&opts.project, &opts.manuscript, &voice, &model.dir, opts.synth.base_seed)?;
     session.measure_with(crate::quality::QualityProbe::load(&model.dir, &voice)?);
+    session.set_cast(opts.synth.cast(&opts.manuscript)?);
     report_open_check(&session);
     session.sync_read(&book, &tokenizer, &opts.read)?;
     report.project = session.project_dir().map(Path::to_path_buf);
@@ -271,7 +274,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     if !work.is_empty() {
         let backend = session::backend(
             &model,
-            &voice,
+            &session.voices(),
             &opts.synth.device,
             opts.synth.params.precision,
             opts.synth.flow_matmul,
@@ -403,6 +406,7 @@ fn chosen_takes(
             ChosenTake {
                 id: info.id,
                 tokens: info.record.tokens.len(),
+                expected_samples: info.record.sample_count(),
                 seed: info.record.seed,
                 num_samples: info.num_samples,
                 reused: !rendered.contains(&s.key),
@@ -422,12 +426,12 @@ fn joined_segments(
         let take =
             takes.get(&s.key).with_context(|| format!("no take for segment {}", s.position))?;
         let samples = take.num_samples as usize;
-        if samples != take.tokens * SAMPLES_PER_TOKEN {
+        if samples != take.expected_samples {
             bail!(
                 "the take of segment {} has {samples} samples for {} tokens (expected {})",
                 s.position,
                 take.tokens,
-                take.tokens * SAMPLES_PER_TOKEN
+                take.expected_samples
             );
         }
         out.push(RenderedSegment {

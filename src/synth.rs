@@ -23,9 +23,18 @@ pub struct SynthOptions {
     /// Each segment's default seed derives from this and the segment's content
     /// ([`crate::session::seed::segment_seed`]).
     pub base_seed: u64,
+    /// The book's voice speaks cross-lingually (`--cross-lingual`).
+    pub cross_lingual: bool,
 }
 
 impl SynthOptions {
+    /// The cast of `manuscript`: its `cast.toml` (if any) and this run's book voice options.
+    pub fn cast(&self, manuscript: &std::path::Path) -> anyhow::Result<crate::cast::Cast> {
+        let mut cast = crate::cast::Cast::beside(manuscript, "")?;
+        cast.book_cross_lingual = self.cross_lingual;
+        Ok(cast)
+    }
+
     /// The flow matmul this run uses: the one asked for, else the device's default.
     pub fn flow_matmul(&self) -> FlowMatmul {
         self.flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(&self.device))

@@ -17,7 +17,7 @@ use crate::tui::desk::Desk;
 use crate::tui::watch::ManuscriptSource;
 use crate::tui::{self, AppConfig, RunConfig};
 use lectern_engine::Engine;
-use lectern_engine::voice::ModelSignature;
+use lectern_engine::voice::{ModelSignature, Voice};
 use lectern_model::flow::FlowMatmul;
 
 /// Where the keymap comes from.
@@ -71,7 +71,11 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
         Session::open(&project, &manuscript_path, &voice, &model.dir, opts.synth.base_seed)?;
     // Each take is measured as it is saved, so the list can flag outliers (#19).
     session.measure_with(crate::quality::QualityProbe::load(&model.dir, &voice)?);
+    session.set_cast(opts.synth.cast(&manuscript_path)?);
     let mut desk = Desk::open_with(session, &manuscript_path, Arc::clone(&tokenizer), opts.read)?;
+    // Every voice the manuscript's cast uses now; one added by a later edit fails its segments
+    // with the engine's "holds voice …" message until the workstation is restarted.
+    let voices: Vec<Voice> = desk.session().voices().into_iter().cloned().collect();
 
     let voice_name = voice.manifest.name.clone();
     let (model_for_engine, device, precision, flow_matmul) = (
@@ -82,7 +86,8 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
     );
     let handle = Engine::spawn_with(
         move || {
-            session::backend(&model_for_engine, &voice, &device, precision, flow_matmul)
+            let voices: Vec<&Voice> = voices.iter().collect();
+            session::backend(&model_for_engine, &voices, &device, precision, flow_matmul)
                 .map_err(|e| lectern_engine::EngineError::Backend(format!("{e:#}")))
         },
         voice_name.clone(),

@@ -233,7 +233,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl LmStage for ForcedLm {
     fn lm_generate_streaming(
         &mut self,
-        _voice: &str,
         jobs: &[LmJob],
         done: &mut dyn FnMut(usize, &[u32]),
     ) -> lectern_engine::Result<Vec<Vec<u32>>> {
@@ -269,12 +268,8 @@ impl LmStage for ForcedLm {
 }
 
 impl SynthBackend for ForcedBackend {
-    fn lm_generate(
-        &mut self,
-        voice: &str,
-        jobs: &[LmJob],
-    ) -> lectern_engine::Result<Vec<Vec<u32>>> {
-        self.lm.lm_generate_streaming(voice, jobs, &mut |_, _| {})
+    fn lm_generate(&mut self, jobs: &[LmJob]) -> lectern_engine::Result<Vec<Vec<u32>>> {
+        self.lm.lm_generate_streaming(jobs, &mut |_, _| {})
     }
 
     fn flow_group(
@@ -420,7 +415,7 @@ fn build_backend(
     hift.set_kernels(opts.vocoder_kernels);
     // Never used: the forced backend builds its own lane requests from the stand-in ids.
     let tokenizer = Tokenizer::tiny_fallback(std::path::Path::new("bench-stand-in"));
-    Ok(CosyVoiceBackend::with_prepared_voice(
+    Ok(CosyVoiceBackend::with_prepared_voices(
         format!("{} (seeded random weights, seed {})", cfg.name, opts.weights_seed),
         true,
         dev,
@@ -429,7 +424,7 @@ fn build_backend(
         flow,
         hift,
         tokenizer,
-        voice,
+        vec![voice],
     )?)
 }
 

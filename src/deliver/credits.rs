@@ -91,6 +91,7 @@ pub fn render_credit(project: &Project, text: &str, out: &Path) -> anyhow::Resul
             params: book_params(project)?,
             flow_matmul: None,
             base_seed: CREDITS_BASE_SEED,
+            cross_lingual: false,
         },
         progress: false,
         project: ProjectChoice::Off,

@@ -10,16 +10,13 @@ use anyhow::Context;
 use sha2::{Digest, Sha256};
 
 use crate::store::Project;
-use lectern_engine::protocol::TakeContent;
+use lectern_engine::protocol::{Casting, TakeContent};
 use lectern_engine::voice::Voice;
 
 /// Version of the text frontend (normalisation, segmentation, pronunciations). Bump it when a
 /// change of those rules changes what the LM gets for the same manuscript text, so takes made
 /// before become stale.
 pub const FRONTEND_VERSION: &str = "lectern-text-1";
-
-/// The synthesis mode of every take so far (upstream's zero-shot voice cloning).
-pub const MODE_ZERO_SHOT: &str = "zero_shot";
 
 /// The voice and model part of every take's content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,18 +32,34 @@ impl ContentBasis {
     }
 
     /// The content of a segment whose text the LM gets as `text_ids`, in `language` (the
-    /// segment's non-English language, [`lectern_text::Segment::language`]).
+    /// segment's non-English language, [`lectern_text::Segment::language`]), spoken by the
+    /// book's voice, zero-shot, at pace 1.
     #[must_use]
     pub fn content(&self, text_ids: Vec<u32>, language: Option<String>) -> TakeContent {
+        self.cast_content(text_ids, language, &self.voice_hash, &Casting::default())
+    }
+
+    /// [`Self::content`] spoken by the voice of hash `voice_hash` as `casting` says (mode,
+    /// instruction and pace are content: a change of any makes the take stale).
+    #[must_use]
+    pub fn cast_content(
+        &self,
+        text_ids: Vec<u32>,
+        language: Option<String>,
+        voice_hash: &str,
+        casting: &Casting,
+    ) -> TakeContent {
         TakeContent {
             text_ids,
-            voice_hash: self.voice_hash.clone(),
+            voice_hash: voice_hash.to_string(),
             model_hash: self.model_hash.clone(),
-            mode: MODE_ZERO_SHOT.into(),
+            mode: String::new(),
             instruction: None,
             frontend_version: FRONTEND_VERSION.into(),
             language,
+            pace: None,
         }
+        .with_casting(casting)
     }
 }
 

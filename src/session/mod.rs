@@ -101,16 +101,16 @@ pub fn tokenizer(model: &ModelChoice) -> anyhow::Result<Tokenizer> {
         .with_context(|| format!("loading the tokenizer of {}", model.dir.display()))
 }
 
-/// Loads the three stages and prepares the voice.
+/// Loads the three stages and prepares the voices (the default first).
 pub fn backend(
     model: &ModelChoice,
-    voice: &Voice,
+    voices: &[&Voice],
     device: &Device,
     precision: Precision,
     flow_matmul: Option<FlowMatmul>,
 ) -> anyhow::Result<CosyVoiceBackend> {
     let flow_matmul = flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(device));
-    CosyVoiceBackend::load(&model.dir, voice, device, precision, flow_matmul)
+    CosyVoiceBackend::load(&model.dir, voices, device, precision, flow_matmul)
         .with_context(|| format!("loading the model in {}", model.dir.display()))
 }
 

@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use super::content::ContentBasis;
+use super::content::{ContentBasis, voice_hash};
 use super::plan::{PlannedSegment, render_specs};
 use super::seed;
+use crate::cast::Cast;
 use crate::quality::{QualityProbe, TakeFigures};
 use crate::reading::ReadOptions;
 use crate::store::BookRecord;
@@ -101,6 +102,26 @@ impl SegmentView {
     }
 }
 
+/// A voice of the cast, loaded.
+#[derive(Debug, Clone)]
+struct CastVoice {
+    /// As the cast or the manuscript names it (a name or a directory).
+    written: String,
+    voice: Voice,
+    /// Its content hash ([`voice_hash`]).
+    hash: String,
+}
+
+/// What a sync learns of a segment besides what the store keeps.
+struct SyncedSegment {
+    content: lectern_engine::protocol::TakeContent,
+    chapter: usize,
+    ends_paragraph: bool,
+    source: String,
+    casting: lectern_engine::protocol::Casting,
+    character: Option<String>,
+}
+
 /// One open session. Holds the project's lock until dropped.
 pub struct Session {
     project: Project,
@@ -110,6 +131,11 @@ pub struct Session {
     /// The model and voice directories, recorded in the project at each sync.
     sources: Sources,
     voice_name: String,
+    /// Who speaks what: `cast.toml` and the book's voice.
+    cast: Cast,
+    /// The voices the manuscript uses, the book's first: (name as written in the cast or the
+    /// manuscript, the voice, its content hash).
+    voices: Vec<CastVoice>,
     base_seed: u64,
     segments: Vec<PlannedSegment>,
     /// Takes of a flow group not yet complete (a group is saved all or nothing).
@@ -148,6 +174,7 @@ impl Session {
         let mut project = Project::open(&dir)
             .with_context(|| format!("opening the project {}", dir.display()))?;
         let basis = ContentBasis::compute(voice, model_dir, &mut project)?;
+        let voice_hash = basis.voice_hash.clone();
         let absolute = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let sources = Sources { model_dir: absolute(model_dir), voice_dir: absolute(&voice.dir) };
         Ok(Self {
@@ -156,12 +183,63 @@ impl Session {
             basis,
             sources,
             voice_name: voice.manifest.name.clone(),
+            cast: Cast::solo(&voice.manifest.name),
+            voices: vec![CastVoice {
+                written: voice.manifest.name.clone(),
+                voice: voice.clone(),
+                hash: voice_hash.clone(),
+            }],
             base_seed,
             segments: Vec::new(),
             group: Vec::new(),
             regens: HashMap::new(),
             probe: None,
         })
+    }
+
+    /// Casts the book with `cast` (its book voice is this session's voice): the next sync
+    /// resolves each segment's voice, mode and pace through it and loads the voices it names.
+    pub fn set_cast(&mut self, mut cast: Cast) {
+        cast.book_voice.clone_from(&self.voice_name);
+        self.cast = cast;
+    }
+
+    /// The cast.
+    pub fn cast(&self) -> &Cast {
+        &self.cast
+    }
+
+    /// The voices the manuscript uses, the book's first.
+    pub fn voices(&self) -> Vec<&Voice> {
+        self.voices.iter().map(|v| &v.voice).collect()
+    }
+
+    /// The voice a cast or manuscript names, loaded (and hashed) on first use.
+    fn cast_voice(&mut self, written: &str) -> anyhow::Result<&CastVoice> {
+        let known = self
+            .voices
+            .iter()
+            .position(|v| v.written == written || v.voice.manifest.name == written);
+        let at = match known {
+            Some(at) => at,
+            None => {
+                let voice = crate::voices::load(written)
+                    .with_context(|| format!("unknown voice `{written}`"))?;
+                if let Some(other) =
+                    self.voices.iter().find(|v| v.voice.manifest.name == voice.manifest.name)
+                {
+                    bail!(
+                        "voices `{written}` and `{}` are both named `{}`: the engine keys voices by name",
+                        other.written,
+                        voice.manifest.name
+                    );
+                }
+                let hash = voice_hash(&voice)?;
+                self.voices.push(CastVoice { written: written.to_string(), voice, hash });
+                self.voices.len() - 1
+            }
+        };
+        Ok(&self.voices[at])
     }
 
     /// Measures every take saved from now on with `probe` and stores its figures with it.
@@ -244,12 +322,20 @@ impl Session {
     ) -> anyhow::Result<()> {
         let mut stored = Vec::new();
         let mut contents = Vec::new();
+        let path = book.path.clone().unwrap_or_else(|| PathBuf::from("<manuscript>"));
         for (chapter, ch) in book.chapters.iter().enumerate() {
             for s in &ch.segments {
                 let ids = tokenizer.encode(&s.text).with_context(|| {
                     format!("segment {} (line {})", s.id + 1, s.span.start.line)
                 })?;
-                let content = self.basis.content(ids, s.language.clone());
+                let role = self.cast.resolve(s, &path)?;
+                let voice = self
+                    .cast_voice(&role.voice)
+                    .with_context(|| format!("{}:{}", path.display(), s.span.start.line))?;
+                let casting = role.casting(&voice.voice.manifest.name);
+                let hash = voice.hash.clone();
+                let content = self.basis.cast_content(ids, s.language.clone(), &hash, &casting);
+                let character = s.voicing.character.clone();
                 stored.push(StoredSegment {
                     id: s.id as u64,
                     chapter: chapter as u32,
@@ -260,7 +346,14 @@ impl Session {
                     pause_after_ms: s.pause_after_ms,
                     content_key: content.key(),
                 });
-                contents.push((content, chapter, s.ends_paragraph, s.source.clone()));
+                contents.push(SyncedSegment {
+                    content,
+                    chapter,
+                    ends_paragraph: s.ends_paragraph,
+                    source: s.source.clone(),
+                    casting,
+                    character,
+                });
             }
         }
         self.project.sync_manuscript(&stored).context("recording the manuscript")?;
@@ -284,21 +377,23 @@ impl Session {
         self.segments = proofed
             .into_iter()
             .zip(contents)
-            .map(|(p, (content, chapter, ends_paragraph, source))| {
+            .map(|(p, synced)| {
                 let n = occurrences.entry(p.segment.hash).or_insert(0);
                 let default_seed = seed::segment_seed(self.base_seed, p.segment.hash, *n);
                 *n += 1;
                 PlannedSegment {
                     key: p.key,
                     position: p.segment.id as usize,
-                    chapter,
+                    chapter: synced.chapter,
                     text: p.segment.text,
-                    source,
+                    source: synced.source,
                     span: (p.segment.span.0 as usize, p.segment.span.1 as usize),
                     pause_after_ms: p.segment.pause_after_ms,
-                    ends_paragraph,
+                    ends_paragraph: synced.ends_paragraph,
                     default_seed,
-                    content,
+                    content: synced.content,
+                    casting: synced.casting,
+                    character: synced.character,
                 }
             })
             .collect();
@@ -334,11 +429,12 @@ impl Session {
     }
 
     /// A lost take can be regenerated when its record holds its group's tokens, was made for
-    /// this segment (its engine id is the segment's key) and with this session's voice (the
-    /// engine refuses other voices).
+    /// this segment (its engine id is the segment's key) and with one of this session's voices
+    /// (the engine refuses others).
     fn can_regenerate(&self, take: &TakeInfo, key: SegmentKey) -> bool {
         let r = &take.record;
-        !r.group.tokens.is_empty() && r.voice_id == self.voice_name && r.segment_id == key as u64
+        let held = self.voices.iter().any(|v| v.voice.manifest.name == r.voice_id);
+        !r.group.tokens.is_empty() && held && r.segment_id == key as u64
     }
 
     /// Takes a finished take from the engine. A regeneration restores its take's file; a

@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 
 use crate::store::SegmentKey;
-use lectern_engine::protocol::{SegmentSpec, TakeContent};
+use lectern_engine::protocol::{Casting, SegmentSpec, TakeContent};
 
 /// One manuscript segment as the session plans it.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +34,10 @@ pub struct PlannedSegment {
     pub default_seed: u64,
     /// What a current take of it is made of.
     pub content: TakeContent,
+    /// Who speaks it and how (voice, mode, pace).
+    pub casting: Casting,
+    /// The cast character speaking it, if any (for the list).
+    pub character: Option<String>,
 }
 
 impl PlannedSegment {
@@ -46,6 +50,7 @@ impl PlannedSegment {
             seed: self.default_seed,
             group_break_after: false,
             content: self.content.clone(),
+            casting: self.casting.clone(),
         }
     }
 }
@@ -110,6 +115,8 @@ mod tests {
             ends_paragraph,
             default_seed: 10 + key as u64,
             content: TakeContent::default(),
+            casting: Casting::default(),
+            character: None,
         }
     }
 

@@ -245,10 +245,10 @@ pub struct TakeEntry {
 }
 
 impl TakeEntry {
-    /// Samples of the take (from its record: tokens × 960, whether loaded or not).
+    /// Samples of the take (from its record: tokens × 960 at pace 1, whether loaded or not).
     #[must_use]
     pub fn len_samples(&self) -> u64 {
-        self.record.tokens.len() as u64 * lectern_model::config::SAMPLES_PER_TOKEN as u64
+        self.record.sample_count() as u64
     }
 }
 

@@ -106,6 +106,10 @@ impl Desk {
     /// groups form exactly as a fresh run would form them.
     pub fn reload(&mut self, engine: &Sender<Request>) -> anyhow::Result<Option<Vec<SegmentId>>> {
         let book = crate::reading::load(&self.manuscript, &self.tokenizer, &self.read)?;
+        // The cast file may have changed with it: its characters' voices, styles and paces.
+        let mut cast = crate::cast::Cast::beside(&self.manuscript, "")?;
+        cast.book_cross_lingual = self.session.cast().book_cross_lingual;
+        self.session.set_cast(cast);
         self.session.sync_read(&book, &self.tokenizer, &self.read)?;
         let now = self.fingerprint();
         if now == self.synced {
@@ -189,10 +193,11 @@ impl Desk {
             text: spoken.clone(),
             group_break_after: true,
             content: self.session.basis().content(ids, language),
+            casting: lectern_engine::protocol::Casting::default(),
         };
         // A queued audition would only change seed: drop it so the new text is spoken.
         engine.send(Request::Cancel(vec![AUDITION_ID])).context("the engine has stopped")?;
-        engine.send(Request::Reseed(spec)).context("the engine has stopped")?;
+        engine.send(Request::Reseed(Box::new(spec))).context("the engine has stopped")?;
         Ok(vec![Msg::Log(format!("audition: “{text}” reads as “{spoken}”"))])
     }
 
@@ -208,7 +213,7 @@ impl Desk {
             self.session.reseed_spec(key(id))?
         };
         let seed = spec.seed;
-        engine.send(Request::Reseed(spec)).context("the engine has stopped")?;
+        engine.send(Request::Reseed(Box::new(spec))).context("the engine has stopped")?;
         Ok(vec![Msg::Seeded { segment: id, seed }])
     }
 

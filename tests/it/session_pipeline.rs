@@ -261,7 +261,7 @@ fn an_approved_choice_is_locked() {
     assert_ne!(spec.seed, s.segments()[1].default_seed);
     assert!(spec.group_break_after);
     let h = session_common::fake_engine(RenderParams::default());
-    h.tx.send(lectern_engine::protocol::Request::Reseed(spec)).unwrap();
+    h.tx.send(lectern_engine::protocol::Request::Reseed(Box::new(spec))).unwrap();
     let take = loop {
         if let lectern_engine::protocol::EngineEvent::TakeReady(t) =
             h.rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap()

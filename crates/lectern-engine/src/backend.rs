@@ -11,7 +11,7 @@ use std::time::Duration;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use super::protocol::{LaneMemory, MinLenRule, Precision, SegmentId};
+use super::protocol::{LaneMemory, MinLenRule, Mode, Precision, SegmentId, paced_frames};
 use super::telemetry::kv_bytes;
 use super::{EngineError, Result};
 use lectern_model::config::{N_MELS, SAMPLES_PER_FRAME, SPEECH_TOKEN_SIZE, TOKEN_MEL_RATIO};
@@ -26,6 +26,10 @@ pub struct LmJob {
     /// the voice and the parameters.
     pub seed: u64,
     pub min_len_rule: MinLenRule,
+    /// The voice whose prompt leads the lane (a name the backend holds).
+    pub voice: String,
+    /// How the prompt is assembled (zero-shot, instruct, cross-lingual).
+    pub mode: Mode,
 }
 
 /// Mel frames, frame-major: `data[f * 80 + bin]`, `data.len() == frames * 80`.
@@ -52,6 +56,43 @@ impl Mel {
     pub fn frame(&self, f: usize) -> &[f32] {
         &self.data[f * N_MELS..(f + 1) * N_MELS]
     }
+
+    /// Frames `range` of this mel.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> Mel {
+        let data = self.data[range.start * N_MELS..range.end * N_MELS].to_vec();
+        Mel { frames: range.len(), data }
+    }
+
+    /// This mel spoken at `pace`: resampled in time to [`paced_frames`] frames by linear
+    /// interpolation, exactly as upstream's `token2wav` does for its `speed`
+    /// (`F.interpolate(mel, size=int(frames / speed), mode="linear")`, `align_corners=False`):
+    /// output frame `i` reads the input at `max((i + ½)·in/out − ½, 0)`, between its two
+    /// neighbours (the last frame repeats past the end), in f32 as torch computes it.
+    #[must_use]
+    pub fn paced(&self, pace: f64) -> Mel {
+        let out = paced_frames(self.frames, pace);
+        if out == self.frames || self.frames == 0 {
+            return self.clone();
+        }
+        let scale = self.frames as f32 / out as f32;
+        let mut data = Vec::with_capacity(out * N_MELS);
+        for i in 0..out {
+            let at = (scale * (i as f32 + 0.5) - 0.5).max(0.0);
+            let i0 = (at as usize).min(self.frames - 1);
+            let i1 = if i0 + 1 < self.frames { i0 + 1 } else { i0 };
+            let w1 = at - i0 as f32;
+            let w0 = 1.0 - w1;
+            let (a, b) = (self.frame(i0), self.frame(i1));
+            data.extend(a.iter().zip(b).map(|(x, y)| w0 * x + w1 * y));
+        }
+        Mel { frames: out, data }
+    }
+
+    /// Mels joined in time.
+    pub fn concat(parts: &[Mel]) -> Mel {
+        let frames = parts.iter().map(|m| m.frames).sum();
+        Mel { frames, data: parts.iter().flat_map(|m| m.data.iter().copied()).collect() }
+    }
 }
 
 /// What a backend is, as written into take records.
@@ -64,6 +105,9 @@ pub struct BackendInfo {
     pub is_tiny_random: bool,
     /// The flow noise buffer, e.g. "mt19937-seed0" or a file path.
     pub noise_source: String,
+    /// The voices it holds, by name, the default first; empty for a backend that takes any
+    /// name (the fake).
+    pub voices: Vec<String>,
     pub cfg_rate: f64,
     /// LM weight precision actually loaded.
     pub precision: Precision,
@@ -81,7 +125,6 @@ pub trait LmStage {
     /// decode.
     fn lm_generate_streaming(
         &mut self,
-        voice: &str,
         jobs: &[LmJob],
         done: &mut dyn FnMut(usize, &[u32]),
     ) -> Result<Vec<Vec<u32>>>;
@@ -94,16 +137,17 @@ pub trait LmStage {
 /// The three model stages as the engine uses them. Called only from the engine thread.
 ///
 /// Contract (the engine checks the lengths and fails the group otherwise):
-/// - `lm_generate` decodes the jobs together (one lane each) and returns one token list per
-///   job, in order. A lane's tokens depend only on (text, voice, seed, params), never on its
-///   lane-mates or the batch size.
-/// - `flow_group` runs one flow call over the concatenation of the group's tokens and returns
-///   the group's mel: exactly 2 × total tokens frames. The mel of a segment depends on its
-///   group (attention across segments, noise offset); a group of one must equal upstream.
+/// - `lm_generate` decodes the jobs together (one lane each, each with its own voice and mode)
+///   and returns one token list per job, in order. A lane's tokens depend only on (text, voice,
+///   mode, seed, params), never on its lane-mates or the batch size.
+/// - `flow_group` runs one flow call over the concatenation of the group's tokens, all of one
+///   voice, and returns the group's mel: exactly 2 × total tokens frames. The mel of a segment
+///   depends on its group (attention across segments, noise offset); a group of one must equal
+///   upstream.
 /// - `vocode` turns a mel into exactly 480 × frames samples at 24 kHz.
 /// - `synchronize` waits for queued device work, so a clock read after it is honest.
 pub trait SynthBackend {
-    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>>;
+    fn lm_generate(&mut self, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>>;
     fn flow_group(&mut self, voice: &str, tokens: &[Vec<u32>], nfe: usize) -> Result<Mel>;
     fn vocode(&mut self, mel: &Mel) -> Result<Vec<f32>>;
     fn synchronize(&self) -> Result<()>;
@@ -184,11 +228,10 @@ impl LmStage for FakeLm {
     /// Like batched decoding: the shortest lane is done first, each after its own steps.
     fn lm_generate_streaming(
         &mut self,
-        voice: &str,
         jobs: &[LmJob],
         done: &mut dyn FnMut(usize, &[u32]),
     ) -> Result<Vec<Vec<u32>>> {
-        let out: Vec<Vec<u32>> = jobs.iter().map(|j| FakeBackend::tokens_for(j, voice)).collect();
+        let out: Vec<Vec<u32>> = jobs.iter().map(FakeBackend::tokens_for).collect();
         let mut order: Vec<usize> = (0..out.len()).collect();
         order.sort_by_key(|&i| out[i].len());
         let mut steps = 0;
@@ -227,11 +270,19 @@ impl FakeBackend {
         text.chars().count()
     }
 
-    fn tokens_for(job: &LmJob, voice: &str) -> Vec<u32> {
+    /// Tokens from (seed, text, voice, mode) alone: each mode prompts the LM differently, so
+    /// each gives other tokens, as the real LM's do.
+    fn tokens_for(job: &LmJob) -> Vec<u32> {
         let mut seed = [0u8; 32];
         seed[..8].copy_from_slice(&job.seed.to_le_bytes());
         seed[8..16].copy_from_slice(&fnv1a(job.text.as_bytes()).to_le_bytes());
-        seed[16..24].copy_from_slice(&fnv1a(voice.as_bytes()).to_le_bytes());
+        seed[16..24].copy_from_slice(&fnv1a(job.voice.as_bytes()).to_le_bytes());
+        let mode = match &job.mode {
+            Mode::ZeroShot => 0,
+            Mode::Instruct(i) => fnv1a(i.as_bytes()) | 1,
+            Mode::CrossLingual => 2,
+        };
+        seed[24..].copy_from_slice(&u64::to_le_bytes(mode));
         let mut rng = ChaCha20Rng::from_seed(seed);
         let n_tokens = 3 + 2 * Self::text_positions(&job.text) + rng.gen_range(0..4);
         (0..n_tokens).map(|_| rng.gen_range(0..SPEECH_TOKEN_SIZE as u32)).collect()
@@ -256,8 +307,8 @@ impl FakeBackend {
 }
 
 impl SynthBackend for FakeBackend {
-    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
-        let out: Vec<Vec<u32>> = jobs.iter().map(|j| Self::tokens_for(j, voice)).collect();
+    fn lm_generate(&mut self, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
+        let out: Vec<Vec<u32>> = jobs.iter().map(Self::tokens_for).collect();
         let steps = out.iter().map(Vec::len).max().unwrap_or(0);
         sleep(self.delays.lm_per_step * steps as u32);
         self.record_lanes(jobs, &out);
@@ -318,6 +369,7 @@ impl SynthBackend for FakeBackend {
             backend: "cpu".into(),
             is_tiny_random: true,
             noise_source: "fake-splitmix".into(),
+            voices: Vec::new(),
             cfg_rate: 0.7,
             precision: Precision::F32,
             flow_matmul: "f32".into(),

@@ -1,8 +1,9 @@
-//! The real backend: CosyVoice3 (LM, flow, HiFT) behind [`SynthBackend`], with one voice
-//! prompt and the text tokenizer.
+//! The real backend: CosyVoice3 (LM, flow, HiFT) behind [`SynthBackend`], with the voices of
+//! a cast and the text tokenizer.
 //!
-//! The voice prompt is prepared once at load (prompt text ids, prompt speech tokens, prompt mel,
-//! speaker embedding); every LM lane and every flow group reuses it.
+//! Each voice prompt is prepared once at load (prompt text ids, prompt speech tokens, prompt
+//! mel, speaker embedding); every LM lane and flow group of that voice reuses it. A lane's LM
+//! input is assembled per its mode as upstream's frontends do ([`lm_prompt`]).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -10,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use candle::{DType, Device, Tensor};
 
 use super::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
-use super::protocol::{LaneMemory, MinLenRule, Precision};
+use super::protocol::{LaneMemory, MinLenRule, Mode, Precision};
 use super::{EngineError, Result};
 use crate::voice::{ModelSignature, Voice};
 use lectern_model::config::{ModelConfig, ModelFiles, N_MELS};
@@ -19,8 +20,9 @@ use lectern_model::hift::Hift;
 use lectern_model::lm::{GenerateOptions, LaneRequest, SpeechLm};
 use lectern_model::sampling::{self, SamplingConfig};
 use lectern_text::Tokenizer;
+use lectern_text::tokenizer::{END_OF_PROMPT, PROMPT_PREFIX};
 
-/// The three stages of one model, and one voice. The flow and the vocoder run on `device`;
+/// The three stages of one model, and the voices of a cast. The flow and the vocoder run on `device`;
 /// the LM runs on its own [`lm_device`] behind an [`LmHandle`], so that it can decode on
 /// another thread while the flow runs (`SynthBackend::lm_stage`).
 pub struct CosyVoiceBackend {
@@ -29,16 +31,23 @@ pub struct CosyVoiceBackend {
     lm: LmHandle,
     flow: CausalMaskedDiffWithDiT,
     hift: Hift,
-    voice: PreparedVoice,
+    /// The default voice first.
+    voices: Vec<PreparedVoice>,
+}
+
+/// What an LM lane needs of a voice.
+#[derive(Debug, Clone)]
+struct LmVoice {
+    name: String,
+    prompt_text_ids: Vec<u32>,
+    prompt_speech_tokens: Vec<u32>,
 }
 
 /// The LM and what turns jobs into its lane requests.
 struct LmSide {
     lm: SpeechLm,
     tokenizer: Tokenizer,
-    voice_name: String,
-    prompt_text_ids: Vec<u32>,
-    prompt_speech_tokens: Vec<u32>,
+    voices: Vec<LmVoice>,
     lanes: Vec<LaneMemory>,
 }
 
@@ -136,19 +145,20 @@ pub fn device_name(device: &Device) -> String {
 
 impl CosyVoiceBackend {
     /// Loads an upstream model directory (`llm.pt`, `flow.pt`, `hift.pt`, `CosyVoice-BlankEN/`,
-    /// plus `tiny.json` for a reduced model) and prepares `voice` for it. The LM goes to
-    /// [`lm_device`]`(device)`.
+    /// plus `tiny.json` for a reduced model) and prepares `voices` for it (the first is the
+    /// default; names must differ). The LM goes to [`lm_device`]`(device)`.
     pub fn load(
         model_dir: &Path,
-        voice: &Voice,
+        voices: &[&Voice],
         device: &Device,
         precision: Precision,
         flow_matmul: FlowMatmul,
     ) -> Result<Self> {
         let cfg = ModelConfig::from_dir(model_dir)?;
-        voice
-            .check_model(&ModelSignature::from_model_dir(model_dir).map_err(invalid)?)
-            .map_err(invalid)?;
+        let signature = ModelSignature::from_model_dir(model_dir).map_err(invalid)?;
+        for voice in voices {
+            voice.check_model(&signature).map_err(invalid)?;
+        }
         let files = ModelFiles::in_dir(model_dir);
         let lm = SpeechLm::from_dir(model_dir, precision, &lm_device(device)?)?;
         let mut flow =
@@ -158,18 +168,21 @@ impl CosyVoiceBackend {
         let tokenizer = Tokenizer::from_model_dir(model_dir).map_err(invalid)?;
         let is_tiny = model_dir.join("tiny.json").exists();
         let model_id = format!("{} ({})", cfg.name, model_dir.display());
-        let prepared = PreparedVoice::new(voice, &tokenizer, device)?;
-        Self::with_prepared_voice(
+        let prepared = voices
+            .iter()
+            .map(|v| PreparedVoice::new(v, &tokenizer, device))
+            .collect::<Result<Vec<_>>>()?;
+        Self::with_prepared_voices(
             model_id, is_tiny, device, precision, lm, flow, hift, tokenizer, prepared,
         )
     }
 
-    /// Assembles a backend from loaded stages and a prepared voice prompt (benchmarks build
-    /// the stages from random weights). The flow and HiFT are on `device`, the LM on its own
-    /// device (see [`lm_device`]); both devices are synchronised here, so that weights uploaded
-    /// on one stream are complete before another stream reads them.
+    /// Assembles a backend from loaded stages and prepared voice prompts, the default first
+    /// (benchmarks build the stages from random weights). The flow and HiFT are on `device`,
+    /// the LM on its own device (see [`lm_device`]); both devices are synchronised here, so
+    /// that weights uploaded on one stream are complete before another stream reads them.
     #[allow(clippy::too_many_arguments)]
-    pub fn with_prepared_voice(
+    pub fn with_prepared_voices(
         model_id: String,
         is_tiny_random: bool,
         device: &Device,
@@ -178,8 +191,15 @@ impl CosyVoiceBackend {
         flow: CausalMaskedDiffWithDiT,
         hift: Hift,
         tokenizer: Tokenizer,
-        voice: PreparedVoice,
+        voices: Vec<PreparedVoice>,
     ) -> Result<Self> {
+        let names: Vec<String> = voices.iter().map(|v| v.name.clone()).collect();
+        if voices.is_empty() {
+            return Err(EngineError::InvalidInput("a backend needs at least one voice".into()));
+        }
+        if let Some(dup) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
+            return Err(EngineError::InvalidInput(format!("voice `{}` given twice", dup.1)));
+        }
         device.synchronize()?;
         lm.device().synchronize()?;
         let info = BackendInfo {
@@ -190,17 +210,19 @@ impl CosyVoiceBackend {
             cfg_rate: flow.config().inference_cfg_rate,
             precision,
             flow_matmul: flow.matmul().name().to_string(),
+            voices: names,
         };
-        let side = LmSide {
-            lm,
-            tokenizer,
-            voice_name: voice.name.clone(),
-            prompt_text_ids: voice.prompt_text_ids.clone(),
-            prompt_speech_tokens: voice.prompt_speech_tokens.clone(),
-            lanes: Vec::new(),
-        };
+        let lm_voices = voices
+            .iter()
+            .map(|v| LmVoice {
+                name: v.name.clone(),
+                prompt_text_ids: v.prompt_text_ids.clone(),
+                prompt_speech_tokens: v.prompt_speech_tokens.clone(),
+            })
+            .collect();
+        let side = LmSide { lm, tokenizer, voices: lm_voices, lanes: Vec::new() };
         let lm = LmHandle(Arc::new(Mutex::new(side)));
-        let mut backend = Self { info, device: device.clone(), lm, flow, hift, voice };
+        let mut backend = Self { info, device: device.clone(), lm, flow, hift, voices };
         if device.is_cuda() {
             backend.warm_up()?;
         }
@@ -214,18 +236,19 @@ impl CosyVoiceBackend {
     /// and no stage keeps state from it.
     fn warm_up(&mut self) -> Result<()> {
         let side = self.lm.side();
-        let text: Vec<u32> = side.prompt_text_ids.iter().take(2).copied().collect();
+        let voice = &side.voices[0];
+        let text: Vec<u32> = voice.prompt_text_ids.iter().take(2).copied().collect();
         let mut req = LaneRequest::new(
-            side.prompt_text_ids.clone(),
+            voice.prompt_text_ids.clone(),
             text,
-            side.prompt_speech_tokens.clone(),
+            voice.prompt_speech_tokens.clone(),
             0,
         );
         (req.min_len, req.max_len, req.ignore_stop) = (0, 3, true);
         side.lm.generate(&[req], &GenerateOptions::default())?;
         side.lm.device().synchronize()?;
         drop(side);
-        let mels = self.flow.decode_group(&self.voice.flow_prompt, &[&[1, 2, 3, 4]], 1)?;
+        let mels = self.flow.decode_group(&self.voices[0].flow_prompt, &[&[1, 2, 3, 4]], 1)?;
         self.hift.forward(&mels[0])?;
         self.device.synchronize()?;
         Ok(())
@@ -253,17 +276,92 @@ impl LmHandle {
     }
 }
 
+/// The LM input of a lane, as upstream's frontends assemble it (spec §5.3, §6.3): the prompt
+/// text's ids, the text's ids and the prompt speech tokens, in the order the LM reads them
+/// (between them sit only the sos and task embeddings). Upstream's length rule (min 2·N, max
+/// 20·N tokens) counts N = the text's ids, so where the text ids sit matters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LmPrompt {
+    pub prompt_text_ids: Vec<u32>,
+    pub text_ids: Vec<u32>,
+    pub prompt_speech_tokens: Vec<u32>,
+}
+
+/// [`LmPrompt`] for `mode`:
+/// - zero-shot (`frontend_zero_shot`): the voice's prompt text ids (`You are a helpful
+///   assistant.<|endofprompt|>` + transcript), the text, the voice's prompt speech tokens;
+/// - instruct (`frontend_instruct2`): `You are a helpful assistant. <instruction><|endofprompt|>`
+///   as the prompt text, the text, and no prompt speech tokens;
+/// - cross-lingual (`frontend_cross_lingual`): no prompt text and no prompt speech tokens; the
+///   text is led by `You are a helpful assistant.<|endofprompt|>` (upstream's CosyVoice3
+///   usage), so those ids count towards the length rule, as upstream's do.
+///
+/// The voice's transcript ids and tokens come as prepared ([`PreparedVoice`]).
+pub fn lm_prompt(
+    tokenizer: &Tokenizer,
+    mode: &Mode,
+    voice_text_ids: &[u32],
+    voice_speech_tokens: &[u32],
+    text: &str,
+) -> lectern_text::Result<LmPrompt> {
+    let text_ids = tokenizer.encode(text)?;
+    Ok(match mode {
+        Mode::ZeroShot => LmPrompt {
+            prompt_text_ids: voice_text_ids.to_vec(),
+            text_ids,
+            prompt_speech_tokens: voice_speech_tokens.to_vec(),
+        },
+        Mode::Instruct(instruction) => LmPrompt {
+            prompt_text_ids: tokenizer.encode(&instruct_prompt(instruction))?,
+            text_ids,
+            prompt_speech_tokens: Vec::new(),
+        },
+        Mode::CrossLingual => {
+            let mut ids = tokenizer.encode(PROMPT_PREFIX)?;
+            ids.extend(text_ids);
+            LmPrompt {
+                prompt_text_ids: Vec::new(),
+                text_ids: ids,
+                prompt_speech_tokens: Vec::new(),
+            }
+        }
+    })
+}
+
+/// The prompt text of instruct mode: `You are a helpful assistant. <instruction><|endofprompt|>`
+/// (upstream's CosyVoice3 examples write the instruction after one space, end marker last).
+pub fn instruct_prompt(instruction: &str) -> String {
+    let system = PROMPT_PREFIX.strip_suffix(END_OF_PROMPT).unwrap_or(PROMPT_PREFIX);
+    format!("{system} {}{END_OF_PROMPT}", instruction.trim())
+}
+
 impl LmSide {
+    fn voice(&self, name: &str) -> Result<&LmVoice> {
+        self.voices
+            .iter()
+            .find(|v| v.name == name)
+            .ok_or_else(|| unknown_voice(&self.names(), name))
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.voices.iter().map(|v| v.name.clone()).collect()
+    }
+
     /// One lane's request (upstream length rule: min 2·N, max 20·N tokens).
     fn lane_request(&self, job: &LmJob) -> Result<LaneRequest> {
-        let text_ids = self
-            .tokenizer
-            .encode(&job.text)
-            .map_err(|e| EngineError::InvalidInput(format!("segment {}: {e}", job.segment_id)))?;
+        let voice = self.voice(&job.voice)?;
+        let prompt = lm_prompt(
+            &self.tokenizer,
+            &job.mode,
+            &voice.prompt_text_ids,
+            &voice.prompt_speech_tokens,
+            &job.text,
+        )
+        .map_err(|e| EngineError::InvalidInput(format!("segment {}: {e}", job.segment_id)))?;
         let mut req = LaneRequest::new(
-            self.prompt_text_ids.clone(),
-            text_ids,
-            self.prompt_speech_tokens.clone(),
+            prompt.prompt_text_ids,
+            prompt.text_ids,
+            prompt.prompt_speech_tokens,
             job.seed,
         );
         req.sampling = SamplingConfig {
@@ -299,12 +397,10 @@ impl LmSide {
 impl LmStage for LmHandle {
     fn lm_generate_streaming(
         &mut self,
-        voice: &str,
         jobs: &[LmJob],
         done: &mut dyn FnMut(usize, &[u32]),
     ) -> Result<Vec<Vec<u32>>> {
         let mut side = self.side();
-        check_voice(&side.voice_name, voice)?;
         let reqs: Vec<LaneRequest> =
             jobs.iter().map(|j| side.lane_request(j)).collect::<Result<_>>()?;
         side.generate(&reqs, done)
@@ -332,12 +428,15 @@ pub fn noise_name(noise: &NoiseSource) -> String {
 }
 
 impl SynthBackend for CosyVoiceBackend {
-    fn lm_generate(&mut self, voice: &str, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
-        self.lm.lm_generate_streaming(voice, jobs, &mut |_, _| {})
+    fn lm_generate(&mut self, jobs: &[LmJob]) -> Result<Vec<Vec<u32>>> {
+        self.lm.lm_generate_streaming(jobs, &mut |_, _| {})
     }
 
     fn flow_group(&mut self, voice: &str, tokens: &[Vec<u32>], nfe: usize) -> Result<Mel> {
-        check_voice(&self.voice.name, voice)?;
+        let names = &self.info.voices;
+        let Some(voice) = self.voices.iter().find(|v| v.name == voice) else {
+            return Err(unknown_voice(names, voice));
+        };
         let segments: Vec<&[u32]> = tokens.iter().map(Vec::as_slice).collect();
         // An empty segment (the LM stopped at once) contributes no frames; the flow cannot take
         // it, so it is left out of the call and gets 0 frames.
@@ -345,7 +444,7 @@ impl SynthBackend for CosyVoiceBackend {
         if non_empty.is_empty() {
             return Mel::new(0, Vec::new());
         }
-        let mels = self.flow.decode_group(&self.voice.flow_prompt, &non_empty, nfe)?;
+        let mels = self.flow.decode_group(&voice.flow_prompt, &non_empty, nfe)?;
         let mel = Tensor::cat(&mels, 2)?; // (1, 80, frames)
         let frames = mel.dim(2)?;
         let data = mel.squeeze(0)?.t()?.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
@@ -385,10 +484,7 @@ impl SynthBackend for CosyVoiceBackend {
     }
 }
 
-fn check_voice(held: &str, asked: &str) -> Result<()> {
-    if asked == held {
-        Ok(())
-    } else {
-        Err(EngineError::InvalidInput(format!("this backend holds voice `{held}`, not `{asked}`")))
-    }
+fn unknown_voice(held: &[String], asked: &str) -> EngineError {
+    let held = held.join("`, `");
+    EngineError::InvalidInput(format!("this backend holds voice `{held}`, not `{asked}`"))
 }

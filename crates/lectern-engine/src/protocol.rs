@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use lectern_model::config::{SAMPLES_PER_FRAME, TOKEN_MEL_RATIO};
+
 /// Stable id of a manuscript segment (assigned by the caller; survives re-segmentation when
 /// the text is unchanged).
 pub type SegmentId = u64;
@@ -82,6 +84,78 @@ pub struct SegmentSpec {
     /// What the take's audio is a function of besides its settings; copied into the record.
     #[serde(default)]
     pub content: TakeContent,
+    /// Who speaks it and how (voice, mode, pace); the default is the engine's voice, zero-shot,
+    /// at pace 1.
+    #[serde(default)]
+    pub casting: Casting,
+}
+
+/// How the LM is prompted (upstream's inference modes, spec §5.3).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// `inference_zero_shot`: the voice's transcript and prompt speech tokens lead the LM input.
+    #[default]
+    ZeroShot,
+    /// `inference_instruct2`: the prompt text is `You are a helpful assistant. <instruction>
+    /// <|endofprompt|>` and the LM gets no prompt speech tokens; the flow keeps the voice.
+    Instruct(String),
+    /// `inference_cross_lingual`: no prompt text and no prompt speech tokens in the LM; the
+    /// text is led by `You are a helpful assistant.<|endofprompt|>`. For text in another
+    /// language than the voice's reference.
+    CrossLingual,
+}
+
+impl Mode {
+    /// The name written into take records (`zero_shot`, `instruct`, `cross_lingual`).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::ZeroShot => "zero_shot",
+            Mode::Instruct(_) => "instruct",
+            Mode::CrossLingual => "cross_lingual",
+        }
+    }
+
+    /// The instruction of [`Mode::Instruct`].
+    #[must_use]
+    pub fn instruction(&self) -> Option<&str> {
+        match self {
+            Mode::Instruct(i) => Some(i),
+            _ => None,
+        }
+    }
+}
+
+/// Who speaks a segment and how: the engine-side form of a cast's decision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Casting {
+    /// Voice name (as the engine's voices are keyed); empty: the engine's default voice.
+    #[serde(default)]
+    pub voice: String,
+    #[serde(default)]
+    pub mode: Mode,
+    /// Speaking pace as upstream's `speed`: the segment's mel is resampled in time to
+    /// `frames / pace` frames before the vocoder. 1 leaves it as the flow made it.
+    #[serde(default = "unit_pace")]
+    pub pace: f64,
+}
+
+fn unit_pace() -> f64 {
+    1.0
+}
+
+impl Default for Casting {
+    fn default() -> Self {
+        Self { voice: String::new(), mode: Mode::ZeroShot, pace: 1.0 }
+    }
+}
+
+/// Mel frames of a segment of `frames` flow frames spoken at `pace` (upstream's
+/// `int(frames / speed)`).
+#[must_use]
+pub fn paced_frames(frames: usize, pace: f64) -> usize {
+    if pace == 1.0 { frames } else { (frames as f64 / pace) as usize }
 }
 
 impl SegmentSpec {
@@ -93,6 +167,7 @@ impl SegmentSpec {
             seed,
             group_break_after: false,
             content: TakeContent::default(),
+            casting: Casting::default(),
         }
     }
 
@@ -117,7 +192,7 @@ pub struct TakeContent {
     pub voice_hash: String,
     /// SHA-256 of the model's weights, configuration and tokenizer files.
     pub model_hash: String,
-    /// Synthesis mode: `zero_shot` (the only one so far).
+    /// Synthesis mode: `zero_shot`, `instruct` or `cross_lingual` ([`Mode::name`]).
     pub mode: String,
     /// Instruction text of instruct modes.
     #[serde(default)]
@@ -129,9 +204,29 @@ pub struct TakeContent {
     /// stay the same. Absent from the key when `None`, so English takes keep their keys.
     #[serde(default)]
     pub language: Option<String>,
+    /// The pace the segment is spoken at, when not 1 (written as the narrator gave it, e.g.
+    /// `0.9`): absent from the key at pace 1, so takes made before pace existed keep their keys.
+    #[serde(default)]
+    pub pace: Option<String>,
 }
 
 impl TakeContent {
+    /// This content with the mode, instruction and pace of `casting` (the voice is in
+    /// `voice_hash`, set by whoever knows the voice's files).
+    #[must_use]
+    pub fn with_casting(mut self, casting: &Casting) -> Self {
+        self.mode = casting.mode.name().to_string();
+        self.instruction = casting.mode.instruction().map(str::to_string);
+        self.pace = (casting.pace != 1.0).then(|| format!("{}", casting.pace));
+        self
+    }
+
+    /// The pace recorded in [`Self::pace`] (1 when absent or unreadable).
+    #[must_use]
+    pub fn pace_value(&self) -> f64 {
+        self.pace.as_deref().and_then(|p| p.parse().ok()).unwrap_or(1.0)
+    }
+
     /// A stable key of the content: SHA-256 (hex) of its fields in a fixed order.
     #[must_use]
     pub fn key(&self) -> String {
@@ -154,6 +249,10 @@ impl TakeContent {
             h.update(b"\0l");
             h.update(l.as_bytes());
         }
+        if let Some(p) = &self.pace {
+            h.update(b"\0p");
+            h.update(p.as_bytes());
+        }
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
 }
@@ -171,7 +270,7 @@ pub enum Request {
     /// Render a new take of a segment (another seed, or the same seed under new settings);
     /// the old take is kept by the caller. A queued segment just changes seed; otherwise the
     /// spec is queued at the front as a flow group of its own.
-    Reseed(SegmentSpec),
+    Reseed(Box<SegmentSpec>),
     SetNfe(usize),
     SetGroupTarget(usize),
     SetLanes(usize),
@@ -251,6 +350,14 @@ pub struct TakeRecord {
 }
 
 impl TakeRecord {
+    /// Samples of this take's audio: its tokens' mel frames (2 each) at its pace, 480
+    /// samples each (so n × 960 at pace 1).
+    #[must_use]
+    pub fn sample_count(&self) -> usize {
+        paced_frames(self.tokens.len() * TOKEN_MEL_RATIO, self.content.pace_value())
+            * SAMPLES_PER_FRAME
+    }
+
     /// The key of [`Self::content`].
     #[must_use]
     pub fn content_key(&self) -> String {

@@ -1,17 +1,16 @@
 //! The scheduler's pure logic: the queue of segments in manuscript order, which segments the
 //! next LM batch decodes (lanes), which finished segments form the next flow group (frame
-//! target), and where a group's audio is cut (exact n × 960-sample boundaries).
+//! target), and where a group's audio is cut (480 samples per mel frame).
 //!
 //! Groups always come from the front of the queue, so takes leave in queue order; a group is
 //! formed as soon as its members' tokens are known, so playback never waits for the whole
 //! manuscript.
 
 use std::collections::VecDeque;
-use std::ops::Range;
 
 use super::protocol::{SegmentId, SegmentSpec};
 use super::{EngineError, Result};
-use lectern_model::config::{SAMPLES_PER_TOKEN, TOKEN_MEL_RATIO};
+use lectern_model::config::{SAMPLES_PER_FRAME, TOKEN_MEL_RATIO};
 
 /// A queued segment, with its tokens once the LM has decoded it.
 #[derive(Debug, Clone, PartialEq)]
@@ -185,10 +184,19 @@ impl Queue {
     }
 
     /// The next step for a flow group target of `target_frames` (see [`plan_group`]). A group
-    /// never reaches past an entry that closes its group ([`SegmentSpec::group_break_after`]).
+    /// never reaches past an entry that closes its group ([`SegmentSpec::group_break_after`]),
+    /// and never mixes voices or paces: a group's prompt mel and speaker embedding are one
+    /// voice's, and its members' mels are resampled at one pace.
     pub fn plan(&self, target_frames: usize) -> Plan {
         let unit_end = self.items.iter().position(|p| p.spec.group_break_after);
-        let unit_len = unit_end.map_or(self.items.len(), |i| i + 1);
+        let mut unit_len = unit_end.map_or(self.items.len(), |i| i + 1);
+        if let Some(front) = self.items.front() {
+            let same = |p: &Pending| {
+                p.spec.casting.voice == front.spec.casting.voice
+                    && p.spec.casting.pace == front.spec.casting.pace
+            };
+            unit_len = self.items.iter().take(unit_len).take_while(|p| same(p)).count();
+        }
         let known: Vec<Option<usize>> =
             self.items.iter().take(unit_len).map(|p| p.tokens.as_ref().map(Vec::len)).collect();
         plan_group(&known, target_frames)
@@ -231,31 +239,27 @@ pub fn plan_group(known_tokens: &[Option<usize>], target_frames: usize) -> Plan 
     Plan::Group(known_tokens.len())
 }
 
-/// Sample ranges of each segment in its group's audio: n tokens are exactly n × 960 samples.
-pub fn cut_ranges(token_counts: &[usize]) -> Vec<Range<usize>> {
-    let mut start = 0;
-    token_counts
-        .iter()
-        .map(|&n| {
-            let r = start..start + n * SAMPLES_PER_TOKEN;
-            start = r.end;
-            r
-        })
-        .collect()
-}
-
-/// Cuts a group's audio into its segments' takes; errors unless the audio is exactly
-/// total tokens × 960 samples.
-pub fn cut_group(samples: &[f32], token_counts: &[usize]) -> Result<Vec<Vec<f32>>> {
-    let total: usize = token_counts.iter().sum();
-    if samples.len() != total * SAMPLES_PER_TOKEN {
+/// Cuts a group's audio into its segments' takes by their mel frame counts (480 samples per
+/// frame; a paced segment has other than 2 frames per token); errors unless the audio is
+/// exactly that long.
+pub fn cut_group(samples: &[f32], frames: &[usize]) -> Result<Vec<Vec<f32>>> {
+    let total: usize = frames.iter().sum();
+    if samples.len() != total * SAMPLES_PER_FRAME {
         return Err(EngineError::Backend(format!(
-            "group of {total} tokens needs {} samples, vocoder gave {}",
-            total * SAMPLES_PER_TOKEN,
+            "group of {total} mel frames needs {} samples, vocoder gave {}",
+            total * SAMPLES_PER_FRAME,
             samples.len()
         )));
     }
-    Ok(cut_ranges(token_counts).into_iter().map(|r| samples[r].to_vec()).collect())
+    let mut start = 0;
+    Ok(frames
+        .iter()
+        .map(|&n| {
+            let cut = samples[start..start + n * SAMPLES_PER_FRAME].to_vec();
+            start += n * SAMPLES_PER_FRAME;
+            cut
+        })
+        .collect())
 }
 
 /// Splits `total_s` over items in proportion to their weights (equally if all weights are 0).
@@ -299,15 +303,41 @@ mod tests {
     }
 
     #[test]
-    fn cuts_are_exact_multiples_of_960() {
-        let r = cut_ranges(&[3, 0, 5]);
-        assert_eq!(r, vec![0..2880, 2880..2880, 2880..7680]);
+    fn cuts_are_exact_multiples_of_480() {
         let samples: Vec<f32> = (0..8 * 960).map(|i| i as f32).collect();
-        let cuts = cut_group(&samples, &[3, 0, 5]).unwrap();
+        let cuts = cut_group(&samples, &[6, 0, 10]).unwrap();
         assert_eq!(cuts.iter().map(Vec::len).collect::<Vec<_>>(), vec![2880, 0, 4800]);
         assert_eq!(cuts[2][0], 2880.0);
         assert_eq!(cuts.concat(), samples);
-        assert!(cut_group(&samples[1..], &[3, 0, 5]).is_err());
+        assert!(cut_group(&samples[1..], &[6, 0, 10]).is_err());
+        // Paced segments have any number of frames, 480 samples each.
+        let cuts = cut_group(&samples, &[7, 9]).unwrap();
+        assert_eq!(cuts.iter().map(Vec::len).collect::<Vec<_>>(), vec![3360, 4320]);
+    }
+
+    /// A group's prompt mel and embedding are one voice's, and its mels are paced alike: a
+    /// change of either closes the group, however much room the target leaves.
+    #[test]
+    fn groups_never_mix_voices_or_paces() {
+        let cast = |id: u64, voice: &str, pace: f64| {
+            let mut s = spec(id);
+            s.casting.voice = voice.into();
+            s.casting.pace = pace;
+            s
+        };
+        let mut q = Queue::default();
+        for s in [cast(0, "a", 1.0), cast(1, "a", 1.0), cast(2, "b", 1.0), cast(3, "b", 0.9)] {
+            q.push_back(s);
+        }
+        for at in 0..4 {
+            let spec = q.start_decoding(at).unwrap();
+            q.set_tokens(&spec, vec![1; 10], 0.0);
+        }
+        assert_eq!(q.plan(100_000), Plan::Group(2));
+        q.take_front(2);
+        assert_eq!(q.plan(100_000), Plan::Group(1));
+        q.take_front(1);
+        assert_eq!(q.plan(100_000), Plan::Group(1));
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub fn build_record(
         engine_version: ENGINE_VERSION.to_string(),
         tokens: group_tokens[index].clone(),
         timings,
-        content: spec.content.clone(),
+        content: spec.content.clone().with_casting(&spec.casting),
     }
 }
 
@@ -79,14 +79,11 @@ pub struct RegenPlan {
 }
 
 impl RegenPlan {
-    /// Checks that `record` is self-consistent and can be rendered by this engine (same voice);
+    /// Checks that `record` is self-consistent and can be rendered by this engine (a voice it
+    /// holds);
     /// returns the plan and warnings for differences that break bit-exactness (another backend,
     /// model, precision, noise source or engine version).
-    pub fn from_record(
-        record: TakeRecord,
-        voice_id: &str,
-        info: &BackendInfo,
-    ) -> Result<(Self, Vec<String>)> {
+    pub fn from_record(record: TakeRecord, info: &BackendInfo) -> Result<(Self, Vec<String>)> {
         let g = &record.group;
         let bad = |why: String| Err(EngineError::InvalidInput(format!("take record: {why}")));
         if g.tokens.is_empty() {
@@ -107,8 +104,9 @@ impl RegenPlan {
         if record.nfe == 0 {
             return bad("NFE 0".into());
         }
-        if record.voice_id != voice_id {
-            return bad(format!("voice `{}`, engine has `{voice_id}`", record.voice_id));
+        if !info.voices.is_empty() && !info.voices.contains(&record.voice_id) {
+            let held = info.voices.join("`, `");
+            return bad(format!("voice `{}`, engine has `{held}`", record.voice_id));
         }
         let mut warnings = Vec::new();
         let mut differs = |what: &str, was: String, now: String| {
@@ -149,17 +147,21 @@ mod tests {
         let r = record();
         assert_eq!(r.group.token_counts, vec![2, 3]);
         assert_eq!(r.tokens, vec![3, 4, 5]);
-        let info = FakeBackend::new().describe();
-        let (plan, warnings) = RegenPlan::from_record(r.clone(), "v", &info).unwrap();
+        let mut info = FakeBackend::new().describe();
+        info.voices = vec!["v".into(), "w".into()];
+        let (plan, warnings) = RegenPlan::from_record(r.clone(), &info).unwrap();
         assert!(warnings.is_empty());
         assert_eq!((plan.index, plan.nfe, plan.group_tokens.len()), (1, 10, 2));
-        assert!(RegenPlan::from_record(r.clone(), "other", &info).is_err());
+        let mut other_voice = r.clone();
+        other_voice.voice_id = "other".into();
+        let err = RegenPlan::from_record(other_voice, &info).unwrap_err().to_string();
+        assert!(err.contains("voice `other`, engine has `v`, `w`"), "{err}");
         let mut broken = r.clone();
         broken.group.token_counts[0] = 5;
-        assert!(RegenPlan::from_record(broken, "v", &info).is_err());
+        assert!(RegenPlan::from_record(broken, &info).is_err());
         let mut elsewhere = info.clone();
         elsewhere.backend = "cuda:0".into();
-        assert_eq!(RegenPlan::from_record(r, "v", &elsewhere).unwrap().1.len(), 1);
+        assert_eq!(RegenPlan::from_record(r, &elsewhere).unwrap().1.len(), 1);
     }
 
     /// Records say how the flow's matmuls ran; those written before they did ran plain f32,
@@ -174,7 +176,7 @@ mod tests {
         assert_eq!(old.flow_matmul, "f32");
         let mut info = FakeBackend::new().describe();
         info.flow_matmul = "tf32x3".into();
-        let (_, warnings) = RegenPlan::from_record(r, "v", &info).unwrap();
+        let (_, warnings) = RegenPlan::from_record(r, &info).unwrap();
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("flow matmuls `tf32x3`"), "{warnings:?}");
     }

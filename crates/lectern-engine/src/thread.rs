@@ -25,9 +25,9 @@ use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::backend::{BackendInfo, LmJob, LmStage, SynthBackend};
+use super::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
 use super::protocol::{
-    EngineEvent, LaneMemory, RenderParams, Request, SegmentId, SegmentSpec, SegmentState,
+    Casting, EngineEvent, LaneMemory, RenderParams, Request, SegmentId, SegmentSpec, SegmentState,
     StageTimings, Take, TakeRecord,
 };
 use super::scheduler::{Pending, Plan, Queue, cut_group, shares};
@@ -150,7 +150,6 @@ impl LaneClock {
 /// Decodes one batch on `stage`, reporting each lane through `report` as soon as it is done.
 fn decode_batch(
     stage: &mut dyn LmStage,
-    voice: &str,
     batch: LmBatch,
     report: &mut dyn FnMut(LaneDone),
 ) -> LmOutcome {
@@ -165,7 +164,7 @@ fn decode_batch(
                 report(LaneDone { spec: spec.clone(), tokens: tokens.to_vec(), lm_s });
             }
         };
-        let tokens = stage.lm_generate_streaming(voice, &batch.jobs, &mut done)?;
+        let tokens = stage.lm_generate_streaming(&batch.jobs, &mut done)?;
         if tokens.len() != batch.jobs.len() {
             return Err(EngineError::Backend(format!(
                 "LM returned {} lanes for {} jobs",
@@ -203,7 +202,7 @@ struct LmThread {
 }
 
 impl LmThread {
-    fn spawn(mut stage: Box<dyn LmStage + Send>, voice: String) -> Self {
+    fn spawn(mut stage: Box<dyn LmStage + Send>) -> Self {
         let (tx, batches) = mpsc::channel::<LmBatch>();
         let (report_tx, reports) = mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -213,7 +212,7 @@ impl LmThread {
                     let mut report = |lane| {
                         let _ = report_tx.send(LmMessage::Lane(lane));
                     };
-                    let outcome = decode_batch(stage.as_mut(), &voice, batch, &mut report);
+                    let outcome = decode_batch(stage.as_mut(), batch, &mut report);
                     if report_tx.send(LmMessage::End(outcome)).is_err() {
                         return;
                     }
@@ -250,11 +249,10 @@ struct Inline<'a, B>(&'a mut B);
 impl<B: SynthBackend> LmStage for Inline<'_, B> {
     fn lm_generate_streaming(
         &mut self,
-        voice: &str,
         jobs: &[LmJob],
         done: &mut dyn FnMut(usize, &[u32]),
     ) -> Result<Vec<Vec<u32>>> {
-        let out = self.0.lm_generate(voice, jobs)?;
+        let out = self.0.lm_generate(jobs)?;
         for (i, tokens) in out.iter().enumerate() {
             done(i, tokens);
         }
@@ -298,7 +296,7 @@ impl<B: SynthBackend> Worker<B> {
         let info = backend.describe();
         let lm = if params.overlap { backend.lm_stage() } else { None };
         params.overlap = lm.is_some();
-        let lm = lm.map(|stage| LmThread::spawn(stage, voice.clone()));
+        let lm = lm.map(LmThread::spawn);
         let mut worker = Self {
             lm,
             kv_lanes: Vec::new(),
@@ -452,7 +450,8 @@ impl<B: SynthBackend> Worker<B> {
         match request {
             Request::Enqueue(specs) => {
                 self.work_arrived();
-                for spec in specs {
+                for mut spec in specs {
+                    self.cast_default(&mut spec);
                     self.state(spec.id, SegmentState::Queued);
                     self.known.insert(spec.id, spec.clone());
                     self.queue.push_back(spec);
@@ -479,7 +478,7 @@ impl<B: SynthBackend> Worker<B> {
                     self.log(format!("prioritise: segment {id} is not queued"));
                 }
             }
-            Request::Reseed(spec) => self.reseed(spec),
+            Request::Reseed(spec) => self.reseed(*spec),
             Request::SetNfe(nfe) => {
                 self.params.nfe = nfe.max(1);
                 self.params_changed();
@@ -503,6 +502,14 @@ impl<B: SynthBackend> Worker<B> {
         true
     }
 
+    /// Names the engine's voice where a spec leaves its voice to the engine, so that the queue
+    /// compares voices by name.
+    fn cast_default(&self, spec: &mut SegmentSpec) {
+        if spec.casting.voice.is_empty() {
+            spec.casting.voice.clone_from(&self.voice);
+        }
+    }
+
     fn params_changed(&self) {
         self.emit(EngineEvent::ParamsChanged(self.params.clone()));
     }
@@ -511,7 +518,8 @@ impl<B: SynthBackend> Worker<B> {
     /// the plan makes it); a finished one is queued again at the front, as a group of its own
     /// (so its take never depends on what else happens to be queued). The caller keeps the old
     /// take.
-    fn reseed(&mut self, spec: SegmentSpec) {
+    fn reseed(&mut self, mut spec: SegmentSpec) {
+        self.cast_default(&mut spec);
         let (id, seed) = (spec.id, spec.seed);
         self.known.insert(id, spec.clone());
         self.work_arrived();
@@ -523,7 +531,7 @@ impl<B: SynthBackend> Worker<B> {
 
     fn regenerate(&mut self, record: TakeRecord) {
         let id = record.segment_id;
-        match RegenPlan::from_record(record, &self.voice, &self.info) {
+        match RegenPlan::from_record(record, &self.info) {
             Ok((plan, warnings)) => {
                 for w in warnings {
                     self.log(w);
@@ -578,6 +586,8 @@ impl<B: SynthBackend> Worker<B> {
                 text: s.text.clone(),
                 seed: s.seed,
                 min_len_rule: self.params.min_len_rule,
+                voice: s.casting.voice.clone(),
+                mode: s.casting.mode.clone(),
             })
             .collect();
         Some(LmBatch { specs, jobs })
@@ -614,9 +624,7 @@ impl<B: SynthBackend> Worker<B> {
         if let Some(batch) = self.next_lm_batch() {
             let mut lanes = Vec::new();
             let outcome =
-                decode_batch(&mut Inline(&mut self.backend), &self.voice, batch, &mut |lane| {
-                    lanes.push(lane)
-                });
+                decode_batch(&mut Inline(&mut self.backend), batch, &mut |lane| lanes.push(lane));
             for lane in lanes {
                 self.apply_lane(lane);
             }
@@ -642,13 +650,15 @@ impl<B: SynthBackend> Worker<B> {
         }
     }
 
-    /// Flow over the group's concatenated tokens, one vocoder call, cuts per member.
-    /// Returns the cuts and the flow and vocoder seconds.
+    /// Flow over the group's concatenated tokens in `casting`'s voice, each member's mel at
+    /// its pace, one vocoder call, cuts per member. Returns the cuts and the flow and vocoder
+    /// seconds.
     fn render_group(
         &mut self,
         ids: &[SegmentId],
         tokens: &[Vec<u32>],
         nfe: usize,
+        casting: &Casting,
     ) -> Result<(Vec<Vec<f32>>, f64, f64)> {
         let n_tokens: usize = tokens.iter().map(Vec::len).sum();
         for &id in ids {
@@ -656,7 +666,7 @@ impl<B: SynthBackend> Worker<B> {
         }
         let timer = StageTimer::start(|| self.backend.synchronize())?;
         injected_flow_fault()?;
-        let mel = self.backend.flow_group(&self.voice, tokens, nfe)?;
+        let mel = self.backend.flow_group(&casting.voice, tokens, nfe)?;
         let flow_s = timer.stop(|| self.backend.synchronize())?;
         if mel.frames != n_tokens * TOKEN_MEL_RATIO {
             return Err(EngineError::Backend(format!(
@@ -664,14 +674,14 @@ impl<B: SynthBackend> Worker<B> {
                 mel.frames
             )));
         }
+        let (mel, frames) = pace_members(&mel, tokens, casting.pace);
         for &id in ids {
             self.state(id, SegmentState::Vocoder);
         }
         let timer = StageTimer::start(|| self.backend.synchronize())?;
         let samples = self.backend.vocode(&mel)?;
         let vocoder_s = timer.stop(|| self.backend.synchronize())?;
-        let counts: Vec<usize> = tokens.iter().map(Vec::len).collect();
-        Ok((cut_group(&samples, &counts)?, flow_s, vocoder_s))
+        Ok((cut_group(&samples, &frames)?, flow_s, vocoder_s))
     }
 
     fn render_queued_group(&mut self, members: Vec<Pending>) {
@@ -679,7 +689,9 @@ impl<B: SynthBackend> Worker<B> {
         let tokens: Vec<Vec<u32>> =
             members.iter().map(|p| p.tokens.clone().unwrap_or_default()).collect();
         let nfe = self.params.nfe;
-        let (cuts, flow_s, vocoder_s) = match self.render_group(&ids, &tokens, nfe) {
+        // The plan never mixes voices or paces in a group (`Queue::plan`).
+        let casting = members.first().map(|p| p.spec.casting.clone()).unwrap_or_default();
+        let (cuts, flow_s, vocoder_s) = match self.render_group(&ids, &tokens, nfe, &casting) {
             Ok(r) => r,
             Err(e) => return self.fail_all(&ids, &e),
         };
@@ -687,7 +699,7 @@ impl<B: SynthBackend> Worker<B> {
         let flow_shares = shares(flow_s, &counts);
         let vocoder_shares = shares(vocoder_s, &counts);
         let ctx = RecordContext {
-            voice_id: &self.voice,
+            voice_id: &casting.voice,
             info: &self.info,
             min_len_rule: self.params.min_len_rule,
         };
@@ -708,8 +720,13 @@ impl<B: SynthBackend> Worker<B> {
 
     fn render_regen(&mut self, plan: RegenPlan) {
         let id = plan.record.segment_id;
+        let casting = Casting {
+            voice: plan.record.voice_id.clone(),
+            pace: plan.record.content.pace_value(),
+            ..Casting::default()
+        };
         let (mut cuts, flow_s, vocoder_s) =
-            match self.render_group(&[id], &plan.group_tokens, plan.nfe) {
+            match self.render_group(&[id], &plan.group_tokens, plan.nfe, &casting) {
                 Ok(r) => r,
                 Err(e) => return self.fail_all(&[id], &e),
             };
@@ -758,6 +775,26 @@ impl<B: SynthBackend> Worker<B> {
         let sample = self.telemetry.group_done(fig, self.kv_lanes.clone(), memory);
         self.emit(EngineEvent::Telemetry(sample));
     }
+}
+
+/// The group's mel with each member's part resampled to `pace` (upstream applies its speed to
+/// each segment's mel), and each member's frame count after it.
+fn pace_members(mel: &Mel, tokens: &[Vec<u32>], pace: f64) -> (Mel, Vec<usize>) {
+    let flow_frames: Vec<usize> = tokens.iter().map(|t| t.len() * TOKEN_MEL_RATIO).collect();
+    if pace == 1.0 {
+        return (mel.clone(), flow_frames);
+    }
+    let mut at = 0;
+    let parts: Vec<Mel> = flow_frames
+        .iter()
+        .map(|&n| {
+            let part = mel.slice(at..at + n).paced(pace);
+            at += n;
+            part
+        })
+        .collect();
+    let frames = parts.iter().map(|m| m.frames).collect();
+    (Mel::concat(&parts), frames)
 }
 
 /// Why a segment whose take came out empty failed.

@@ -2,6 +2,7 @@
 //! thread on the deterministic fake backend, and voice files and voice making against the
 //! upstream frontend's outputs (`fixtures/voice-prompt`).
 
+mod casting;
 mod common;
 
 mod overlap;

@@ -119,11 +119,10 @@ struct TellingLm {
 impl LmStage for TellingLm {
     fn lm_generate_streaming(
         &mut self,
-        v: &str,
         jobs: &[LmJob],
         report: &mut dyn FnMut(usize, &[u32]),
     ) -> lectern_engine::Result<Vec<Vec<u32>>> {
-        let out = SynthBackend::lm_generate(&mut self.inner, v, jobs)?;
+        let out = SynthBackend::lm_generate(&mut self.inner, jobs)?;
         for (i, (j, toks)) in jobs.iter().zip(&out).enumerate() {
             if i == 1 {
                 if let Some(hold) = &self.hold {
@@ -220,7 +219,10 @@ fn a_segment_changed_while_the_lm_decodes_it_gets_fresh_tokens() {
     run.at_flow.recv_timeout(WAIT).expect("segment 1 enters the flow");
     // Segment 2 went to the LM before segment 1's flow began; re-seed it and cancel 3 while
     // the flow of 1 is held.
-    run.h.tx.send(Request::Reseed(SegmentSpec { seed: 4242, ..specs[2].clone() })).unwrap();
+    run.h
+        .tx
+        .send(Request::Reseed(Box::new(SegmentSpec { seed: 4242, ..specs[2].clone() })))
+        .unwrap();
     run.h.tx.send(Request::Cancel(vec![3])).unwrap();
     for _ in 0..3 {
         let _ = run.go.send(());

@@ -171,7 +171,7 @@ fn reseed_makes_a_new_take_and_keeps_the_old() {
     let first = takes(&until_idle(&h));
     let old = first[1].clone();
     let old_samples = old.samples.to_vec();
-    h.tx.send(Request::Reseed(SegmentSpec { seed: 77, ..specs[1].clone() })).unwrap();
+    h.tx.send(Request::Reseed(Box::new(SegmentSpec { seed: 77, ..specs[1].clone() }))).unwrap();
     let second = takes(&until_idle(&h));
     h.shutdown();
     assert_eq!(ids(&second), vec![1]);
@@ -215,7 +215,7 @@ fn regenerating_a_broken_record_fails_cleanly() {
     let h = Engine::spawn(FakeBackend::new(), "narrator", params(8, 2000));
     h.tx.send(Request::Enqueue(manuscript(1))).unwrap();
     let mut record = takes(&until_idle(&h))[0].record.clone();
-    record.voice_id = "someone else".into();
+    record.tokens.push(1); // no longer the group's tokens of the take
     h.tx.send(Request::Regenerate(Box::new(record))).unwrap();
     let e = h.rx.recv_timeout(WAIT).unwrap();
     assert!(matches!(e, EngineEvent::SegmentState { id: 0, state: SegmentState::Failed(_) }));
@@ -258,10 +258,9 @@ struct FlakyFlow {
 impl lectern_engine::SynthBackend for FlakyFlow {
     fn lm_generate(
         &mut self,
-        voice: &str,
         jobs: &[lectern_engine::LmJob],
     ) -> lectern_engine::Result<Vec<Vec<u32>>> {
-        self.inner.lm_generate(voice, jobs)
+        self.inner.lm_generate(jobs)
     }
     fn flow_group(
         &mut self,

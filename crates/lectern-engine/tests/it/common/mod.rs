@@ -29,8 +29,8 @@ impl Gated {
 }
 
 impl SynthBackend for Gated {
-    fn lm_generate(&mut self, v: &str, jobs: &[LmJob]) -> lectern_engine::Result<Vec<Vec<u32>>> {
-        self.inner.lm_generate(v, jobs)
+    fn lm_generate(&mut self, jobs: &[LmJob]) -> lectern_engine::Result<Vec<Vec<u32>>> {
+        self.inner.lm_generate(jobs)
     }
     fn flow_group(
         &mut self,
