@@ -197,11 +197,20 @@ impl Session {
         })
     }
 
-    /// Casts the book with `cast` (its book voice is this session's voice): the next sync
-    /// resolves each segment's voice, mode and pace through it and loads the voices it names.
-    pub fn set_cast(&mut self, mut cast: Cast) {
+    /// Casts the book with `cast` (its book voice is this session's voice) and loads the
+    /// voices of its characters, so the engine holds every voice the cast can give a segment.
+    /// The next sync resolves each segment's voice, mode and pace through it; a voice only the
+    /// manuscript names (`[voice:…]`) is loaded there.
+    pub fn set_cast(&mut self, mut cast: Cast) -> anyhow::Result<()> {
         cast.book_voice.clone_from(&self.voice_name);
+        for (name, character) in &cast.file.characters {
+            self.cast_voice(&character.voice).with_context(|| {
+                let file = cast.path.as_deref().unwrap_or(Path::new(crate::cast::CAST_FILE));
+                format!("{}: character `{name}`", file.display())
+            })?;
+        }
         self.cast = cast;
+        Ok(())
     }
 
     /// The cast.

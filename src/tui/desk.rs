@@ -109,7 +109,7 @@ impl Desk {
         // The cast file may have changed with it: its characters' voices, styles and paces.
         let mut cast = crate::cast::Cast::beside(&self.manuscript, "")?;
         cast.book_cross_lingual = self.session.cast().book_cross_lingual;
-        self.session.set_cast(cast);
+        self.session.set_cast(cast)?;
         self.session.sync_read(&book, &self.tokenizer, &self.read)?;
         let now = self.fingerprint();
         if now == self.synced {
