@@ -20,11 +20,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::audio::master;
 use crate::audio::wav::{self, WavFormat};
+use crate::cast::{Cast, Role};
 pub use crate::session::ProjectChoice;
 use crate::session::{self, ModelChoice, PlannedSegment, Session};
 use crate::store::SegmentKey;
 use crate::synth::SynthOptions;
-use lectern_engine::protocol::{EngineEvent, Request, SegmentState, Take};
+use lectern_engine::protocol::{EngineEvent, Mode, Request, SegmentState, Take};
 use lectern_engine::voice::ModelSignature;
 use lectern_engine::{ENGINE_VERSION, Engine};
 use lectern_model::config::SAMPLE_RATE_HZ;
@@ -65,6 +66,62 @@ pub struct RenderedSegment {
     pub seed: u64,
     /// The take's quality figures against the book's (None in a dry run).
     pub quality: Option<crate::quality::TakeQuality>,
+    /// Who speaks it and how.
+    #[serde(flatten)]
+    pub spoken_by: SpokenBy,
+}
+
+/// Who speaks a segment and how, as the report and the dry run's listing show it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SpokenBy {
+    /// The voice (its name; in a dry run, as the cast or the manuscript names it).
+    pub voice: String,
+    /// The cast character, if one speaks it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub character: Option<String>,
+    /// `zero_shot`, `instruct` or `cross_lingual`.
+    pub mode: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
+    pub pace: f64,
+}
+
+impl SpokenBy {
+    fn new(voice: &str, character: Option<String>, mode: &Mode, pace: f64) -> Self {
+        Self {
+            voice: voice.to_string(),
+            character,
+            mode: mode.name(),
+            instruction: mode.instruction().map(str::to_string),
+            pace,
+        }
+    }
+
+    fn of_role(role: &Role, character: Option<String>) -> Self {
+        Self::new(&role.voice, character, &role.mode, role.pace)
+    }
+
+    /// `fox (Anna) · instruct “Whisper.” · pace 0.9`; `None` for the book's voice spoken
+    /// plainly (zero-shot at pace 1).
+    fn describe(&self, book_voice: &str) -> Option<String> {
+        let plain = self.voice == book_voice && self.mode == "zero_shot" && self.pace == 1.0;
+        if plain && self.character.is_none() {
+            return None;
+        }
+        let mut out = self.voice.clone();
+        if let Some(c) = &self.character {
+            out.push_str(&format!(" ({c})"));
+        }
+        match (&self.instruction, self.mode) {
+            (Some(i), _) => out.push_str(&format!(" · instruct “{i}”")),
+            (None, "cross_lingual") => out.push_str(" · cross-lingual"),
+            _ => {}
+        }
+        if self.pace != 1.0 {
+            out.push_str(&format!(" · pace {}", self.pace));
+        }
+        Some(out)
+    }
 }
 
 /// What a render produced.
@@ -123,14 +180,27 @@ pub struct ListedSegment {
     pub boundary: Boundary,
     /// `boundary` in words.
     pub reason: &'static str,
+    /// Who speaks it and how.
+    pub spoken_by: SpokenBy,
+    /// `spoken_by` in words, where it is not the book's voice spoken plainly.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cast: Option<String>,
 }
 
-/// The dry run's listing of `book`.
-pub fn listing(book: &Manuscript, tokenizer: &Tokenizer) -> Vec<ListedSegment> {
+/// The dry run's listing of `book`, spoken by `cast`; an unknown character or a bad pace is
+/// an error naming the manuscript line.
+pub fn listing(
+    book: &Manuscript,
+    tokenizer: &Tokenizer,
+    cast: &Cast,
+    manuscript: &Path,
+) -> anyhow::Result<Vec<ListedSegment>> {
     let limit = SegmentLimits::default().token_max_n;
     let mut out = Vec::new();
     for (chapter, ch) in book.chapters.iter().enumerate() {
         for s in &ch.segments {
+            let role = cast.resolve(s, manuscript)?;
+            let spoken_by = SpokenBy::of_role(&role, s.voicing.character.clone());
             let tokens = tokenizer.count(&s.text);
             let (length, unit) = match s.lang {
                 Lang::Zh => (s.text.chars().count(), "characters"),
@@ -148,10 +218,12 @@ pub fn listing(book: &Manuscript, tokenizer: &Tokenizer) -> Vec<ListedSegment> {
                 limit,
                 boundary: s.boundary,
                 reason: s.boundary.describe(),
+                cast: spoken_by.describe(&cast.book_voice),
+                spoken_by,
             });
         }
     }
-    out
+    Ok(out)
 }
 
 /// The listing as a table: a line of figures per segment, then its source and spoken text
@@ -172,6 +244,9 @@ pub fn format_listing(listing: &[ListedSegment]) -> String {
         );
         let _ = writeln!(out, "        source: {}", s.source.replace('\n', " ⏎ "));
         let _ = writeln!(out, "        spoken: {} ({} LM tokens)", s.text, s.tokens);
+        if let Some(cast) = &s.cast {
+            let _ = writeln!(out, "        voice:  {cast}");
+        }
     }
     out
 }
@@ -225,9 +300,11 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         audio_s: 0.0,
         wall_s: 0.0,
     };
+    let mut cast = opts.synth.cast(&opts.manuscript)?;
+    cast.book_voice.clone_from(&voice.manifest.name);
     if opts.dry_run {
-        report.segments = planned_segments(&book);
-        report.listing = listing(&book, &tokenizer);
+        report.segments = planned_segments(&book, &cast, &opts.manuscript)?;
+        report.listing = listing(&book, &tokenizer, &cast, &opts.manuscript)?;
         eprintln!("token counts: {}", tokenizer.describe());
         report.wall_s = started.elapsed().as_secs_f64();
         eprintln!("dry run: nothing rendered, nothing written");
@@ -237,7 +314,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     let mut session =
         Session::open(&opts.project, &opts.manuscript, &voice, &model.dir, opts.synth.base_seed)?;
     session.measure_with(crate::quality::QualityProbe::load(&model.dir, &voice)?);
-    session.set_cast(opts.synth.cast(&opts.manuscript)?)?;
+    session.set_cast(cast)?;
     report_open_check(&session);
     session.sync_read(&book, &tokenizer, &opts.read)?;
     report.project = session.project_dir().map(Path::to_path_buf);
@@ -371,10 +448,15 @@ fn report_open_check(session: &Session) {
 }
 
 /// The segments as a dry run reports them: no takes yet.
-fn planned_segments(book: &Manuscript) -> Vec<RenderedSegment> {
+fn planned_segments(
+    book: &Manuscript,
+    cast: &Cast,
+    manuscript: &Path,
+) -> anyhow::Result<Vec<RenderedSegment>> {
     let mut out = Vec::new();
     for (chapter, ch) in book.chapters.iter().enumerate() {
         for s in &ch.segments {
+            let role = cast.resolve(s, manuscript)?;
             out.push(RenderedSegment {
                 id: s.id,
                 chapter,
@@ -384,10 +466,11 @@ fn planned_segments(book: &Manuscript) -> Vec<RenderedSegment> {
                 reused: false,
                 seed: 0,
                 quality: None,
+                spoken_by: SpokenBy::of_role(&role, s.voicing.character.clone()),
             });
         }
     }
-    out
+    Ok(out)
 }
 
 /// Every segment's chosen take (records only; no samples are read here).
@@ -443,6 +526,12 @@ fn joined_segments(
             reused: take.reused,
             seed: take.seed,
             quality: None,
+            spoken_by: SpokenBy::new(
+                &s.casting.voice,
+                s.character.clone(),
+                &s.casting.mode,
+                s.casting.pace,
+            ),
         });
     }
     Ok(out)

@@ -15,6 +15,7 @@ mod audio_alsa;
 mod audio_filesink;
 mod audio_render;
 mod bench_workload;
+mod cast_cli;
 mod checkpoint_integrity;
 mod cli_limits;
 mod deliver_check;
