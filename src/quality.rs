@@ -232,11 +232,13 @@ impl TakeQuality {
     }
 }
 
-/// What measures takes: the voice's CAM++ embedding and, when the model has `campplus.onnx`,
-/// the encoder that embeds a take the same way (else similarity is left out).
+/// What measures takes: the CAM++ embedding of each voice of the cast and, when the model has
+/// `campplus.onnx`, the encoder that embeds a take the same way (else similarity is left out).
+/// A take is compared with the voice that spoke it.
 pub struct QualityProbe {
     encoder: Option<lectern_engine::voice::onnx::SpeakerEncoder>,
-    voice_embedding: Vec<f32>,
+    /// (voice name, its speaker embedding).
+    voice_embeddings: Vec<(String, Vec<f32>)>,
 }
 
 impl std::fmt::Debug for QualityProbe {
@@ -261,15 +263,28 @@ impl QualityProbe {
         } else {
             None
         };
-        let voice_embedding = voice.speaker_embedding.flatten_all()?.to_vec1()?;
-        Ok(Self { encoder, voice_embedding })
+        let mut probe = Self { encoder, voice_embeddings: Vec::new() };
+        probe.add_voice(voice)?;
+        Ok(probe)
     }
 
-    /// The figures of a take of `text` (24 kHz samples).
-    pub fn measure(&self, text: &str, samples: &[f32]) -> anyhow::Result<TakeFigures> {
-        let similarity = match &self.encoder {
-            Some(e) => take_embedding(e, samples)?.map(|emb| cosine(&emb, &self.voice_embedding)),
-            None => None,
+    /// Takes spoken by `voice` are compared with it from now on.
+    pub fn add_voice(&mut self, voice: &lectern_engine::voice::Voice) -> anyhow::Result<()> {
+        let name = &voice.manifest.name;
+        if !self.voice_embeddings.iter().any(|(n, _)| n == name) {
+            let embedding = voice.speaker_embedding.flatten_all()?.to_vec1()?;
+            self.voice_embeddings.push((name.clone(), embedding));
+        }
+        Ok(())
+    }
+
+    /// The figures of a take of `text` (24 kHz samples) spoken by the voice named `voice`
+    /// (similarity left out for a voice the probe was not given).
+    pub fn measure(&self, text: &str, samples: &[f32], voice: &str) -> anyhow::Result<TakeFigures> {
+        let reference = self.voice_embeddings.iter().find(|(n, _)| n == voice).map(|(_, e)| e);
+        let similarity = match (&self.encoder, reference) {
+            (Some(e), Some(r)) => take_embedding(e, samples)?.map(|emb| cosine(&emb, r)),
+            _ => None,
         };
         TakeFigures::measure(text, samples, similarity).map_err(anyhow::Error::msg)
     }

@@ -313,7 +313,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
 
     let mut session =
         Session::open(&opts.project, &opts.manuscript, &voice, &model.dir, opts.synth.base_seed)?;
-    session.measure_with(crate::quality::QualityProbe::load(&model.dir, &voice)?);
+    session.measure_with(crate::quality::QualityProbe::load(&model.dir, &voice)?)?;
     session.set_cast(cast)?;
     report_open_check(&session);
     session.sync_read(&book, &tokenizer, &opts.read)?;

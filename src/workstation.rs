@@ -70,7 +70,7 @@ pub fn run(opts: WorkstationOptions) -> anyhow::Result<()> {
     let mut session =
         Session::open(&project, &manuscript_path, &voice, &model.dir, opts.synth.base_seed)?;
     // Each take is measured as it is saved, so the list can flag outliers (#19).
-    session.measure_with(crate::quality::QualityProbe::load(&model.dir, &voice)?);
+    session.measure_with(crate::quality::QualityProbe::load(&model.dir, &voice)?)?;
     session.set_cast(opts.synth.cast(&manuscript_path)?)?;
     let mut desk = Desk::open_with(session, &manuscript_path, Arc::clone(&tokenizer), opts.read)?;
     // Every voice the manuscript's cast uses now; one added by a later edit fails its segments

@@ -244,6 +244,9 @@ impl Session {
                     );
                 }
                 let hash = voice_hash(&voice)?;
+                if let Some(probe) = &mut self.probe {
+                    probe.add_voice(&voice)?;
+                }
                 self.voices.push(CastVoice { written: written.to_string(), voice, hash });
                 self.voices.len() - 1
             }
@@ -251,9 +254,14 @@ impl Session {
         Ok(&self.voices[at])
     }
 
-    /// Measures every take saved from now on with `probe` and stores its figures with it.
-    pub fn measure_with(&mut self, probe: QualityProbe) {
+    /// Measures every take saved from now on with `probe` (given the session's voices) and
+    /// stores its figures with it.
+    pub fn measure_with(&mut self, mut probe: QualityProbe) -> anyhow::Result<()> {
+        for v in &self.voices {
+            probe.add_voice(&v.voice)?;
+        }
         self.probe = Some(probe);
+        Ok(())
     }
 
     /// A take's stored quality figures; a take without them (saved by an older Lectern, or
@@ -264,7 +272,7 @@ impl Session {
             return Ok(f);
         }
         let samples = self.load_samples(id)?;
-        self.store_figures(id, &info.record.text, &samples)?
+        self.store_figures(id, &info.record, &samples)?
             .with_context(|| format!("take {id} has no quality figures and nothing measures them"))
     }
 
@@ -272,12 +280,13 @@ impl Session {
     fn store_figures(
         &mut self,
         id: TakeId,
-        text: &str,
+        record: &TakeRecord,
         samples: &[f32],
     ) -> anyhow::Result<Option<TakeFigures>> {
         let Some(probe) = &self.probe else { return Ok(None) };
-        let figures =
-            probe.measure(text, samples).with_context(|| format!("measuring take {id}"))?;
+        let figures = probe
+            .measure(&record.text, samples, &record.voice_id)
+            .with_context(|| format!("measuring take {id}"))?;
         self.project.set_take_figures(id, &figures)?;
         Ok(Some(figures))
     }
@@ -460,7 +469,7 @@ impl Session {
                 // Not the recorded audio (another backend, say): keep it as a take of its own.
                 Err(StoreError::HashMismatch { .. }) => {
                     let id = self.project.save_group(&[(key, &take)])?[0];
-                    let figures = self.store_figures(id, &take.record.text, &take.samples)?;
+                    let figures = self.store_figures(id, &take.record, &take.samples)?;
                     return Ok(vec![SavedTake { key, id, take, restored: false, figures }]);
                 }
                 Err(e) => return Err(e.into()),
@@ -487,7 +496,7 @@ impl Session {
         })?;
         let mut saved = Vec::with_capacity(group.len());
         for (take, id) in group.into_iter().zip(ids) {
-            let figures = self.store_figures(id, &take.record.text, &take.samples)?;
+            let figures = self.store_figures(id, &take.record, &take.samples)?;
             let key = take.record.segment_id as SegmentKey;
             saved.push(SavedTake { key, id, take, restored: false, figures });
         }
