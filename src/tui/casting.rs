@@ -28,16 +28,19 @@ impl RowCasting {
     }
 
     /// The list's tag: who speaks, when it is not `book_voice` plain (zero-shot at pace 1):
-    /// the character (else the voice), `style` in instruct mode, `xl` cross-lingual, `×0.9`
-    /// at another pace, and `✎` when the narrator chose it here. `None` for the book's voice.
+    /// the character (else the voice; the voice when the narrator chose one here), `style` in
+    /// instruct mode, `xl` cross-lingual, `×0.9` at another pace, and `✎` when the narrator
+    /// chose it here. `None` for the book's voice.
     #[must_use]
     pub fn tag(&self, book_voice: &str) -> Option<String> {
         let c = &self.casting;
         let mut parts: Vec<String> = Vec::new();
-        if let Some(ch) = &self.character {
-            parts.push(ch.to_lowercase());
-        } else if !c.voice.is_empty() && c.voice != book_voice {
-            parts.push(c.voice.clone());
+        match &self.character {
+            Some(ch) if self.recast.voice.is_none() => parts.push(ch.to_lowercase()),
+            _ if !c.voice.is_empty() && (c.voice != book_voice || self.character.is_some()) => {
+                parts.push(c.voice.clone());
+            }
+            _ => {}
         }
         match c.mode {
             Mode::Instruct(_) => parts.push("style".into()),
@@ -199,6 +202,10 @@ mod tests {
         let mut chosen = row("alto", None, Mode::ZeroShot, 1.0);
         chosen.recast.voice = Some("alto".into());
         assert_eq!(chosen.tag("narrator").as_deref(), Some("alto✎"));
+        let mut anna_as_narrator = anna.clone();
+        anna_as_narrator.casting.voice = "narrator".into();
+        anna_as_narrator.recast.voice = Some("narrator".into());
+        assert_eq!(anna_as_narrator.tag("narrator").as_deref(), Some("narrator·style×1.1✎"));
         assert!(
             chosen.detail("narrator").ends_with("✎ voice chosen here"),
             "{}",

@@ -230,7 +230,7 @@ impl Desk {
         self.synced = now;
         let mut msgs = Vec::new();
         let queued = if changed.is_empty() {
-            msgs.push(Msg::Log(format!("segment {}: same content: no new take", id)));
+            msgs.push(Msg::Log("recast: the same content as before: no new take".into()));
             Vec::new()
         } else if changed == [key(id)] {
             let spec = self.session.rerender_spec(key(id))?;

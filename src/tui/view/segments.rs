@@ -113,6 +113,10 @@ pub fn draw_text(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
         None => format!("no take yet · seed {}", row.seed),
     };
     lines.push(Line::from(Span::styled(info, theme.dim)));
+    // Who speaks it, first: the panel is short and this is what `v` and `i` change.
+    if row.cast.tag(app.book_voice()).is_some() {
+        lines.push(Line::from(Span::styled(row.cast.detail(app.book_voice()), theme.panel_title)));
+    }
     if let Some(acx) = app.chapter_acx.get(&row.chapter) {
         let style = match acx.passes() {
             Some(true) => theme.value_good,
@@ -132,9 +136,6 @@ pub fn draw_text(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
             let text = format!("◆ outlier in this book: {}", labels.join(", "));
             lines.push(Line::from(Span::styled(text, theme.notice)));
         }
-    }
-    if row.cast.tag(app.book_voice()).is_some() {
-        lines.push(Line::from(Span::styled(row.cast.detail(app.book_voice()), theme.panel_title)));
     }
     if !row.note.is_empty() {
         lines.push(Line::from(Span::styled(format!("note: {}", row.note), theme.notice)));
