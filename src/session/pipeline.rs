@@ -391,9 +391,16 @@ impl Session {
                 *n += 1;
                 let role = self.cast.resolve_as(s, &path, &self.as_written(&recast))?;
                 let voice = self.cast_voice(&role.voice).with_context(|| {
-                    let chosen =
-                        if recast.voice.is_some() { " (chosen in the workstation)" } else { "" };
-                    format!("{}:{}{chosen}", path.display(), s.span.start.line)
+                    let at = format!("{}:{}", path.display(), s.span.start.line);
+                    match &recast.voice {
+                        Some(v) => format!(
+                            "{at}: the voice `{v}` was chosen for this segment in the workstation \
+                             and is neither in the cast nor installed: put it back in {} or add \
+                             it with `lectern voice add`",
+                            crate::cast::CAST_FILE
+                        ),
+                        None => at,
+                    }
                 })?;
                 let casting = role.casting(&voice.voice.manifest.name);
                 let hash = voice.hash.clone();

@@ -117,6 +117,20 @@ fn a_recast_segment_persists_and_only_its_take_goes_stale() {
     s.sync(&read_manuscript(&path, &tokenizer).unwrap(), &tokenizer).unwrap();
     assert_eq!(s.segments()[2].content.key(), before);
     assert!(s.segments()[2].recast.is_empty());
+
+    // A chosen voice that is gone (the cast no longer names it) is an error naming the line
+    // and the voice, not the manuscript's voice instead.
+    s.set_casting_override(third, &CastingOverride { voice: Some("alto".into()), style: None })
+        .unwrap();
+    drop(s);
+    std::fs::write(dir.path().join("cast.toml"), "").unwrap();
+    let (model, voice, tokenizer) = tiny();
+    let mut s =
+        Session::open(&ProjectChoice::NextToManuscript, &path, &voice, &model.dir, 1000).unwrap();
+    s.set_cast(Cast::beside(&path, "").unwrap()).unwrap();
+    let err = s.sync(&read_manuscript(&path, &tokenizer).unwrap(), &tokenizer).unwrap_err();
+    let err = format!("{err:#}");
+    assert!(err.contains("book.md:5: the voice `alto` was chosen for this segment"), "{err}");
 }
 
 /// The desk keeps the choice and sends the segment's new spec alone, with its chosen take's
