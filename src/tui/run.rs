@@ -345,7 +345,11 @@ fn open_rows(app: &mut App, io: &mut Io<'_>) -> Result<(), TuiError> {
 /// longer parses is reported in the log and the old segments stay.
 fn reload_manuscript(app: &mut App, io: &mut Io<'_>) {
     match io.desk.reload(io.engine_tx) {
-        Ok(None) => app.push_log("manuscript saved: no segment changed"),
+        Ok(None) => {
+            // cast.toml may have changed what nobody hears yet (a voice's defaults unused).
+            app.cast = io.desk.cast_view();
+            app.push_log("manuscript saved: no segment changed");
+        }
         Ok(Some(queued)) => match io.desk.rows() {
             Ok(rows) => {
                 app.cast = io.desk.cast_view();
