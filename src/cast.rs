@@ -17,7 +17,8 @@
 //! cross_lingual = false                # speak every line in cross-lingual mode
 //! ```
 //!
-//! Precedence, first wins:
+//! Precedence, first wins (before all of it, the narrator's choice of a segment's voice or
+//! instruction in the workstation, kept in the project: [`Cast::resolve_as`]):
 //! - voice: the character's (an `[as:NAME]` span or a `NAME:` paragraph), then `[voice:NAME]`,
 //!   then the book's voice;
 //! - instruction: `[style:…]`, then the character's `style`;
@@ -32,6 +33,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
+use crate::store::CastingOverride;
 use lectern_engine::protocol::{Casting, Mode};
 use lectern_text::manuscript::PACE_RANGE;
 use lectern_text::{Segment, Voicing};
@@ -155,26 +157,51 @@ impl Cast {
 
     /// Who speaks `segment` and how; an error names the manuscript line.
     pub fn resolve(&self, segment: &Segment, manuscript: &Path) -> anyhow::Result<Role> {
+        self.resolve_as(segment, manuscript, &CastingOverride::default())
+    }
+
+    /// [`Self::resolve`] with the narrator's override of the segment, which wins over the
+    /// markup and the cast: its voice over the character's, its style over every other.
+    pub fn resolve_as(
+        &self,
+        segment: &Segment,
+        manuscript: &Path,
+        over: &CastingOverride,
+    ) -> anyhow::Result<Role> {
         let at = || format!("{}:{}", manuscript.display(), segment.span.start.line);
-        self.resolve_voicing(&segment.voicing, segment.language.as_deref()).with_context(at)
+        self.resolve_voicing_as(&segment.voicing, segment.language.as_deref(), over)
+            .with_context(at)
     }
 
     /// [`Self::resolve`] of markup and a language.
     pub fn resolve_voicing(&self, v: &Voicing, language: Option<&str>) -> anyhow::Result<Role> {
+        self.resolve_voicing_as(v, language, &CastingOverride::default())
+    }
+
+    /// [`Self::resolve_as`] of markup and a language.
+    pub fn resolve_voicing_as(
+        &self,
+        v: &Voicing,
+        language: Option<&str>,
+        over: &CastingOverride,
+    ) -> anyhow::Result<Role> {
         let character = match &v.character {
             Some(name) => Some(self.character(name).with_context(|| {
                 format!("`{name}` is not a character of the cast ({})", self.file_name())
             })?),
             None => None,
         };
-        let voice = character
-            .map(|c| c.voice.clone())
+        let voice = over
+            .voice
+            .clone()
+            .or_else(|| character.map(|c| c.voice.clone()))
             .or_else(|| v.voice.clone())
             .unwrap_or_else(|| self.book_voice.clone());
         let defaults = self.file.voices.get(&voice).cloned().unwrap_or_default();
-        let instruction = v
+        let instruction = over
             .style
             .clone()
+            .or_else(|| v.style.clone())
             .or_else(|| character.and_then(|c| c.style.clone()))
             .filter(|s| !s.trim().is_empty());
         let pace = v
@@ -332,6 +359,22 @@ mod tests {
         let e = c.resolve_voicing(&fast, None).unwrap_err();
         assert!(format!("{e:#}").contains("pace 3 is out of range: 0.5 to 2"), "{e:#}");
         assert!(toml::from_str::<CastFile>("[characters.A]\nvoice = \"x\"\ncolour = 1").is_err());
+    }
+
+    /// The narrator's override wins: its voice over the character's (the character's style
+    /// and pace stay), its style over the markup's.
+    #[test]
+    fn the_narrators_override_wins() {
+        let c = cast(CAST);
+        let over = CastingOverride { voice: Some("bass".into()), style: None };
+        let r = c.resolve_voicing_as(&voicing(None, Some("Anna")), None, &over).unwrap();
+        assert_eq!(r.voice, "bass");
+        assert_eq!((r.mode, r.pace), (Mode::Instruct("Speak softly.".into()), 1.1));
+        let mut marked = voicing(None, None);
+        marked.style = Some("Shout.".into());
+        let over = CastingOverride { voice: None, style: Some("Whisper.".into()) };
+        let r = c.resolve_voicing_as(&marked, None, &over).unwrap();
+        assert_eq!((r.voice.as_str(), r.mode), ("narrator", Mode::Instruct("Whisper.".into())));
     }
 
     #[test]

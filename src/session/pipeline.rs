@@ -18,8 +18,8 @@ use crate::quality::{QualityProbe, TakeFigures};
 use crate::reading::ReadOptions;
 use crate::store::BookRecord;
 use crate::store::{
-    OpenReport, Project, ProofedSegment, Review, SegmentKey, Sources, StoreError, StoredSegment,
-    TakeInfo, TakeStatus,
+    CastingOverride, OpenReport, Project, ProofedSegment, Review, SegmentKey, Sources, StoreError,
+    StoredSegment, TakeInfo, TakeStatus,
 };
 use lectern_engine::protocol::{SegmentSpec, Take, TakeId, TakeRecord, TakeSettings};
 use lectern_engine::voice::Voice;
@@ -120,6 +120,7 @@ struct SyncedSegment {
     source: String,
     casting: lectern_engine::protocol::Casting,
     character: Option<String>,
+    recast: CastingOverride,
 }
 
 /// One open session. Holds the project's lock until dropped.
@@ -223,6 +224,12 @@ impl Session {
         self.voices.iter().map(|v| &v.voice).collect()
     }
 
+    /// The voices the manuscript uses, the book's first, each with the name the cast or the
+    /// manuscript wrote for it (a name or a directory).
+    pub fn written_voices(&self) -> Vec<(&str, &Voice)> {
+        self.voices.iter().map(|v| (v.written.as_str(), &v.voice)).collect()
+    }
+
     /// The voice a cast or manuscript names, loaded (and hashed) on first use.
     fn cast_voice(&mut self, written: &str) -> anyhow::Result<&CastVoice> {
         let known = self
@@ -252,6 +259,40 @@ impl Session {
             }
         };
         Ok(&self.voices[at])
+    }
+
+    /// An override as the cast resolves it: its voice (a manifest name) as the cast or the
+    /// manuscript wrote it, so that voice's defaults in `cast.toml` apply.
+    fn as_written(&self, over: &CastingOverride) -> CastingOverride {
+        let voice = over.voice.as_ref().map(|name| {
+            self.voices
+                .iter()
+                .find(|v| v.voice.manifest.name == *name)
+                .map_or_else(|| name.clone(), |v| v.written.clone())
+        });
+        CastingOverride { voice, style: over.style.clone() }
+    }
+
+    /// Records the narrator's casting of a segment (its voice, one of [`Self::voices`], and
+    /// its instruction) in the project; an empty override gives the segment back to the
+    /// manuscript and the cast. The next sync plans the segment with it: its current takes
+    /// become stale, and the take it needs is made with the new casting.
+    pub fn set_casting_override(
+        &mut self,
+        key: SegmentKey,
+        over: &CastingOverride,
+    ) -> anyhow::Result<()> {
+        let mut over = over.clone();
+        over.style = over.style.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+        if let Some(name) = &over.voice
+            && !self.voices.iter().any(|v| v.voice.manifest.name == *name)
+        {
+            let known: Vec<&str> =
+                self.voices.iter().map(|v| v.voice.manifest.name.as_str()).collect();
+            bail!("`{name}` is not a voice of this session ({})", known.join(", "));
+        }
+        self.planned(key)?;
+        Ok(self.project.set_casting_override(key, &over)?)
     }
 
     /// Measures every take saved from now on with `probe` (given the session's voices) and
@@ -341,15 +382,35 @@ impl Session {
         let mut stored = Vec::new();
         let mut contents = Vec::new();
         let path = book.path.clone().unwrap_or_else(|| PathBuf::from("<manuscript>"));
+        let overrides: HashMap<(u64, u32), CastingOverride> = self
+            .project
+            .casting_overrides()?
+            .into_iter()
+            .map(|(hash, dup, over)| ((hash, dup), over))
+            .collect();
+        let mut occurrences: HashMap<u64, u32> = HashMap::new();
         for (chapter, ch) in book.chapters.iter().enumerate() {
             for s in &ch.segments {
                 let ids = tokenizer.encode(&s.text).with_context(|| {
                     format!("segment {} (line {})", s.id + 1, s.span.start.line)
                 })?;
-                let role = self.cast.resolve(s, &path)?;
-                let voice = self
-                    .cast_voice(&role.voice)
-                    .with_context(|| format!("{}:{}", path.display(), s.span.start.line))?;
+                // The store keys a segment by (hash, occurrence): find its override the same way.
+                let n = occurrences.entry(s.hash).or_insert(0);
+                let recast = overrides.get(&(s.hash, *n)).cloned().unwrap_or_default();
+                *n += 1;
+                let role = self.cast.resolve_as(s, &path, &self.as_written(&recast))?;
+                let voice = self.cast_voice(&role.voice).with_context(|| {
+                    let at = format!("{}:{}", path.display(), s.span.start.line);
+                    match &recast.voice {
+                        Some(v) => format!(
+                            "{at}: the voice `{v}` was chosen for this segment in the workstation \
+                             and is neither in the cast nor installed: put it back in {} or add \
+                             it with `lectern voice add`",
+                            crate::cast::CAST_FILE
+                        ),
+                        None => at,
+                    }
+                })?;
                 let casting = role.casting(&voice.voice.manifest.name);
                 let hash = voice.hash.clone();
                 let content = self.basis.cast_content(ids, s.language.clone(), &hash, &casting);
@@ -371,6 +432,7 @@ impl Session {
                     source: s.source.clone(),
                     casting,
                     character,
+                    recast,
                 });
             }
         }
@@ -412,6 +474,7 @@ impl Session {
                     content: synced.content,
                     casting: synced.casting,
                     character: synced.character,
+                    recast: synced.recast,
                 }
             })
             .collect();

@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use crate::store::SegmentKey;
+use crate::store::{CastingOverride, SegmentKey};
 use lectern_engine::protocol::{Casting, SegmentSpec, TakeContent};
 
 /// One manuscript segment as the session plans it.
@@ -38,6 +38,9 @@ pub struct PlannedSegment {
     pub casting: Casting,
     /// The cast character speaking it, if any (for the list).
     pub character: Option<String>,
+    /// The narrator's casting of it in the workstation (empty: as the manuscript and cast
+    /// give it).
+    pub recast: CastingOverride,
 }
 
 impl PlannedSegment {
@@ -117,6 +120,7 @@ mod tests {
             content: TakeContent::default(),
             casting: Casting::default(),
             character: None,
+            recast: CastingOverride::default(),
         }
     }
 

@@ -105,8 +105,18 @@ const V3: &str = "
 ALTER TABLE takes ADD COLUMN figures TEXT;
 ";
 
+/// Schema version 4: the narrator's casting of a segment in the workstation (a voice and/or an
+/// instruction), over what the manuscript and the cast give it. NULL: that part as written.
+const V4: &str = "
+CREATE TABLE casting_overrides (
+    segment_key INTEGER PRIMARY KEY REFERENCES segments(key),
+    voice TEXT,
+    style TEXT
+);
+";
+
 /// Migrations, in order: `MIGRATIONS[i]` goes from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -254,6 +264,40 @@ pub(crate) fn segments_needing_takes(conn: &Connection) -> rusqlite::Result<Vec<
     );
     let mut stmt = conn.prepare(&sql)?;
     stmt.query_map([], segment_from_row)?.collect()
+}
+
+/// Every segment's casting override with the segment's (hash, occurrence): what a sync needs
+/// before it knows the segments' keys.
+pub(crate) fn casting_overrides(
+    conn: &Connection,
+) -> rusqlite::Result<Vec<(u64, u32, super::CastingOverride)>> {
+    let mut stmt = conn.prepare(
+        "SELECT s.hash, s.dup, o.voice, o.style FROM casting_overrides o
+         JOIN segments s ON s.key = o.segment_key WHERE s.manuscript_id = ?1",
+    )?;
+    stmt.query_map([MANUSCRIPT_ID], |r| {
+        let over = super::CastingOverride { voice: r.get(2)?, style: r.get(3)? };
+        Ok((parse_hash(&r.get::<_, String>(0)?), r.get(1)?, over))
+    })?
+    .collect()
+}
+
+/// Sets (or, when it overrides nothing, removes) a segment's casting override.
+pub(crate) fn set_casting_override(
+    conn: &Connection,
+    key: i64,
+    over: &super::CastingOverride,
+) -> rusqlite::Result<()> {
+    if over.is_empty() {
+        conn.execute("DELETE FROM casting_overrides WHERE segment_key = ?1", [key])?;
+    } else {
+        conn.execute(
+            "INSERT INTO casting_overrides (segment_key, voice, style) VALUES (?1, ?2, ?3)
+             ON CONFLICT (segment_key) DO UPDATE SET voice = ?2, style = ?3",
+            params![key, over.voice, over.style],
+        )?;
+    }
+    Ok(())
 }
 
 fn validate(segments: &[StoredSegment]) -> Result<()> {

@@ -267,6 +267,24 @@ pub struct ProofedSegment {
 /// The store's stable key of a segment (see the module docs).
 pub type SegmentKey = i64;
 
+/// The narrator's casting of one segment, chosen in the workstation: it wins over the
+/// manuscript's markup and the cast. `None`: that part as the manuscript and cast give it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CastingOverride {
+    /// A voice of the session, by its manifest name.
+    pub voice: Option<String>,
+    /// An instruction (instruct mode), e.g. "Whisper.".
+    pub style: Option<String>,
+}
+
+impl CastingOverride {
+    /// Overrides nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.voice.is_none() && self.style.is_none()
+    }
+}
+
 /// What a manuscript sync changed, keyed by segment hash.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Diff {
@@ -569,6 +587,18 @@ impl Project {
             )
             .map_err(|e| self.sql_err(e))?;
         Ok(())
+    }
+
+    /// The narrator's casting overrides, by segment (hash, occurrence in the manuscript).
+    pub fn casting_overrides(&self) -> Result<Vec<(u64, u32, CastingOverride)>> {
+        db::casting_overrides(&self.conn).map_err(|e| self.sql_err(e))
+    }
+
+    /// Sets the narrator's casting of the segment with this key; an empty override removes
+    /// it (the manuscript and cast decide again).
+    pub fn set_casting_override(&mut self, key: SegmentKey, over: &CastingOverride) -> Result<()> {
+        self.review_of_key(key)?; // an unknown segment is an error, not a dangling row
+        db::set_casting_override(&self.conn, key, over).map_err(|e| self.sql_err(e))
     }
 
     /// Sets the narrator's note on the segment with this key (empty clears it).

@@ -45,6 +45,12 @@ pub enum Action {
     /// Pick a word of the selected segment (or its pronunciations.txt entry) and hear it
     /// in the current voice; not kept as a take.
     Audition,
+    /// Pick the voice of the selected segment from the session's voices (a new take).
+    PickVoice,
+    /// Type the instruction (style) of the selected segment (a new take).
+    EditStyle,
+    /// Show the cast: the book's voice, the characters, each voice's defaults and segments.
+    ToggleVoices,
     /// Start typing a search over segment texts.
     Search,
     /// Jump to the next search match.
@@ -60,7 +66,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in help order.
-    pub const ALL: [Action; 34] = [
+    pub const ALL: [Action; 37] = [
         Action::TogglePlay,
         Action::PlayFromSegment,
         Action::Replay,
@@ -77,6 +83,9 @@ impl Action {
         Action::TogglePickup,
         Action::EditNote,
         Action::Audition,
+        Action::PickVoice,
+        Action::EditStyle,
+        Action::ToggleVoices,
         Action::TogglePickups,
         Action::Rerender,
         Action::NfeDown,
@@ -118,6 +127,9 @@ impl Action {
             Action::TogglePickup => "needs pickup / clear",
             Action::EditNote => "note",
             Action::Audition => "hear a word / entry",
+            Action::PickVoice => "pick voice; 1st resets",
+            Action::EditStyle => "style; empty resets",
+            Action::ToggleVoices => "voices and cast",
             Action::TogglePickups => "pickups view",
             Action::NfeDown => "NFE -1",
             Action::NfeUp => "NFE +1",

@@ -15,11 +15,12 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent
 use ratatui::layout::{Position, Rect};
 
 use super::action::Action;
+use super::casting::{CastView, RowCasting};
 use super::keymap::KeyMap;
 use super::view;
 use crate::audio::master;
 use crate::audio::player::{AudioCommand, Cue, PlayState, PlayerStatus};
-use crate::store::Review;
+use crate::store::{CastingOverride, Review};
 use lectern_engine::protocol::{
     EngineEvent, RenderParams, Request, SegmentId, SegmentState, TakeId, TakeRecord,
     TelemetrySample,
@@ -131,6 +132,12 @@ pub enum Msg {
     },
     /// An audition's audio (not a take: never stored).
     Auditioned(Arc<Vec<f32>>),
+    /// The session planned the manuscript again (after a segment was recast): its rows, and
+    /// the segments it asked the engine to render.
+    Replanned {
+        rows: Vec<RowInit>,
+        queued: Vec<SegmentId>,
+    },
     /// The engine's event channel closed.
     EngineGone,
     Log(String),
@@ -144,6 +151,9 @@ pub struct AuditionChoice {
     /// The text spoken (read as a manuscript line: pronunciations and normalisation apply).
     pub text: String,
 }
+
+/// The voice picker's first choice: the voice the manuscript and the cast give.
+pub const AS_WRITTEN: &str = "as written";
 
 /// The segment id of auditions: no store key is this large, so they never meet a segment.
 pub const AUDITION_ID: SegmentId = SegmentId::MAX;
@@ -178,6 +188,12 @@ pub enum Command {
     SetNote {
         segment: SegmentId,
         note: String,
+    },
+    /// The narrator's casting of a segment (its voice and style; empty: as written), kept in
+    /// the project; the session makes a new take with it (answered by [`Msg::Replanned`]).
+    Recast {
+        segment: SegmentId,
+        over: CastingOverride,
     },
     /// Read a stored take's samples (answered by [`Msg::Loaded`] or [`Msg::Refused`]).
     Load {
@@ -276,6 +292,8 @@ pub struct Row {
     pub chosen: Option<usize>,
     pub review: Review,
     pub note: String,
+    /// Who speaks it and how.
+    pub cast: RowCasting,
     /// Play the next take of this row as soon as it is saved (after `s` or `R`).
     pub play_when_ready: bool,
 }
@@ -349,6 +367,8 @@ pub struct RowInit {
     pub chosen: Option<usize>,
     pub review: Review,
     pub note: String,
+    /// Who speaks it and how.
+    pub cast: RowCasting,
 }
 
 /// A segment's displayed state: the engine's state, or playing.
@@ -392,6 +412,12 @@ pub enum Mode {
     Note,
     /// Picking a word or pronunciation entry to hear ([`App::audition`]).
     Audition,
+    /// Picking the selected segment's voice ([`App::voice_choices`]).
+    Voice,
+    /// Typing the selected segment's instruction ([`App::style_draft`]).
+    Style,
+    /// The voices panel (any key closes it).
+    Voices,
 }
 
 /// The whole UI state; the view draws from `&App`.
@@ -430,6 +456,12 @@ pub struct App {
     /// The picker's choices ([`Mode::Audition`]) and the one under the cursor.
     pub audition: Vec<AuditionChoice>,
     pub audition_at: usize,
+    /// The session's voices and the cast (the voices panel, the voice picker).
+    pub cast: CastView,
+    /// The voice picker's cursor ([`Mode::Voice`]) into [`App::voice_choices`].
+    pub voice_at: usize,
+    /// The instruction being typed ([`Mode::Style`]).
+    pub style_draft: String,
     /// Frames drawn by the run loop (it draws only when something changed).
     pub redraws: u64,
     /// Next row to hand to the player when it is ready (playing in order).
@@ -493,6 +525,9 @@ impl App {
             audio_out: Vec::new(),
             audition: Vec::new(),
             audition_at: 0,
+            cast: CastView::default(),
+            voice_at: 0,
+            style_draft: String::new(),
             search_origin: 0,
             loading: HashMap::new(),
             handed: VecDeque::new(),
@@ -687,6 +722,17 @@ impl App {
                 out.extend(self.drain_loads());
                 out
             }
+            Msg::Replanned { rows, queued } => {
+                self.set_rows(rows);
+                for row in self.rows.iter_mut().filter(|r| !r.in_flight()) {
+                    if !queued.contains(&row.id) {
+                        row.play_when_ready = false;
+                    }
+                }
+                self.mark_queued(&queued);
+                self.advance_playback();
+                self.drain_loads()
+            }
             Msg::EngineGone => {
                 if !self.engine_gone {
                     self.push_log("engine stopped");
@@ -731,7 +777,7 @@ impl App {
         }
         let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
         match self.mode {
-            Mode::Help => {
+            Mode::Help | Mode::Voices => {
                 if ctrl_c {
                     return self.on_action(Action::Quit);
                 }
@@ -740,6 +786,8 @@ impl App {
             }
             Mode::Note => self.on_note_key(k, ctrl_c),
             Mode::Audition => self.on_audition_key(k, ctrl_c),
+            Mode::Voice => self.on_voice_key(k, ctrl_c),
+            Mode::Style => self.on_style_key(k, ctrl_c),
             Mode::Search => {
                 match k.code {
                     _ if ctrl_c => return self.on_action(Action::Quit),
@@ -848,6 +896,121 @@ impl App {
         }));
     }
 
+    /// The book's voice: the cast's first, else the one the workstation was opened with.
+    #[must_use]
+    pub fn book_voice(&self) -> &str {
+        self.cast.book_voice().unwrap_or(&self.config.voice)
+    }
+
+    /// The voice picker's choices: `as written` (the manuscript and cast decide), then the
+    /// session's voices, the book's first.
+    #[must_use]
+    pub fn voice_choices(&self) -> Vec<String> {
+        let mut out = vec![AS_WRITTEN.to_string()];
+        if self.cast.voices.is_empty() {
+            out.push(self.config.voice.clone());
+        }
+        out.extend(self.cast.voices.iter().map(|v| v.name.clone()));
+        out
+    }
+
+    /// The selected row, unless it is approved (its take is locked: said in the log).
+    fn recastable(&mut self) -> Option<usize> {
+        let i = self.selected;
+        let row = self.rows.get(i)?;
+        if row.review == Review::Approved {
+            self.push_log(format!("segment {}: approved (locked); `a` un-approves it", i + 1));
+            return None;
+        }
+        Some(i)
+    }
+
+    /// Opens the voice picker on the selected segment, at the voice that speaks it.
+    fn open_voice_picker(&mut self) {
+        let Some(i) = self.recastable() else { return };
+        let row = &self.rows[i];
+        let current = row.cast.recast.voice.as_deref();
+        self.voice_at =
+            current.and_then(|v| self.voice_choices().iter().position(|c| c == v)).unwrap_or(0);
+        self.mode = Mode::Voice;
+    }
+
+    /// The picker: ↑/↓ (←/→, j/k, tab) move, enter applies, esc closes.
+    fn on_voice_key(&mut self, k: KeyEvent, ctrl_c: bool) -> Vec<Command> {
+        let choices = self.voice_choices();
+        let n = choices.len();
+        match k.code {
+            _ if ctrl_c => return self.on_action(Action::Quit),
+            KeyCode::Esc | KeyCode::Char('q') => self.mode = Mode::Normal,
+            KeyCode::Down | KeyCode::Right | KeyCode::Tab | KeyCode::Char('j' | 'l' | 'v') => {
+                self.voice_at = (self.voice_at + 1) % n
+            }
+            KeyCode::Up | KeyCode::Left | KeyCode::BackTab | KeyCode::Char('k' | 'h') => {
+                self.voice_at = (self.voice_at + n - 1) % n;
+            }
+            KeyCode::Enter => {
+                self.mode = Mode::Normal;
+                let voice = (self.voice_at > 0).then(|| choices[self.voice_at].clone());
+                return self.recast(|over| over.voice = voice);
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Opens the instruction prompt on the selected segment, with its instruction.
+    fn open_style_prompt(&mut self) {
+        let Some(i) = self.recastable() else { return };
+        self.style_draft = match &self.rows[i].cast.casting.mode {
+            lectern_engine::protocol::Mode::Instruct(text) => text.clone(),
+            _ => String::new(),
+        };
+        self.mode = Mode::Style;
+    }
+
+    fn on_style_key(&mut self, k: KeyEvent, ctrl_c: bool) -> Vec<Command> {
+        match k.code {
+            _ if ctrl_c => return self.on_action(Action::Quit),
+            KeyCode::Esc => self.mode = Mode::Normal,
+            KeyCode::Enter => {
+                self.mode = Mode::Normal;
+                let text = std::mem::take(&mut self.style_draft).trim().to_string();
+                let style = (!text.is_empty()).then_some(text);
+                return self.recast(|over| over.style = style);
+            }
+            KeyCode::Backspace => {
+                self.style_draft.pop();
+            }
+            KeyCode::Char(c) => self.style_draft.push(c),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Changes the selected segment's override with `change`; asks the session to keep it and
+    /// make the new take (played as soon as it is saved), unless nothing changed.
+    fn recast(&mut self, change: impl FnOnce(&mut CastingOverride)) -> Vec<Command> {
+        let i = self.selected;
+        let Some(row) = self.rows.get_mut(i) else { return Vec::new() };
+        let mut over = row.cast.recast.clone();
+        change(&mut over);
+        if over == row.cast.recast {
+            self.push_log(format!("segment {}: casting unchanged", i + 1));
+            return Vec::new();
+        }
+        row.play_when_ready = true;
+        let segment = row.id;
+        let said = match (&over.voice, &over.style) {
+            (None, None) => "as written".to_string(),
+            (v, s) => {
+                let v = v.as_deref().unwrap_or("voice as written");
+                s.as_ref().map_or_else(|| v.to_string(), |s| format!("{v}, “{s}”"))
+            }
+        };
+        self.push_log(format!("segment {}: recast: {said}", i + 1));
+        vec![Command::Recast { segment, over }]
+    }
+
     fn on_note_key(&mut self, k: KeyEvent, ctrl_c: bool) -> Vec<Command> {
         match k.code {
             _ if ctrl_c => return self.on_action(Action::Quit),
@@ -936,6 +1099,11 @@ impl App {
                 if let Some(row) = self.rows.get(self.selected) {
                     return vec![Command::AuditionChoices(row.id)];
                 }
+            }
+            Action::PickVoice => self.open_voice_picker(),
+            Action::EditStyle => self.open_style_prompt(),
+            Action::ToggleVoices => {
+                self.mode = if self.mode == Mode::Voices { Mode::Normal } else { Mode::Voices };
             }
             Action::Search => {
                 self.mode = Mode::Search;
@@ -1389,6 +1557,7 @@ fn merge_row(init: RowInit, prev: Option<Row>) -> Row {
         chosen: init.chosen,
         review: init.review,
         note: init.note,
+        cast: init.cast,
         play_when_ready: false,
     };
     if !row.has_usable_choice() && row.takes.iter().all(|t| t.stale) {

@@ -9,10 +9,11 @@ use std::sync::mpsc::Sender;
 use anyhow::Context;
 
 use super::app::{AUDITION_ID, AuditionChoice, Command, Msg, RowInit, TakeEntry};
+use super::casting::{CastView, RowCasting};
 use super::checks::ChapterChecks;
 use crate::reading::ReadOptions;
 use crate::session::{SegmentView, Session, Work};
-use crate::store::{SegmentKey, TakeInfo, TakeStatus};
+use crate::store::{CastingOverride, Review, SegmentKey, TakeInfo, TakeStatus};
 use lectern_engine::protocol::{Request, SegmentId, SegmentSpec, Take};
 use lectern_text::{Manuscript, ParseOptions, Pronunciations, Tokenizer};
 
@@ -87,6 +88,11 @@ impl Desk {
         self.session.lead_in_ms().map_or(0, crate::audio::master::ms_to_samples)
     }
 
+    /// The session's voices and cast, for the voices panel and the voice picker.
+    pub fn cast_view(&self) -> CastView {
+        CastView::of(&self.session)
+    }
+
     /// The rows the App shows: the project's segments with their takes and choices.
     pub fn rows(&self) -> anyhow::Result<Vec<RowInit>> {
         Ok(self.session.views()?.into_iter().map(row_init).collect())
@@ -148,6 +154,7 @@ impl Desk {
             Command::SetNote { segment, note } => {
                 (segment, self.session.set_note(key(segment), &note).map(|()| Vec::new()))
             }
+            Command::Recast { segment, over } => (segment, self.recast(segment, &over, engine)),
             Command::Load { segment, take } => (
                 segment,
                 self.session
@@ -199,6 +206,45 @@ impl Desk {
         engine.send(Request::Cancel(vec![AUDITION_ID])).context("the engine has stopped")?;
         engine.send(Request::Reseed(Box::new(spec))).context("the engine has stopped")?;
         Ok(vec![Msg::Log(format!("audition: “{text}” reads as “{spoken}”"))])
+    }
+
+    /// The narrator's casting of a segment: kept in the project, then the manuscript is
+    /// planned again with it. When only that segment's content changed, its new take is
+    /// rendered alone with its chosen take's seed (as `R` does); when the manuscript changed
+    /// too, the whole plan is sent again (as a reload does).
+    fn recast(
+        &mut self,
+        id: SegmentId,
+        over: &CastingOverride,
+        engine: &Sender<Request>,
+    ) -> anyhow::Result<Vec<Msg>> {
+        if self.session.project().review_of_key(key(id))? == Review::Approved {
+            anyhow::bail!("approved (locked): un-approve it to change its voice or style");
+        }
+        self.session.set_casting_override(key(id), over)?;
+        let book = crate::reading::load(&self.manuscript, &self.tokenizer, &self.read)?;
+        self.session.sync_read(&book, &self.tokenizer, &self.read)?;
+        let now = self.fingerprint();
+        let changed: Vec<SegmentKey> =
+            now.iter().filter(|e| !self.synced.contains(e)).map(|(k, _)| *k).collect();
+        self.synced = now;
+        let mut msgs = Vec::new();
+        let queued = if changed.is_empty() {
+            msgs.push(Msg::Log("recast: the same content as before: no new take".into()));
+            Vec::new()
+        } else if changed == [key(id)] {
+            let spec = self.session.rerender_spec(key(id))?;
+            let seed = spec.seed;
+            engine.send(Request::Reseed(Box::new(spec))).context("the engine has stopped")?;
+            msgs.push(Msg::Seeded { segment: id, seed });
+            vec![id]
+        } else {
+            engine.send(Request::CancelAll).context("the engine has stopped")?;
+            self.start_work(engine)?
+        };
+        msgs.insert(0, Msg::Replanned { rows: self.rows()?, queued });
+        msgs.extend(self.check_chapters(None));
+        Ok(msgs)
     }
 
     fn new_take(
@@ -385,6 +431,7 @@ fn row_init(v: SegmentView) -> RowInit {
             figures: t.figures.clone(),
         })
         .collect();
+    let cast = RowCasting::of(&v.planned);
     RowInit {
         id: v.planned.key as SegmentId,
         chapter: v.planned.chapter,
@@ -396,5 +443,6 @@ fn row_init(v: SegmentView) -> RowInit {
         chosen,
         review: v.review,
         note: v.note,
+        cast,
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod action;
 pub mod app;
+pub mod casting;
 pub mod checks;
 pub mod desk;
 pub mod keymap;

@@ -322,6 +322,7 @@ pub fn event_loop<B: Backend>(
 
 /// Shows the project's rows and asks the engine for what is missing.
 fn open_rows(app: &mut App, io: &mut Io<'_>) -> Result<(), TuiError> {
+    app.cast = io.desk.cast_view();
     app.set_rows(io.desk.rows().map_err(TuiError::Session)?);
     let queued = io.desk.start_work(io.engine_tx).map_err(TuiError::Session)?;
     let stored = app.rows.len() - queued.len();
@@ -344,9 +345,14 @@ fn open_rows(app: &mut App, io: &mut Io<'_>) -> Result<(), TuiError> {
 /// longer parses is reported in the log and the old segments stay.
 fn reload_manuscript(app: &mut App, io: &mut Io<'_>) {
     match io.desk.reload(io.engine_tx) {
-        Ok(None) => app.push_log("manuscript saved: no segment changed"),
+        Ok(None) => {
+            // cast.toml may have changed what nobody hears yet (a voice's defaults unused).
+            app.cast = io.desk.cast_view();
+            app.push_log("manuscript saved: no segment changed");
+        }
         Ok(Some(queued)) => match io.desk.rows() {
             Ok(rows) => {
+                app.cast = io.desk.cast_view();
                 app.set_rows(rows);
                 app.mark_queued(&queued);
                 app.push_log(format!("manuscript: {} segment(s) to render", queued.len()));

@@ -555,3 +555,71 @@ fn soak_workstation_1000_segments_in_bounded_memory() {
     assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0", "{s}");
     check_soak("workstation", &samples);
 }
+
+/// Casting in the workstation (#22): the list tags Anna's line, `V` lists the cast, `v` gives
+/// the narration's first segment the voice `alto` and `i` an instruction — each a new take,
+/// kept — and a `render` afterwards reuses those takes (the choice is the project's).
+#[test]
+fn casting_in_tmux() {
+    let dir = tempfile::tempdir().unwrap();
+    let alto = dir.path().join("alto");
+    std::fs::create_dir_all(&alto).unwrap();
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("voices/tiny-demo");
+    std::fs::copy(demo.join("prompt.safetensors"), alto.join("prompt.safetensors")).unwrap();
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(demo.join("voice.json")).unwrap()).unwrap();
+    manifest["name"] = "alto".into();
+    manifest["prompt_text"] = "Another voice, another recording.".into();
+    std::fs::write(alto.join("voice.json"), manifest.to_string()).unwrap();
+    let cast = format!("[characters.Anna]\nvoice = {:?}\nstyle = \"Speak softly.\"\n", alto);
+    std::fs::write(dir.path().join("cast.toml"), cast).unwrap();
+    let book = dir.path().join("book.md");
+    std::fs::write(&book, "The lamp was lit.\n\nAnna: Is anyone there?\n\nRain fell.\n").unwrap();
+    let status = dir.path().join("status");
+    let fallback = format!("--fallback-wav {}", quote(&dir.path().join("play.wav")));
+
+    let tmux = Tmux::named("cast");
+    tmux.open(dir.path(), &lectern_script(&[&book], &fallback, &status));
+    let s = tmux.wait_for("every segment ready", |s| s.contains("all rendered"));
+    let tagged = |s: &str, tag: &str, text: &str| {
+        s.lines().any(|l| l.contains(&format!("{tag} ")) && l.contains(text))
+    };
+    assert!(tagged(&s, "anna·style", "Is anyone"), "Anna's line is tagged:\n{s}");
+    tmux.keys("V");
+    let s = tmux.wait_for("the voices panel", |s| s.contains("voices · any key closes"));
+    assert!(s.contains("Anna") && s.contains("“Speak softly.”"), "{s}");
+    tmux.keys("Escape");
+    tmux.wait_for("the panel closed", |s| !s.contains("voices · any key closes"));
+
+    // Segment 1: voice alto (the picker: as written, tiny-demo, alto).
+    tmux.keys("v");
+    tmux.wait_for("the voice picker", |s| s.contains("voice:  as written"));
+    tmux.keys("Right");
+    tmux.keys("Right");
+    tmux.keys("Enter");
+    let s = tmux.wait_for("a take in alto", |s| take_info(s).is_some_and(|t| t.1 == 2));
+    assert!(tagged(&s, "alto✎", "The lamp was lit."), "{s}");
+    assert!(s.contains("voice alto · zero-shot · pace 1 · ✎ voice chosen here"), "{s}");
+    tmux.keys("i");
+    tmux.wait_for("the style prompt", |s| s.contains("style: "));
+    tmux.keys("Whisper.");
+    tmux.keys("Enter");
+    let s = tmux.wait_for("a whispered take", |s| take_info(s).is_some_and(|t| t.1 == 3));
+    assert!(s.contains("instruct “Whisper.”"), "{s}");
+    tmux.wait_for("all rendered again", |s| s.contains("all rendered"));
+    tmux.keys("q");
+    let s = tmux.close_after_exit();
+    assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0", "{s}");
+
+    // `render` uses the choice: the workstation's take is current, nothing new is made.
+    let project = dir.path().join("book.lectern");
+    let count = || lectern::store::Project::open(&project).unwrap().all_takes().unwrap().len();
+    let before = count();
+    run_lectern(&["render", "book.md", "-o", "master.wav", "--quiet"], dir.path());
+    assert_eq!(count(), before, "render made no take");
+    let p = lectern::store::Project::open(&project).unwrap();
+    let first = p.proofed_segments().unwrap()[0].key;
+    let chosen = p.chosen_of_key(first).unwrap().unwrap();
+    assert_eq!(chosen.record.voice_id, "alto");
+    assert_eq!(chosen.record.content.instruction.as_deref(), Some("Whisper."));
+}

@@ -34,6 +34,7 @@ mod store_kill;
 mod store_project;
 mod text_epub;
 mod tui_app;
+mod tui_cast;
 mod tui_loop;
 mod tui_view;
 mod voice_add_cli;

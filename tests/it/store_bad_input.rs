@@ -41,7 +41,7 @@ fn newer_schema_is_refused_untouched() {
     rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", 99).unwrap();
     let before = std::fs::read(&db).unwrap();
     let err = Project::open(tmp.path()).unwrap_err();
-    assert!(matches!(err, StoreError::NewerSchema { found: 99, supported: 3, .. }), "{err}");
+    assert!(matches!(err, StoreError::NewerSchema { found: 99, supported: 4, .. }), "{err}");
     assert!(err.to_string().contains("newer"), "{err}");
     assert_eq!(std::fs::read(&db).unwrap(), before);
     assert_eq!(take_files(tmp.path()).unwrap().len(), 3);
@@ -239,7 +239,7 @@ fn a_version_1_project_migrates_and_keeps_its_takes() {
         "ALTER TABLE takes DROP COLUMN figures;
          ALTER TABLE takes DROP COLUMN content_key; ALTER TABLE segments DROP COLUMN content_key;
          ALTER TABLE segments DROP COLUMN review; ALTER TABLE segments DROP COLUMN note;
-         DROP TABLE file_hashes; PRAGMA user_version = 1;",
+         DROP TABLE file_hashes; DROP TABLE casting_overrides; PRAGMA user_version = 1;",
     )
     .unwrap();
     drop(c);
@@ -257,7 +257,11 @@ fn a_version_2_project_migrates_and_its_takes_get_figures_when_measured() {
     let ids = saved_project(tmp.path());
     let db = tmp.path().join(DB_FILE);
     let c = rusqlite::Connection::open(&db).unwrap();
-    c.execute_batch("ALTER TABLE takes DROP COLUMN figures; PRAGMA user_version = 2;").unwrap();
+    c.execute_batch(
+        "ALTER TABLE takes DROP COLUMN figures; DROP TABLE casting_overrides;
+         PRAGMA user_version = 2;",
+    )
+    .unwrap();
     drop(c);
     let mut p = Project::open(tmp.path()).unwrap();
     let takes = p.all_takes().unwrap();
@@ -274,6 +278,34 @@ fn a_version_2_project_migrates_and_its_takes_get_figures_when_measured() {
     let p = Project::open(tmp.path()).unwrap();
     assert_eq!(p.take(ids[0]).unwrap().figures, Some(figures));
     assert_eq!(p.take(ids[1]).unwrap().figures, None);
+    drop(p);
+    assert_takes_intact(tmp.path(), &ids);
+}
+
+/// A project of the release before casting overrides (schema 3) opens with its takes and
+/// no override; an override set then is kept (#22).
+#[test]
+fn a_version_3_project_migrates_and_keeps_casting_overrides() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ids = saved_project(tmp.path());
+    let db = tmp.path().join(DB_FILE);
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute_batch("DROP TABLE casting_overrides; PRAGMA user_version = 3;").unwrap();
+    drop(c);
+    let mut p = Project::open(tmp.path()).unwrap();
+    assert!(p.casting_overrides().unwrap().is_empty());
+    let key = p.proofed_segments().unwrap()[1].key;
+    let over = lectern::store::CastingOverride { voice: Some("alto".into()), style: None };
+    p.set_casting_override(key, &over).unwrap();
+    let err = p.set_casting_override(9999, &over).unwrap_err();
+    assert!(matches!(err, StoreError::UnknownSegment(9999)), "{err}");
+    drop(p);
+    let mut p = Project::open(tmp.path()).unwrap();
+    let kept = p.casting_overrides().unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!((kept[0].1, &kept[0].2), (0, &over));
+    p.set_casting_override(key, &Default::default()).unwrap();
+    assert!(p.casting_overrides().unwrap().is_empty(), "an empty override is removed");
     drop(p);
     assert_takes_intact(tmp.path(), &ids);
 }

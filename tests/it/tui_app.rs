@@ -74,6 +74,7 @@ fn init(id: u64, text: &str) -> RowInit {
         chosen: None,
         review: Review::Unheard,
         note: String::new(),
+        cast: Default::default(),
     }
 }
 

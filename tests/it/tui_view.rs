@@ -139,6 +139,7 @@ fn scene() -> App {
             chosen: None,
             review: Review::Unheard,
             note: String::new(),
+            cast: Default::default(),
         })
         .collect();
     app.set_rows(rows);
@@ -350,6 +351,7 @@ fn quality_outliers_are_flagged_in_the_list_and_details() {
             chosen: None,
             review: Review::Unheard,
             note: String::new(),
+            cast: Default::default(),
         })
         .collect();
     app.set_rows(rows);
@@ -459,6 +461,7 @@ fn the_list_shows_the_source_and_the_details_show_both_texts() {
         chosen: None,
         review: Review::Unheard,
         note: String::new(),
+        cast: Default::default(),
     };
     app.set_rows(vec![
         row(1, "The keeper left.", "The keeper left."),

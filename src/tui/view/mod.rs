@@ -7,6 +7,7 @@ pub mod log;
 pub mod segments;
 pub mod telemetry;
 pub mod transport;
+pub mod voices;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Margin, Rect};
@@ -171,6 +172,9 @@ pub fn draw(app: &App, theme: &Theme, frame: &mut Frame) {
     if app.mode == Mode::Help {
         help::draw(app, theme, frame, area);
     }
+    if app.mode == Mode::Voices {
+        voices::draw(app, theme, frame, area);
+    }
 }
 
 /// A bordered panel with a styled title.
@@ -234,8 +238,29 @@ fn audition_line<'a>(app: &'a App, theme: &Theme) -> Line<'a> {
     Line::from(spans)
 }
 
+/// The voice picker: the voices in a row, the one under the cursor highlighted.
+fn voice_line<'a>(app: &'a App, theme: &Theme) -> Line<'a> {
+    let mut spans = vec![Span::styled("voice: ", theme.hint_text)];
+    for (i, name) in app.voice_choices().into_iter().enumerate() {
+        let style = if i == app.voice_at { theme.selection } else { theme.search };
+        spans.push(Span::styled(format!(" {name} "), style));
+    }
+    spans.push(Span::styled("  ←/→ pick · enter apply (new take) · esc cancel", theme.hint_text));
+    Line::from(spans)
+}
+
 fn draw_hints(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
-    let line = if app.mode == Mode::Note {
+    let line = if app.mode == Mode::Style {
+        Line::from(vec![
+            Span::styled(format!("style: {}", app.style_draft), theme.search),
+            Span::styled(
+                "  enter apply (new take; empty: as written) · esc cancel",
+                theme.hint_text,
+            ),
+        ])
+    } else if app.mode == Mode::Voice {
+        voice_line(app, theme)
+    } else if app.mode == Mode::Note {
         Line::from(vec![
             Span::styled(format!("note: {}", app.note_draft), theme.search),
             Span::styled("  enter save · esc cancel", theme.hint_text),

@@ -1,5 +1,6 @@
-//! The manuscript panel (one row per segment: state, review, takes, seed, text; only those
-//! needing work in the pickups view) and the selected segment's text, take and note.
+//! The manuscript panel (one row per segment: state, review, takes, seed, who speaks it when
+//! not the book's voice plain, text; only those needing work in the pickups view) and the
+//! selected segment's text, take, casting and note.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -64,6 +65,7 @@ pub fn draw_list(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
             let text_style = if matches.contains(&i) { theme.search } else { theme.text };
             let flag = if row.flag().is_some() { "⚠ " } else { "" };
             let outliers = quality_mark(row, &norms);
+            let who = row.cast.tag(app.book_voice()).map(|t| format!("{t} ")).unwrap_or_default();
             let mut line = Line::from(vec![
                 Span::styled(format!("{:>3} ", i + 1), theme.dim),
                 Span::styled(format!("{icon} {word:<7} "), style),
@@ -72,6 +74,7 @@ pub fn draw_list(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
                 Span::styled(format!("#{:<6} ", row.shown_seed()), theme.dim),
                 Span::styled(flag, theme.value_bad),
                 Span::styled(outliers, theme.notice),
+                Span::styled(who, theme.panel_title),
                 Span::styled(row.shown_source().replace('\n', " "), text_style),
             ]);
             if i == app.selected {
@@ -110,6 +113,10 @@ pub fn draw_text(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
         None => format!("no take yet · seed {}", row.seed),
     };
     lines.push(Line::from(Span::styled(info, theme.dim)));
+    // Who speaks it, first: the panel is short and this is what `v` and `i` change.
+    if row.cast.tag(app.book_voice()).is_some() {
+        lines.push(Line::from(Span::styled(row.cast.detail(app.book_voice()), theme.panel_title)));
+    }
     if let Some(acx) = app.chapter_acx.get(&row.chapter) {
         let style = match acx.passes() {
             Some(true) => theme.value_good,
