@@ -31,6 +31,9 @@ pace = 1.25
 [characters.Tom]
 voice = "tiny-demo"
 style = "Speak slowly and calmly."
+
+[voices.fox]
+cross_lingual = true
 "#;
 
 /// A voices directory holding `fox`, made once from the fixture recording.
@@ -113,12 +116,13 @@ fn segment_audio(book: &Path) -> Vec<Vec<i32>> {
     out
 }
 
-/// The scene's lines as each would be written alone, with its voice given directly.
+/// The scene's lines as each would be written alone, with its voice (and fox's cross-lingual
+/// mode) given on the command line.
 fn alone(line: usize) -> (&'static str, &'static [&'static str]) {
     match line {
         0 => ("The door creaked open.\n", &[]),
-        1 => ("[pace:1.25]Who is there?\n", &["--voice", "fox"]),
-        2 => ("Only the wind.\n", &["--voice", "fox"]),
+        1 => ("[pace:1.25]Who is there?\n", &["--voice", "fox", "--cross-lingual"]),
+        2 => ("Only the wind.\n", &["--voice", "fox", "--cross-lingual"]),
         3 => ("[style:Speak in a whisper.]Nobody moved.\n", &[]),
         _ => ("[style:Speak slowly and calmly.]Then come in.\n", &[]),
     }
@@ -142,8 +146,8 @@ fn a_two_character_scene_renders_each_line_as_it_would_alone() {
         who,
         vec![
             ("tiny-demo", "zero_shot", 1.0),
-            ("fox", "zero_shot", 1.25),
-            ("fox", "zero_shot", 1.0),
+            ("fox", "cross_lingual", 1.25),
+            ("fox", "cross_lingual", 1.0),
             ("tiny-demo", "instruct", 1.0),
             ("tiny-demo", "instruct", 1.0),
         ]
@@ -227,8 +231,8 @@ fn the_dry_run_lists_the_cast() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let listing = format!("{}{}", text(&o.stdout), text(&o.stderr));
     for needle in [
-        "voice:  fox (Anna) · pace 1.25",
-        "voice:  fox\n",
+        "voice:  fox (Anna) · cross-lingual · pace 1.25",
+        "voice:  fox · cross-lingual\n",
         "voice:  tiny-demo · instruct “Speak in a whisper.”",
         "voice:  tiny-demo (Tom) · instruct “Speak slowly and calmly.”",
     ] {
