@@ -580,14 +580,17 @@ fn casting_in_tmux() {
 
     let tmux = Tmux::named("cast");
     tmux.open(dir.path(), &lectern_script(&[&book], &fallback, &status));
-    let s = tmux.wait_for("every segment ready", |s| s.contains("all rendered"));
+    // Each wait is for the whole of what is checked next: tmux may capture a screen mid-draw.
     let tagged = |s: &str, tag: &str, text: &str| {
         s.lines().any(|l| l.contains(&format!("{tag} ")) && l.contains(text))
     };
-    assert!(tagged(&s, "anna·style", "Is anyone"), "Anna's line is tagged:\n{s}");
+    tmux.wait_for("every segment ready, Anna's line tagged", |s| {
+        s.contains("all rendered") && tagged(s, "anna·style", "Is anyone")
+    });
     tmux.keys("V");
-    let s = tmux.wait_for("the voices panel", |s| s.contains("voices · any key closes"));
-    assert!(s.contains("Anna") && s.contains("“Speak softly.”"), "{s}");
+    tmux.wait_for("the voices panel with Anna", |s| {
+        s.contains("voices · any key closes") && s.contains("Anna") && s.contains("“Speak softly.”")
+    });
     tmux.keys("Escape");
     tmux.wait_for("the panel closed", |s| !s.contains("voices · any key closes"));
 
@@ -597,15 +600,18 @@ fn casting_in_tmux() {
     tmux.keys("Right");
     tmux.keys("Right");
     tmux.keys("Enter");
-    let s = tmux.wait_for("a take in alto", |s| take_info(s).is_some_and(|t| t.1 == 2));
-    assert!(tagged(&s, "alto✎", "The lamp was lit."), "{s}");
-    assert!(s.contains("voice alto · zero-shot · pace 1 · ✎ voice chosen here"), "{s}");
+    tmux.wait_for("a take in alto, tagged and described", |s| {
+        take_info(s).is_some_and(|t| t.1 == 2)
+            && tagged(s, "alto✎", "The lamp was lit.")
+            && s.contains("voice alto · zero-shot · pace 1 · ✎ voice chosen here")
+    });
     tmux.keys("i");
     tmux.wait_for("the style prompt", |s| s.contains("style: "));
     tmux.keys("Whisper.");
     tmux.keys("Enter");
-    let s = tmux.wait_for("a whispered take", |s| take_info(s).is_some_and(|t| t.1 == 3));
-    assert!(s.contains("instruct “Whisper.”"), "{s}");
+    tmux.wait_for("a whispered take", |s| {
+        take_info(s).is_some_and(|t| t.1 == 3) && s.contains("instruct “Whisper.”")
+    });
     tmux.wait_for("all rendered again", |s| s.contains("all rendered"));
     tmux.keys("q");
     let s = tmux.close_after_exit();
