@@ -235,7 +235,9 @@ fn spawn_render(manuscript: &Path, out: &Path, report: &Path) -> Child {
 #[test]
 fn sigkill_midway_loses_no_finished_take() {
     let dir = tempfile::tempdir().unwrap();
-    let text: String = (1..=40)
+    // 12 one-sentence segments at one lane: after the second take is saved, ten are left
+    // (seconds of work), so the kill lands midway.
+    let text: String = (1..=12)
         // Sentences on which the tiny model's random weights give every segment speech (a
         // take of 0 speech tokens fails its segment, and so the render).
         .map(|i| format!("Chapter part {i} describes the lamp that turns above the water. "))
