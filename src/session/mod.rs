@@ -156,5 +156,9 @@ pub fn resync_for_export(manuscript: &Path, project_dir: &Path) -> anyhow::Resul
     // The base seed only sets default seeds of takes to come; the sync records none.
     let choice = ProjectChoice::Dir(project_dir.to_path_buf());
     let mut session = Session::open(&choice, manuscript, &voice, &sources.model_dir, 0)?;
+    // Cast as the render cast it: the manuscript's cast.toml and the book voice's mode.
+    let mut cast = crate::cast::Cast::beside(manuscript, "")?;
+    cast.book_cross_lingual = sources.cross_lingual;
+    session.set_cast(cast)?;
     session.sync_read(&book, &tokenizer, &read)
 }

@@ -177,7 +177,11 @@ impl Session {
         let basis = ContentBasis::compute(voice, model_dir, &mut project)?;
         let voice_hash = basis.voice_hash.clone();
         let absolute = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        let sources = Sources { model_dir: absolute(model_dir), voice_dir: absolute(&voice.dir) };
+        let sources = Sources {
+            model_dir: absolute(model_dir),
+            voice_dir: absolute(&voice.dir),
+            cross_lingual: false,
+        };
         Ok(Self {
             project,
             scratch,
@@ -204,6 +208,7 @@ impl Session {
     /// manuscript names (`[voice:…]`) is loaded there.
     pub fn set_cast(&mut self, mut cast: Cast) -> anyhow::Result<()> {
         cast.book_voice.clone_from(&self.voice_name);
+        self.sources.cross_lingual = cast.book_cross_lingual;
         for (name, character) in &cast.file.characters {
             self.cast_voice(&character.voice).with_context(|| {
                 let file = cast.path.as_deref().unwrap_or(Path::new(crate::cast::CAST_FILE));

@@ -385,6 +385,10 @@ pub struct BookRecord {
 pub struct Sources {
     pub model_dir: PathBuf,
     pub voice_dir: PathBuf,
+    /// The book's voice spoke cross-lingually (`--cross-lingual`): part of its takes' content,
+    /// so `export book.md` must sync with it too. (False in projects synced before it existed.)
+    #[serde(default)]
+    pub cross_lingual: bool,
 }
 
 impl Project {

@@ -195,6 +195,13 @@ fn a_cast_edit_rerenders_exactly_the_lines_it_changes() {
     // Nothing changed: everything is reused.
     assert!(studio.render(&scene, &[]).status.success());
     assert_eq!(counts(&scene), (5, 0));
+    // `export book.txt` syncs with the cast as the render did: every take is current, and the
+    // master is as long as the render's.
+    let exported = scene.with_file_name("exported.wav");
+    let o = studio.lectern().arg("export").arg(&scene).arg("-o").arg(&exported).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let frames = |p: &Path| hound::WavReader::open(p).unwrap().duration();
+    assert_eq!(frames(&exported), frames(&scene.with_extension("wav")));
 }
 
 #[test]
