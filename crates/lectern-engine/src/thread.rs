@@ -674,7 +674,7 @@ impl<B: SynthBackend> Worker<B> {
                 mel.frames
             )));
         }
-        let (mel, frames) = pace_members(&mel, tokens, casting.pace);
+        let (mel, frames) = pace_members(mel, tokens, casting.pace);
         for &id in ids {
             self.state(id, SegmentState::Vocoder);
         }
@@ -778,11 +778,12 @@ impl<B: SynthBackend> Worker<B> {
 }
 
 /// The group's mel with each member's part resampled to `pace` (upstream applies its speed to
-/// each segment's mel), and each member's frame count after it.
-fn pace_members(mel: &Mel, tokens: &[Vec<u32>], pace: f64) -> (Mel, Vec<usize>) {
+/// each segment's mel), and each member's frame count after it. At pace 1 the mel is returned
+/// as it is, uncopied.
+fn pace_members(mel: Mel, tokens: &[Vec<u32>], pace: f64) -> (Mel, Vec<usize>) {
     let flow_frames: Vec<usize> = tokens.iter().map(|t| t.len() * TOKEN_MEL_RATIO).collect();
     if pace == 1.0 {
-        return (mel.clone(), flow_frames);
+        return (mel, flow_frames);
     }
     let mut at = 0;
     let parts: Vec<Mel> = flow_frames
