@@ -121,6 +121,9 @@ struct SyncedSegment {
     casting: lectern_engine::protocol::Casting,
     character: Option<String>,
     recast: CastingOverride,
+    /// How many earlier segments have the same text (the store keys segments by hash and
+    /// occurrence; default seeds derive from both).
+    occurrence: u32,
 }
 
 /// One open session. Holds the project's lock until dropped.
@@ -401,8 +404,9 @@ impl Session {
                 })?;
                 // The store keys a segment by (hash, occurrence): find its override the same way.
                 let n = occurrences.entry(s.hash).or_insert(0);
-                let recast = overrides.get(&(s.hash, *n)).cloned().unwrap_or_default();
+                let occurrence = *n;
                 *n += 1;
+                let recast = overrides.get(&(s.hash, occurrence)).cloned().unwrap_or_default();
                 let role = self.cast.resolve_as(s, &path, &self.as_written(&recast))?;
                 let voice = self.cast_voice(&role.voice).with_context(|| {
                     let at = format!("{}:{}", path.display(), s.span.start.line);
@@ -438,6 +442,7 @@ impl Session {
                     casting,
                     character,
                     recast,
+                    occurrence,
                 });
             }
         }
@@ -458,14 +463,12 @@ impl Session {
                 stored.len()
             );
         }
-        let mut occurrences: HashMap<u64, u32> = HashMap::new();
         self.segments = proofed
             .into_iter()
             .zip(contents)
             .map(|(p, synced)| {
-                let n = occurrences.entry(p.segment.hash).or_insert(0);
-                let default_seed = seed::segment_seed(self.base_seed, p.segment.hash, *n);
-                *n += 1;
+                let default_seed =
+                    seed::segment_seed(self.base_seed, p.segment.hash, synced.occurrence);
                 PlannedSegment {
                     key: p.key,
                     position: p.segment.id as usize,
