@@ -12,7 +12,7 @@ use lectern::store::{Review, TakeStatus};
 use lectern::tui::desk::read_manuscript;
 use lectern_engine::protocol::{RenderParams, TakeSettings};
 use lectern_engine::voice::Voice;
-use session_common::{open_session, render_all, tiny};
+use session_common::{copy_voice, open_session, render_all, tiny};
 
 const BOOK: &str = "# One\n\nThe lamp was lit. The keeper climbed the stairs.\n\n\
                     Rain fell on the roof all night long.\n\nShe turned the page.\n";
@@ -202,24 +202,6 @@ fn export_opts(dir: &Path) -> lectern::store::export::ExportOptions {
         loudness_lufs: None,
         allow_stale: false,
     }
-}
-
-/// A copy of `voice` under another name, optionally with another transcript.
-fn copy_voice(voice: &Voice, dir: &Path, name: &str, transcript: Option<&str>) -> Voice {
-    let to = dir.join(name);
-    std::fs::create_dir_all(&to).unwrap();
-    for f in ["voice.json", "prompt.safetensors"] {
-        std::fs::copy(voice.dir.join(f), to.join(f)).unwrap();
-    }
-    let manifest = to.join("voice.json");
-    let mut json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
-    json["name"] = name.into();
-    if let Some(t) = transcript {
-        json["prompt_text"] = t.into();
-    }
-    std::fs::write(&manifest, json.to_string()).unwrap();
-    Voice::load_dir(&to).unwrap()
 }
 
 #[test]

@@ -18,10 +18,9 @@ use lectern::tui::keymap::KeyMap;
 use lectern::tui::theme::Theme;
 use lectern::tui::view;
 use lectern_engine::protocol::{Casting, Mode as SpeechMode, RenderParams, Request, SegmentState};
-use lectern_engine::voice::Voice;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use session_common::{render_all, tiny};
+use session_common::{copy_voice, render_all, tiny};
 
 const BOOK: &str =
     "The lamp was lit.\n\nAnna: Is anyone there?\n\nThe keeper climbed the stairs.\n";
@@ -29,19 +28,8 @@ const BOOK: &str =
 /// A copy of the demo voice named `name`, with its own transcript (so its own content).
 fn second_voice(dir: &Path, name: &str) -> PathBuf {
     let (_, voice, _) = tiny();
-    let to = dir.join(name);
-    std::fs::create_dir_all(&to).unwrap();
-    for f in ["voice.json", "prompt.safetensors"] {
-        std::fs::copy(voice.dir.join(f), to.join(f)).unwrap();
-    }
-    let manifest = to.join("voice.json");
-    let mut json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
-    json["name"] = name.into();
-    json["prompt_text"] = format!("A recording of {name}, another voice.").into();
-    std::fs::write(&manifest, json.to_string()).unwrap();
-    Voice::load_dir(&to).unwrap();
-    to
+    let transcript = format!("A recording of {name}, another voice.");
+    copy_voice(&voice, dir, name, Some(&transcript)).dir
 }
 
 /// A manuscript with a cast: Anna speaks with the voice `alto` (by directory).

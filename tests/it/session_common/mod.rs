@@ -109,3 +109,21 @@ pub fn synthetic_take(key: i64) -> Take {
         samples: Arc::new(vec![0.1; 960]),
     }
 }
+
+/// A copy of `voice` under another name, optionally with another transcript.
+pub fn copy_voice(voice: &Voice, dir: &Path, name: &str, transcript: Option<&str>) -> Voice {
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for f in ["voice.json", "prompt.safetensors"] {
+        std::fs::copy(voice.dir.join(f), to.join(f)).unwrap();
+    }
+    let manifest = to.join("voice.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    json["name"] = name.into();
+    if let Some(t) = transcript {
+        json["prompt_text"] = t.into();
+    }
+    std::fs::write(&manifest, json.to_string()).unwrap();
+    Voice::load_dir(&to).unwrap()
+}
