@@ -9,7 +9,8 @@
 //! (the pool candle's kernels use), with the same operations in the same order as candle's
 //! path; only the row sums of the LayerNorm (eight interleaved partial sums) and GELU's
 //! `tanh` (from a vectorisable `exp`) round differently (tests below; every DiT, flow and
-//! end-to-end fixture gate runs through this path on the CPU).
+//! end-to-end fixture gate runs through this path on the CPU). The row loops are compiled for
+//! AVX-512 and AVX2 too ([`crate::simd`]), with the same results.
 
 use candle::{DType, Device, Storage, Tensor};
 use rayon::prelude::*;
@@ -42,6 +43,7 @@ fn batch_rows(v: &Tensor, b: usize, dim: usize) -> candle::Result<Vec<f32>> {
 }
 
 /// Eight interleaved partial sums (vectorisable; rounding differs from a sequential sum only).
+#[inline(always)]
 fn sum8(xs: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     let mut acc = [0f32; 8];
     let mut chunks = xs.chunks_exact(8);
@@ -63,23 +65,67 @@ pub fn modulate(xs: &Tensor, scale: &Tensor, shift: &Tensor, eps: f32) -> candle
     let mut out = vec![0f32; b * t * dim];
     with_slice(xs, |x| {
         out.par_chunks_mut(dim * ROWS_PER_TASK).enumerate().for_each(|(task, ys)| {
-            let row0 = task * ROWS_PER_TASK;
-            for (i, y) in ys.chunks_exact_mut(dim).enumerate() {
-                let row = row0 + i;
-                let xr = &x[row * dim..][..dim];
-                let bi = row / t;
-                let mean = sum8(xr, |v| v) / dim as f32;
-                let var = sum8(xr, |v| (v - mean) * (v - mean)) / dim as f32;
-                let denom = (var + eps).sqrt();
-                let (sc, sh) = (&scale[bi * dim..][..dim], &shift[bi * dim..][..dim]);
-                for (((y, &v), &s), &h) in y.iter_mut().zip(xr).zip(sc).zip(sh) {
-                    *y = (v - mean) / denom * (s + 1.0) + h;
-                }
-            }
+            let rows = Rows { first: task * ROWS_PER_TASK, t, dim };
+            modulate_rows(ys, x, rows, &scale, &shift, eps);
         });
         Ok(())
     })?;
     Tensor::from_vec(out, (b, t, dim), &Device::Cpu)
+}
+
+/// Where a task's output rows lie: the first row's index over all `b·t` rows, `t` rows a batch
+/// item, `dim` values a row.
+#[derive(Clone, Copy)]
+struct Rows {
+    first: usize,
+    t: usize,
+    dim: usize,
+}
+
+crate::simd::multiversioned! {
+    /// [`modulate`] for the rows of `ys` (rows `rows.first…` of `x`).
+    fn modulate_rows(ys: &mut [f32], x: &[f32], rows: Rows, scale: &[f32], shift: &[f32], eps: f32) {
+        let Rows { first, t, dim } = rows;
+        for (i, y) in ys.chunks_exact_mut(dim).enumerate() {
+            let row = first + i;
+            let xr = &x[row * dim..][..dim];
+            let bi = row / t;
+            let mean = sum8(xr, |v| v) / dim as f32;
+            let var = sum8(xr, |v| (v - mean) * (v - mean)) / dim as f32;
+            let denom = (var + eps).sqrt();
+            let (sc, sh) = (&scale[bi * dim..][..dim], &shift[bi * dim..][..dim]);
+            for (((y, &v), &s), &h) in y.iter_mut().zip(xr).zip(sc).zip(sh) {
+                *y = (v - mean) / denom * (s + 1.0) + h;
+            }
+        }
+    }
+}
+
+crate::simd::multiversioned! {
+    /// [`gated_residual`] for the rows of `out` (rows `rows.first…` of `xs` and `ys`).
+    fn gated_rows(out: &mut [f32], xs: &[f32], ys: &[f32], rows: Rows, bias: &[f32], gate: &[f32]) {
+        let Rows { first, t, dim } = rows;
+        for (i, o) in out.chunks_exact_mut(dim).enumerate() {
+            let row = first + i;
+            let g = &gate[(row / t) * dim..][..dim];
+            let (xr, yr) = (&xs[row * dim..][..dim], &ys[row * dim..][..dim]);
+            for ((((o, &xv), &yv), &bv), &gv) in o.iter_mut().zip(xr).zip(yr).zip(bias).zip(g) {
+                *o = xv + (yv + bv) * gv;
+            }
+        }
+    }
+}
+
+crate::simd::multiversioned! {
+    /// `GELU_tanh(x + bias)` over rows of `bias.len()` values.
+    fn bias_gelu_rows(out: &mut [f32], xs: &[f32], bias: &[f32]) {
+        let dim = bias.len();
+        for (o, xr) in out.chunks_exact_mut(dim).zip(xs.chunks_exact(dim)) {
+            for ((o, &v), &bv) in o.iter_mut().zip(xr).zip(bias) {
+                *o = gelu(v + bv);
+            }
+        }
+    }
 }
 
 /// `x + (y + bias)·gate` for `x`, `y` `(b, t, dim)`, `bias` `(dim,)`, `gate` `(b, dim)`.
@@ -100,17 +146,8 @@ pub fn gated_residual(
     with_slice(x, |xs| {
         with_slice(&y, |ys| {
             out.par_chunks_mut(dim * ROWS_PER_TASK).enumerate().for_each(|(task, o)| {
-                let row0 = task * ROWS_PER_TASK;
-                for (i, o) in o.chunks_exact_mut(dim).enumerate() {
-                    let row = row0 + i;
-                    let g = &gate[(row / t) * dim..][..dim];
-                    let (xr, yr) = (&xs[row * dim..][..dim], &ys[row * dim..][..dim]);
-                    for ((((o, &xv), &yv), &bv), &gv) in
-                        o.iter_mut().zip(xr).zip(yr).zip(&bias).zip(g)
-                    {
-                        *o = xv + (yv + bv) * gv;
-                    }
-                }
+                let rows = Rows { first: task * ROWS_PER_TASK, t, dim };
+                gated_rows(o, xs, ys, rows, &bias, &gate);
             });
             Ok(())
         })
@@ -142,15 +179,9 @@ pub fn bias_gelu(x: &Tensor, bias: &Tensor) -> candle::Result<Tensor> {
     }
     let mut out = vec![0f32; x.elem_count()];
     with_slice(x, |xs| {
-        out.par_chunks_mut(dim * ROWS_PER_TASK).zip(xs.par_chunks(dim * ROWS_PER_TASK)).for_each(
-            |(o, xr)| {
-                for (o, xr) in o.chunks_exact_mut(dim).zip(xr.chunks_exact(dim)) {
-                    for ((o, &v), &bv) in o.iter_mut().zip(xr).zip(&bias) {
-                        *o = gelu(v + bv);
-                    }
-                }
-            },
-        );
+        out.par_chunks_mut(dim * ROWS_PER_TASK)
+            .zip(xs.par_chunks(dim * ROWS_PER_TASK))
+            .for_each(|(o, xr)| bias_gelu_rows(o, xr, &bias));
         Ok(())
     })?;
     Tensor::from_vec(out, x.shape(), &Device::Cpu)
@@ -254,6 +285,18 @@ mod tests {
         let want = x.broadcast_add(&bias).unwrap().gelu().unwrap();
         let d = max_abs_diff(&got, &want);
         assert!(d < 2e-6, "bias gelu: max |Δ| {d:e}");
+    }
+
+    /// The pass compiled for this CPU's vector extension gives the scalar function's bits.
+    #[test]
+    fn vectorized_gelu_is_bit_identical_to_the_scalar_function() {
+        let (x, bias) = (seeded(&[2, 33, 64], 11, 8.0), seeded(&[64], 12, 1.0));
+        let got = bias_gelu(&x, &bias).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let (xs, bs) =
+            (x.flatten_all().unwrap().to_vec1::<f32>().unwrap(), bias.to_vec1::<f32>().unwrap());
+        for (i, (&g, &v)) in got.iter().zip(&xs).enumerate() {
+            assert_eq!(g.to_bits(), gelu(v + bs[i % 64]).to_bits(), "element {i}");
+        }
     }
 
     #[test]

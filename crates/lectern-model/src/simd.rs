@@ -1,0 +1,58 @@
+//! Hot elementwise loops compiled for the widest x86 vector extension the CPU has.
+//!
+//! A release build targets baseline x86-64, so the compiler vectorises Lectern's own loops with
+//! SSE2 (4 floats a step) even on a CPU with AVX-512 (16). [`multiversioned!`] compiles a
+//! function three times (AVX-512, AVX2 + FMA, baseline) and calls the widest one this CPU has,
+//! detected at run time (std caches the detection). Everything the function calls must be
+//! `#[inline(always)]` to be compiled for those features too. (pulp's `Arch::dispatch`, in the
+//! tree through gemm, does this for a closure, but the closure was not inlined into pulp's
+//! target-feature function — it was called, and compiled for the baseline, in the release
+//! binary — so the loops stayed SSE2. A named function here is inlined by construction.)
+//!
+//! Results do not change with the level: Rust never contracts `a·b + c` into an FMA, and the
+//! vectoriser keeps the order of every float operation (a reduction vectorises only where the
+//! code spells out its partial sums), so each lane computes what the scalar loop computes.
+//! The callers' tests compare the two bit for bit.
+
+/// `multiversioned! { /// doc  pub fn name(a: A, b: B) { body } }`: see the module doc.
+/// Arguments are plain identifiers; the function returns `()`.
+macro_rules! multiversioned {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $body:block) => {
+        $(#[$meta])*
+        $vis fn $name($($arg: $ty),*) {
+            #[inline(always)]
+            fn generic($($arg: $ty),*) $body
+
+            #[cfg(target_arch = "x86_64")]
+            #[allow(unsafe_code)] // calls into code compiled for features detected just before
+            fn dispatch($($arg: $ty),*) {
+                #[target_feature(enable = "avx512f")]
+                fn avx512($($arg: $ty),*) {
+                    generic($($arg),*)
+                }
+                #[target_feature(enable = "avx2,fma")]
+                fn avx2($($arg: $ty),*) {
+                    generic($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: this CPU has AVX-512F, the only feature `avx512` is compiled for.
+                    unsafe { avx512($($arg),*) }
+                } else if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+                {
+                    // SAFETY: this CPU has AVX2 and FMA, the features `avx2` is compiled for.
+                    unsafe { avx2($($arg),*) }
+                } else {
+                    generic($($arg),*)
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            fn dispatch($($arg: $ty),*) {
+                generic($($arg),*)
+            }
+
+            dispatch($($arg),*)
+        }
+    };
+}
+pub(crate) use multiversioned;
