@@ -16,6 +16,7 @@ use candle::{D, DType, Device, Module, Tensor};
 use super::kernels;
 use super::tf32x3::{self, FlowMatmul};
 use crate::config::DitConfig;
+use crate::hift::kernels::ConvGeometry;
 use crate::linear::Linear;
 use crate::weights::{Result, Weights};
 
@@ -80,7 +81,7 @@ fn gated_residual(
 }
 
 /// `Mish(z) = z·tanh(ln(1 + eᶻ))`.
-fn mish(xs: &Tensor) -> candle::Result<Tensor> {
+pub(crate) fn mish(xs: &Tensor) -> candle::Result<Tensor> {
     xs * (xs.exp()? + 1.0)?.log()?.tanh()?
 }
 
@@ -121,6 +122,9 @@ pub struct CausalGroupConv {
     bias: Tensor,   // (1, dim, 1)
     /// The same laid out for Lectern's CUDA kernel (CUDA only).
     kernel: Option<kernels::GroupConvWeights>,
+    /// On the CPU, each group's taps stacked tap-major `(k·dim/groups, dim/groups)` for the
+    /// vocoder's stacked-tap conv ([`crate::hift::cpu::conv1d`]), and its bias `(dim/groups,)`.
+    cpu_groups: Vec<(Tensor, Tensor)>,
 }
 
 impl CausalGroupConv {
@@ -128,13 +132,58 @@ impl CausalGroupConv {
         let weight = w.get("weight", &[dim, dim / CONV_POS_GROUPS, CONV_POS_KERNEL])?;
         let bias = w.get("bias", &[dim])?;
         let kernel = kernels::GroupConvWeights::new(&weight, &bias)?;
-        Ok(Self { weight, bias: bias.reshape((1, dim, 1))?, kernel })
+        let per = dim / CONV_POS_GROUPS;
+        let cpu_groups = if weight.device().is_cpu() && weight.dtype() == DType::F32 {
+            (0..CONV_POS_GROUPS)
+                .map(|g| {
+                    let w = weight.narrow(0, g * per, per)?; // (per, per, k)
+                    let taps = w.permute((2, 0, 1))?.contiguous()?.flatten_to(1)?; // (k·per, per)
+                    Ok((taps, bias.narrow(0, g * per, per)?.contiguous()?))
+                })
+                .collect::<candle::Result<Vec<_>>>()?
+        } else {
+            Vec::new()
+        };
+        Ok(Self { weight, bias: bias.reshape((1, dim, 1))?, kernel, cpu_groups })
     }
 
     /// (b, dim, t) → (b, dim, t).
     fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
         let xs = xs.pad_with_zeros(2, CONV_POS_KERNEL - 1, 0)?;
         mish(&xs.conv1d(&self.weight, 0, 1, 1, CONV_POS_GROUPS)?.broadcast_add(&self.bias)?)
+    }
+
+    /// [`Self::forward`] on the CPU: each (batch item, group) as one stacked-tap GEMM and a tap
+    /// sum, then one vectorised Mish pass. candle's grouped `conv1d` and its five Mish passes
+    /// (three with a libm call per element) cost more than a DiT block per estimator call.
+    /// `None` where it does not apply (not a CPU f32 tensor).
+    fn forward_cpu(&self, xs: &Tensor) -> candle::Result<Option<Tensor>> {
+        if self.cpu_groups.is_empty() || !xs.device().is_cpu() || xs.dtype() != DType::F32 {
+            return Ok(None);
+        }
+        let (b, dim, _) = xs.dims3()?;
+        let per = dim / CONV_POS_GROUPS;
+        let geometry = ConvGeometry {
+            k: CONV_POS_KERNEL,
+            dilation: 1,
+            pad_left: CONV_POS_KERNEL - 1,
+            pad_right: 0,
+        };
+        let mut items = Vec::with_capacity(b);
+        for bi in 0..b {
+            let item = xs.narrow(0, bi, 1)?;
+            let groups = self
+                .cpu_groups
+                .iter()
+                .enumerate()
+                .map(|(g, (taps, bias))| {
+                    let x = item.narrow(1, g * per, per)?;
+                    crate::hift::cpu::conv1d(&x, taps, bias, geometry, None)
+                })
+                .collect::<candle::Result<Vec<_>>>()?;
+            items.push(Tensor::cat(&groups, 1)?);
+        }
+        Ok(Some(super::cpu_ops::mish(&Tensor::cat(&items, 0)?)?))
     }
 }
 
@@ -150,7 +199,8 @@ pub struct InputEmbedding {
 impl InputEmbedding {
     /// `u` plus its causal conv position embedding, channel-last: (b, t, dim) → (b, t, dim).
     /// On CUDA both convs (with their Mish, the second with the residual) are Lectern's
-    /// kernel; elsewhere [`Self::position_embedded_by_candle`].
+    /// kernel, on the CPU stacked-tap GEMMs ([`CausalGroupConv`]); elsewhere
+    /// [`Self::position_embedded_by_candle`].
     pub fn position_embedded(&self, u: &Tensor) -> candle::Result<Tensor> {
         if self.use_kernels
             && let (Some(c1), Some(c2)) = (&self.conv1.kernel, &self.conv2.kernel)
@@ -158,6 +208,14 @@ impl InputEmbedding {
             && let Some(out) = c2.forward(&h, Some(u))?
         {
             return Ok(out);
+        }
+        if self.use_kernels {
+            let u_cf = u.transpose(1, 2)?; // (b, dim, t)
+            if let Some(h) = self.conv1.forward_cpu(&u_cf)?
+                && let Some(pos) = self.conv2.forward_cpu(&h)?
+            {
+                return pos.transpose(1, 2)? + u;
+            }
         }
         self.position_embedded_by_candle(u)
     }
