@@ -106,6 +106,20 @@ fn embedding_runs_when_pool_windows_are_whole() {
     }
 }
 
+/// A take shorter than one 100-frame context window (the app measures every take, some under a
+/// second): ceil mode makes it one window, divided by the kernel size as in ONNX Runtime.
+#[test]
+fn embedding_runs_on_a_take_shorter_than_a_pool_window() {
+    let encoder = SpeakerEncoder::load(&fixture("campplus_tiny.onnx")).unwrap();
+    let (_, fbank) = campplus_input();
+    for frames in [11usize, 61, 150] {
+        assert!(frames.div_ceil(2) < 100);
+        let embedding = encoder.embed(&fbank[..frames * 80], frames).unwrap();
+        assert_eq!(embedding.len(), 192);
+        assert!(embedding.iter().all(|v| v.is_finite()), "{frames} frames");
+    }
+}
+
 /// 30 s of audio: the longest prompt upstream accepts. Reports the per-call times.
 #[test]
 fn thirty_second_inputs_run() {

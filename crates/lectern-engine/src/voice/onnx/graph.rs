@@ -83,7 +83,7 @@ impl Graph {
         let mut nodes = Vec::with_capacity(graph.node.len());
         for node in &graph.node {
             let node = resolve_node(node, &mut slots)?;
-            ops::check_supported(&node, opset).map_err(|e| format!("{}: {e}", node.describe()))?;
+            ops::check_supported(&node).map_err(|e| format!("{}: {e}", node.describe()))?;
             if node.op_type == "Constant" {
                 let value =
                     ops::constant(&node, dir).map_err(|e| format!("{}: {e}", node.describe()))?;

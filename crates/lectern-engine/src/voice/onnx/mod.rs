@@ -6,9 +6,9 @@
 //! * [`SpeakerEncoder`] runs `campplus.onnx`: mean-normalised Kaldi fbank (frames, 80) → the
 //!   192-d speaker embedding (upstream `_extract_spk_embedding`).
 //!
-//! Each file is decoded once at load ([`proto`]: hand-written prost messages), checked against
-//! the expected signature, and indexed into an evaluation order ([`graph`]); a call then runs
-//! the nodes in file order ([`ops`]: one function per operator), dropping each intermediate
+//! Each file is decoded once at load (`proto`: hand-written prost messages), checked against
+//! the expected signature, and indexed into an evaluation order (`graph`); a call then runs
+//! the nodes in file order (`ops`: one function per operator), dropping each intermediate
 //! after its last use. Nothing is planned per call, and the symbolic time axis needs no shape
 //! inference: every shape is concrete once the input is.
 //!
@@ -17,7 +17,7 @@
 //! `ceil_mode`, `ReduceProd` and `Round`; `ort` needs a native ONNX Runtime download.
 //!
 //! The results are ONNX Runtime's (what upstream returns), not the PyTorch modules': see
-//! [`ops::average_pool`] for the one place where the two differ.
+//! `ops::average_pool` for the one place where the two differ.
 
 mod graph;
 mod ops;

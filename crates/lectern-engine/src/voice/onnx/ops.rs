@@ -101,7 +101,7 @@ const SUPPORTED: &[(&str, &[&str])] = &[
 
 /// Refuses an operator or attribute outside what [`run`] implements, and the pooling cases
 /// with no exact ONNX Runtime equivalent.
-pub(super) fn check_supported(node: &Node, _opset: i64) -> Result<(), String> {
+pub(super) fn check_supported(node: &Node) -> Result<(), String> {
     let Some((_, attrs)) = SUPPORTED.iter().find(|(op, _)| *op == node.op_type) else {
         return Err("operator not supported".into());
     };
@@ -896,19 +896,22 @@ impl Window {
 
     /// Output extent of one axis (0 = height, 1 = width) with floor or ceil rounding.
     fn out_len(&self, axis: usize, input: usize, ceil: bool) -> OpResult<usize> {
-        let span = (self.kernel[axis] - 1) * self.dilations[axis] + 1;
-        let padded = input + self.pads[axis] + self.pads[axis + 2];
-        if padded < span {
+        let span = ((self.kernel[axis] - 1) * self.dilations[axis] + 1) as i64;
+        let padded = (input + self.pads[axis] + self.pads[axis + 2]) as i64;
+        let s = self.strides[axis] as i64;
+        // Ceil mode admits one window that runs past the end, even of an input shorter than
+        // the window (CAM++ pools a take shorter than its 100-frame segments as one window).
+        let out = if ceil {
+            (padded - span).div_euclid(s) + i64::from((padded - span) % s != 0)
+        } else {
+            (padded - span).div_euclid(s)
+        } + 1;
+        if out <= 0 {
             fail!("window {span} is larger than the padded input {padded}");
         }
-        let steps = padded - span;
-        let s = self.strides[axis];
-        if !ceil {
-            return Ok(steps / s + 1);
-        }
-        // Ceil mode, but a window may not start in the end padding (ONNX, PyTorch, ORT).
-        let out = steps.div_ceil(s) + 1;
-        Ok(if (out - 1) * s >= input + self.pads[axis] { out - 1 } else { out })
+        // A ceil-mode window may not start in the end padding (ONNX, PyTorch, ONNX Runtime).
+        let begin_limit = (input + self.pads[axis]) as i64;
+        Ok(if ceil && (out - 1) * s >= begin_limit { out - 1 } else { out } as usize)
     }
 }
 
@@ -1264,7 +1267,7 @@ mod tests {
         opset: i64,
     ) -> OpResult<Tensor> {
         let node = test_node(op, attrs);
-        check_supported(&node, opset).map_err(OpError)?;
+        check_supported(&node).map_err(OpError)?;
         let inputs: Vec<Option<&Tensor>> = inputs.iter().map(|t| Some(*t)).collect();
         Ok(run(&node, &inputs, opset)?.remove(0))
     }
@@ -1349,6 +1352,12 @@ mod tests {
         assert_eq!(values(&ort), [1.5, 3.5, 2.5]);
         let real_count = eval("AveragePool", pool_attrs(2, 2, 0), &[&x], 11).unwrap();
         assert_eq!(values(&real_count), [1.5, 3.5, 5.0]);
+        // Shorter than the kernel: one window, still divided by the kernel size.
+        let short = f32_tensor(&[1.0, 2.0, 3.0], &[1, 1, 3]);
+        let one = eval("AveragePool", pool_attrs(4, 4, 1), &[&short], 11).unwrap();
+        assert_eq!(values(&one), [1.5]);
+        let floor = vec![int("count_include_pad", 1), ints_attr("kernel_shape", &[4])];
+        assert!(eval("AveragePool", floor, &[&short], 11).is_err());
         let whole = f32_tensor(&[1.0, 2.0, 3.0, 4.0], &[1, 1, 4]);
         for include_pad in [0, 1] {
             let y = eval("AveragePool", pool_attrs(2, 2, include_pad), &[&whole], 11).unwrap();
@@ -1359,10 +1368,10 @@ mod tests {
     #[test]
     fn inexact_pools_are_refused() {
         let node = test_node("AveragePool", pool_attrs(2, 3, 1));
-        let err = check_supported(&node, 11).unwrap_err();
+        let err = check_supported(&node).unwrap_err();
         assert!(err.contains("`test_AveragePool`") && err.contains("no exact"), "{err}");
         // count_include_pad=0 has no discrepancy and is accepted.
-        check_supported(&test_node("AveragePool", pool_attrs(2, 3, 0)), 11).unwrap();
+        check_supported(&test_node("AveragePool", pool_attrs(2, 3, 0))).unwrap();
     }
 
     /// Before opset 13 Softmax normalises over the input coerced to 2-D at `axis`.
@@ -1467,7 +1476,7 @@ mod tests {
     #[test]
     fn unknown_attribute_is_refused() {
         let node = test_node("Conv", vec![int("fancy", 1)]);
-        assert!(check_supported(&node, 11).unwrap_err().contains("`fancy`"));
-        assert!(check_supported(&test_node("GridSample", vec![]), 11).is_err());
+        assert!(check_supported(&node).unwrap_err().contains("`fancy`"));
+        assert!(check_supported(&test_node("GridSample", vec![])).is_err());
     }
 }
