@@ -1437,6 +1437,27 @@ mod tests {
         }
     }
 
+    /// SAME auto pads put the odd pad at the end (UPPER) or the start (LOWER).
+    #[test]
+    fn conv_same_auto_pad() {
+        let x = f32_tensor(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[1, 1, 6]);
+        let w = f32_tensor(&[1.0, 1.0, 1.0], &[1, 1, 3]);
+        let same = |mode: &str| {
+            let attrs = vec![
+                AttributeProto {
+                    name: "auto_pad".into(),
+                    r#type: AttributeType::String as i32,
+                    s: mode.as_bytes().to_vec(),
+                    ..Default::default()
+                },
+                ints_attr("strides", &[2]),
+            ];
+            values(&eval("Conv", attrs, &[&x, &w], 11).unwrap())
+        };
+        assert_eq!(same("SAME_UPPER"), [6.0, 12.0, 11.0]);
+        assert_eq!(same("SAME_LOWER"), [3.0, 9.0, 15.0]);
+    }
+
     #[test]
     fn gather_takes_negative_indices_and_keeps_index_shape() {
         let data = f32_tensor(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[3, 2]);
