@@ -2,7 +2,7 @@
 //! (`TDPBF16PS`, bf16 products accumulated in f32) for `--flow-matmul bf16`, and its AVX-512
 //! f32 kernel, measured beside the `gemm` crate's (`lectern bench --stage gemm`).
 //!
-//! Why tract: it is already in the dependency tree (the ONNX speaker encoder), it ships AMX
+//! Why tract-linalg (not the rest of tract, which Lectern does not use): it ships AMX
 //! bf16 micro-kernels in assembly that run on stable Rust, with the CPUID check and the
 //! Linux `arch_prctl(ARCH_REQ_XCOMP_PERM)` request AMX needs, and its packers turn f32 into
 //! bf16 with round-to-nearest-even (as `VCVTNEPS2BF16` does). Writing AMX micro-kernels here
