@@ -75,7 +75,7 @@ pub mod noise;
 pub mod nvrtc;
 pub mod pt;
 pub mod sampling;
-pub mod simd;
+mod simd;
 pub mod weights;
 
 pub use weights::{Checkpoint, ModelError, Result, Weights};

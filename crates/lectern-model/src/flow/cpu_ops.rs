@@ -10,7 +10,7 @@
 //! path; only the row sums of the LayerNorm (eight interleaved partial sums) and GELU's
 //! `tanh` (from a vectorisable `exp`) round differently (tests below; every DiT, flow and
 //! end-to-end fixture gate runs through this path on the CPU). The row loops are compiled for
-//! AVX-512 and AVX2 too ([`crate::simd`]), with the same results.
+//! AVX-512 and AVX2 too (`crate::simd`), with the same results.
 
 use candle::{DType, Device, Storage, Tensor};
 use rayon::prelude::*;
