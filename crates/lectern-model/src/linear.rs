@@ -269,3 +269,33 @@ fn few_rows_product(flat: &Tensor, weight: &Tensor) -> candle::Result<Option<Ten
     let y_t = weight.matmul(&flat.t()?)?; // (out, rows)
     Ok(Some(y_t.t()?.contiguous()?))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle::Device;
+
+    fn seeded(shape: (usize, usize), seed: u64) -> Tensor {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let data: Vec<f32> = (0..shape.0 * shape.1).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+        Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
+    }
+
+    /// The one-row product agrees with candle's matmul to f32 rounding, including a width
+    /// that is not a multiple of 32 and a row count that is not one of 64; it serves one row
+    /// only.
+    #[test]
+    fn one_row_product_matches_the_matmul() {
+        for (out, width) in [(77, 100), (130, 896), (1, 31)] {
+            let (x, w) = (seeded((1, width), 1), seeded((out, width), 2));
+            let got = one_row_product(&x, &w).unwrap().expect("one CPU row");
+            let want = x.matmul(&w.t().unwrap()).unwrap();
+            let d: f32 =
+                (got - want).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
+            assert!(d < 1e-5, "({out}, {width}): max |Δ| {d:e}");
+        }
+        let two = seeded((2, 16), 3);
+        assert!(one_row_product(&two, &seeded((8, 16), 4)).unwrap().is_none());
+    }
+}
