@@ -148,10 +148,7 @@ impl Linear {
         let (flat, out_dims) = self.flatten(xs)?;
         let ys = match &self.product {
             Product::Dense(w) if w.dtype() == DType::F32 => match self.decode_rows {
-                true => match one_row_product(&flat, w)? {
-                    Some(y) => y,
-                    None => few_rows_product(&flat, w)?.map_or_else(|| flat.matmul(&w.t()?), Ok)?,
-                },
+                true => few_rows_product(&flat, w)?.map_or_else(|| flat.matmul(&w.t()?), Ok)?,
                 false => flat.matmul(&w.t()?)?,
             },
             Product::Dense(w) => flat.to_dtype(w.dtype())?.matmul(&w.t()?)?.to_dtype(DType::F32)?,
@@ -202,19 +199,49 @@ impl Module for Linear {
     }
 }
 
-/// Output rows per rayon task of [`one_row_product`] (64 weight rows: 230 KB at the LM's
+/// Output rows per rayon task of [`dot_product`] (64 weight rows: 230 KB at the LM's
 /// width of 896, 1.2 MB for its 4864-wide down projection).
 const ROWS_PER_TASK: usize = 64;
 
-/// On the CPU, `x·Wᵀ` for one row (a one-lane decode step) as one dot product per weight
-/// row, compiled for the CPU's vector width ([`dot_rows`]) and split over the threads. The
-/// step streams every weight once, so it is bound by memory bandwidth; candle's one-row
-/// matmul through the gemm crate streamed 1388 MiB of LM weights at 11 GB/s.
-fn one_row_product(flat: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
+/// Most rows [`few_rows_product`] serves: the decode steps of up to 16 lanes.
+const FEW_ROWS: usize = 16;
+/// Most rows [`dot_product`] serves. `bench --stage lm --steps 16`, this session's machine, ms a
+/// step with dot products / with `(W·xᵀ)ᵀ`: 1 lane 92 / 79–148, 2 lanes 119 / 153–165,
+/// 4 lanes 158 / 162, 8 lanes 261 / 185 (the dots are compute-bound by then).
+const DOT_ROWS: usize = 2;
+
+/// On the CPU, `x·Wᵀ` for 1 to [`FEW_ROWS`] rows (the decode steps of that many lanes): up to
+/// [`DOT_ROWS`] as dot products ([`dot_product`]), more as `(W·xᵀ)ᵀ`. With its AVX-512
+/// kernels (`x86-v4`) the `gemm` crate tiles the left operand's rows 48 at a time, so 2–8
+/// rows of `x·Wᵀ` ran 1.5× slower than on its AVX2 kernels (`bench --stage lm --lanes 2`: 370
+/// against 250 ms a step); as `W·xᵀ` the weight's rows fill the tiles.
+fn few_rows_product(flat: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
+    let rows = flat.dim(0)?;
+    if !flat.device().is_cpu() || !(1..=FEW_ROWS).contains(&rows) {
+        return Ok(None);
+    }
+    if rows <= DOT_ROWS
+        && let Some(y) = dot_product(flat, weight)?
+    {
+        return Ok(Some(y));
+    }
+    if rows == 1 {
+        return Ok(None); // candle's matrix–vector path
+    }
+    let y_t = weight.matmul(&flat.t()?)?; // (out, rows)
+    Ok(Some(y_t.t()?.contiguous()?))
+}
+
+/// `x·Wᵀ` for a few rows as dot products: each weight row is read once and dotted with every
+/// input row at the CPU's vector width ([`dot_rows`]), the weight rows split over the threads.
+/// A one-lane decode step streams every weight once and is bound by memory bandwidth;
+/// candle's one-row matmul through the gemm crate streamed the 1388 MiB of LM weights at
+/// 9–11 GB/s. `None` where it does not apply (a weight that is not a plain CPU matrix).
+fn dot_product(flat: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
     use candle::Storage;
     use rayon::prelude::*;
     let (rows, width) = flat.dims2()?;
-    if rows != 1 || !flat.device().is_cpu() || !weight.is_contiguous() || weight.rank() != 2 {
+    if !weight.is_contiguous() || weight.rank() != 2 || weight.dim(1)? != width {
         return Ok(None);
     }
     let out = weight.dim(0)?;
@@ -222,19 +249,25 @@ fn one_row_product(flat: &Tensor, weight: &Tensor) -> candle::Result<Option<Tens
     let (g, l) = weight.storage_and_layout();
     let Storage::Cpu(ws) = &*g else { return Ok(None) };
     let ws = &ws.as_slice::<f32>()?[l.start_offset()..][..out * width];
-    let mut y = vec![0f32; out];
-    y.par_chunks_mut(ROWS_PER_TASK)
+    // y_t[o][r] = W[o]·x[r], transposed at the end.
+    let mut y_t = vec![0f32; out * rows];
+    y_t.par_chunks_mut(ROWS_PER_TASK * rows)
         .zip(ws.par_chunks(ROWS_PER_TASK * width))
-        .for_each(|(y, w)| dot_rows(y, w, &x));
+        .for_each(|(y, w)| dot_rows(y, w, &x, width));
     drop(g);
-    Ok(Some(Tensor::from_vec(y, (1, out), flat.device())?))
+    let y_t = Tensor::from_vec(y_t, (out, rows), flat.device())?;
+    Ok(Some(y_t.t()?.contiguous()?))
 }
 
 crate::simd::multiversioned! {
-    /// `y[o] = W[o]·x` for the rows of `w` (each `x.len()` wide).
-    fn dot_rows(y: &mut [f32], w: &[f32], x: &[f32]) {
-        for (y, row) in y.iter_mut().zip(w.chunks_exact(x.len())) {
-            *y = dot(row, x);
+    /// `y[o·r + i] = W[o]·x[i]` for the rows `o` of `w` and the rows `i` of `x` (each `width`
+    /// wide).
+    fn dot_rows(y: &mut [f32], w: &[f32], x: &[f32], width: usize) {
+        let rows = x.len() / width;
+        for (y, w_row) in y.chunks_exact_mut(rows).zip(w.chunks_exact(width)) {
+            for (y, x_row) in y.iter_mut().zip(x.chunks_exact(width)) {
+                *y = dot(w_row, x_row);
+            }
         }
     }
 }
@@ -253,23 +286,6 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
-/// Most rows [`few_rows_product`] serves: the decode steps of up to 16 lanes.
-const FEW_ROWS: usize = 16;
-
-/// On the CPU, `x·Wᵀ` for 2 to [`FEW_ROWS`] rows (the joined decode steps) computed as
-/// `(W·xᵀ)ᵀ`. With its AVX-512 kernels (`x86-v4`) the `gemm` crate tiles the left operand's
-/// rows 48 at a time, so 2–8 rows of `x·Wᵀ` ran 1.5× slower than on its AVX2 kernels
-/// (`bench --stage lm --lanes 2`: 370 against 250 ms a step); as `W·xᵀ` the weight's rows
-/// fill the tiles. One row keeps the matrix–vector path, more than [`FEW_ROWS`] the plain one.
-fn few_rows_product(flat: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
-    let rows = flat.dim(0)?;
-    if !flat.device().is_cpu() || !(2..=FEW_ROWS).contains(&rows) {
-        return Ok(None);
-    }
-    let y_t = weight.matmul(&flat.t()?)?; // (out, rows)
-    Ok(Some(y_t.t()?.contiguous()?))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,20 +298,22 @@ mod tests {
         Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
     }
 
-    /// The one-row product agrees with candle's matmul to f32 rounding, including a width
-    /// that is not a multiple of 32 and a row count that is not one of 64; it serves one row
-    /// only.
+    /// The few-rows product agrees with candle's matmul to f32 rounding for 1 to 16 rows,
+    /// a width that is not a multiple of 32 and an output count that is not one of 64; more
+    /// rows are left to the matmul.
     #[test]
-    fn one_row_product_matches_the_matmul() {
-        for (out, width) in [(77, 100), (130, 896), (1, 31)] {
-            let (x, w) = (seeded((1, width), 1), seeded((out, width), 2));
-            let got = one_row_product(&x, &w).unwrap().expect("one CPU row");
+    fn few_rows_product_matches_the_matmul() {
+        for (rows, out, width) in
+            [(1, 77, 100), (1, 130, 896), (1, 1, 31), (3, 130, 100), (16, 65, 64)]
+        {
+            let (x, w) = (seeded((rows, width), 1), seeded((out, width), 2));
+            let got = few_rows_product(&x, &w).unwrap().expect("few CPU rows");
             let want = x.matmul(&w.t().unwrap()).unwrap();
+            assert_eq!(got.dims(), want.dims());
             let d: f32 =
                 (got - want).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap();
-            assert!(d < 1e-5, "({out}, {width}): max |Δ| {d:e}");
+            assert!(d < 1e-5, "({rows}, {out}, {width}): max |Δ| {d:e}");
         }
-        let two = seeded((2, 16), 3);
-        assert!(one_row_product(&two, &seeded((8, 16), 4)).unwrap().is_none());
+        assert!(few_rows_product(&seeded((17, 16), 3), &seeded((8, 16), 4)).unwrap().is_none());
     }
 }
