@@ -67,11 +67,7 @@ pub struct SpeechTokenizer {
 impl SpeechTokenizer {
     /// Loads `speech_tokenizer_v3.onnx` (or a stand-in with the same signature).
     pub fn load(path: &Path) -> Result<Self, OnnxError> {
-        let proto = read_proto(path)?;
-        check_tokenizer_signature(&proto)
-            .map_err(|reason| signature_error(path, "speech tokenizer", reason))?;
-        let model = OnnxModel::parse(path, &proto)?;
-        Ok(Self { model })
+        Ok(Self { model: OnnxModel::load(path, "speech tokenizer", check_tokenizer_signature)? })
     }
 
     /// feats: (128, T) row-major whisper log-mel; returns the speech token ids (accepts int32 or
@@ -95,11 +91,9 @@ pub struct SpeakerEncoder {
 impl SpeakerEncoder {
     /// Loads `campplus.onnx`.
     pub fn load(path: &Path) -> Result<Self, OnnxError> {
-        let proto = read_proto(path)?;
-        check_campplus_signature(&proto)
-            .map_err(|reason| signature_error(path, "CAM++ speaker encoder", reason))?;
-        let model = OnnxModel::parse(path, &proto)?;
-        Ok(Self { model })
+        Ok(Self {
+            model: OnnxModel::load(path, "CAM++ speaker encoder", check_campplus_signature)?,
+        })
     }
 
     /// fbank: (frames, 80) row-major, already mean-normalised; returns the 192-d embedding (not
@@ -133,6 +127,17 @@ struct OnnxModel {
 }
 
 impl OnnxModel {
+    /// Reads the file, checks its signature as the `expected` model, and indexes the graph.
+    fn load(
+        path: &Path,
+        expected: &'static str,
+        check: fn(&proto::ModelProto) -> Result<(), String>,
+    ) -> Result<Self, OnnxError> {
+        let proto = read_proto(path)?;
+        check(&proto).map_err(|reason| signature_error(path, expected, reason))?;
+        Self::parse(path, &proto)
+    }
+
     /// Indexes the graph, refusing operators and attributes the interpreter does not implement.
     /// External tensor data, if any, is resolved relative to the file's directory.
     fn parse(path: &Path, proto: &proto::ModelProto) -> Result<Self, OnnxError> {

@@ -510,14 +510,12 @@ fn squeeze(x: &Tensor, axes: Option<Vec<i64>>) -> OpResult<Tensor> {
     if let Some(&a) = removed.iter().find(|&&a| x.dims()[a] != 1) {
         fail!("cannot squeeze axis {a} of shape {:?}", x.dims());
     }
-    let dims: Vec<usize> = x
-        .dims()
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !removed.contains(i))
-        .map(|(_, &d)| d)
-        .collect();
-    Ok(x.reshape(dims)?)
+    Ok(x.reshape(dims_without(x.dims(), &removed))?)
+}
+
+/// `dims` with the entries at `axes` left out (squeezed or reduced without `keepdims`).
+fn dims_without(dims: &[usize], axes: &[usize]) -> Vec<usize> {
+    dims.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect()
 }
 
 /// Reshape: 0 copies the input's dim (unless `allowzero`), one -1 is inferred.
@@ -794,14 +792,7 @@ fn reduce(
         Reduction::Prod => reduce_prod(x, &axes)?,
     };
     if attr_int(node, "keepdims")? == Some(0) {
-        let dims: Vec<usize> = reduced
-            .dims()
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !axes.contains(i))
-            .map(|(_, &d)| d)
-            .collect();
-        return Ok(reduced.reshape(dims)?);
+        return Ok(reduced.reshape(dims_without(reduced.dims(), &axes))?);
     }
     Ok(reduced)
 }
