@@ -2,8 +2,6 @@
 //! the row counts of real flow calls (CFG batch 2 × frames), each way Lectern can run them:
 //! * `candle`: what the f32 flow runs (`x.matmul(&w.t())`, the `gemm` crate's kernels, with
 //!   the AVX-512 ones where the build enables its `x86-v4` feature);
-//! * `tract_avx512_f32`: tract-linalg's AVX-512 f32 kernel, weight packed once (a candidate
-//!   measured beside it);
 //! * `bf16`: the `--flow-matmul bf16` product ([`lectern_model::flow::bf16`]): AMX where the CPU
 //!   has it, bf16-rounded inputs through the f32 product elsewhere.
 //!
@@ -19,7 +17,6 @@ use serde_json::json;
 
 use super::BenchOptions;
 use lectern_model::flow::bf16::{self, Bf16Weight};
-use lectern_model::flow::cpu_gemm::{Kernel, PackedWeight};
 
 /// The DiT's projections: (name, in, out).
 const SHAPES: [(&str, usize, usize); 4] =
@@ -54,8 +51,8 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         bf16::backend(&opts.device)
     );
     println!(
-        "{:>6} {:>5} {:>6} {:>6} {:>12} {:>12} {:>12}",
-        "name", "rows", "in", "out", "candle GF/s", "tract f32", "bf16 GF/s"
+        "{:>6} {:>5} {:>6} {:>6} {:>12} {:>12}",
+        "name", "rows", "in", "out", "candle GF/s", "bf16 GF/s"
     );
     let mut out = Vec::new();
     for &rows in rows_list {
@@ -68,25 +65,6 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
                 Ok(())
             })?;
             let want = x.matmul(&w.t()?)?;
-            let w_vec = w.flatten_all()?.to_vec1::<f32>()?;
-            let x_vec = x.flatten_all()?.to_vec1::<f32>()?;
-            let (t_tract, tract_diff) =
-                match PackedWeight::new(Kernel::Avx512F32, &w_vec, outd, inp)? {
-                    Some(p) => {
-                        let t = best(reps, || {
-                            p.matmul_t(&x_vec, rows)?;
-                            Ok(())
-                        })?;
-                        let y = Tensor::from_vec(
-                            p.matmul_t(&x_vec, rows)?,
-                            (rows, outd),
-                            &Device::Cpu,
-                        )?;
-                        let d = (y - &want)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
-                        (Some(t), Some(d))
-                    }
-                    None => (None, None),
-                };
             let wb = Bf16Weight::new(&w)?;
             let t_bf16 = best(reps, || {
                 wb.matmul_t(&x)?;
@@ -101,16 +79,13 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
                 (&got - rounded)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
             let gf = |t: f64| flop / t / 1e9;
             println!(
-                "{name:>6} {rows:>5} {inp:>6} {outd:>6} {:>12.1} {:>12} {:>12.1}",
+                "{name:>6} {rows:>5} {inp:>6} {outd:>6} {:>12.1} {:>12.1}",
                 gf(t_candle),
-                t_tract.map_or("-".into(), |t| format!("{:.1}", gf(t))),
                 gf(t_bf16)
             );
             out.push(json!({
                 "name": name, "rows": rows, "in": inp, "out": outd,
                 "candle_s": t_candle, "candle_gflops": gf(t_candle),
-                "tract_avx512_f32_s": t_tract, "tract_avx512_f32_gflops": t_tract.map(gf),
-                "tract_avx512_f32_max_abs_vs_candle": tract_diff,
                 "bf16_s": t_bf16, "bf16_gflops": gf(t_bf16),
                 "bf16_max_abs_vs_f32": bf16_diff,
                 "bf16_max_abs_vs_rounded_f32": bf16_vs_rounded,

@@ -3,8 +3,8 @@
 //! core's f32 FMA rate.
 //!
 //! Two ways to the same numbers:
-//! * on a CPU with AMX, tract-linalg's AMX kernel ([`super::cpu_gemm`]), weights packed to bf16
-//!   once, at load;
+//! * on a CPU with AMX, Lectern's AMX kernel ([`super::amx`]), weights packed to bf16 once, at
+//!   load;
 //! * elsewhere, the same rounding (round to nearest even) applied to both operands and an f32
 //!   product. A product of two bf16 values is exact in f32, so this differs from the AMX one
 //!   only in the order of the f32 sums: the fixture tests measure the option's deviation on any
@@ -12,26 +12,29 @@
 //!   than f32 FMA on an AVX-512 Xeon core: docs/refutations.md), so the option only pays on
 //!   AMX.
 //!
-//! The attention's scores and weighted values, the AdaLN projection and everything outside the
-//! blocks stay f32. A reduced precision, so an option recorded per take (like `tf32x3`), never
-//! the default; its deviation from f32 is stated in the README and docs/benchmarks.md.
+//! On the CPU the attention's two products take bf16 inputs too (q, k, v and the softmax's
+//! weights: [`super::cpu_attention::attend_bf16`]), as PyTorch's bf16 autocast does; on other
+//! devices the attention core stays f32. The softmax itself, the AdaLN projection and
+//! everything outside the blocks stay f32. A reduced precision, so an option recorded per take
+//! (like `tf32x3`), never the default; its deviation from f32 is stated in the README and
+//! docs/benchmarks.md.
 
 use candle::{DType, Storage, Tensor};
 
-use super::cpu_gemm::{Kernel, PackedWeight};
+use super::amx::{self, PackedB};
 
 /// A projection's weight `(out, in)` for bf16 products.
 #[derive(Debug, Clone)]
 pub enum Bf16Weight {
-    /// Packed for AMX (CPU with AMX).
-    Amx(PackedWeight),
+    /// Packed for AMX (CPU with AMX): `B = Wᵀ`.
+    Amx(PackedB),
     /// Rounded to bf16 and kept as f32 (anywhere else).
     Rounded(Tensor),
 }
 
 /// Whether bf16 products run on AMX on this machine.
 pub fn on_amx() -> bool {
-    Kernel::AmxBf16.available()
+    amx::available()
 }
 
 /// How bf16 products run on `device`: "amx" or "rounded f32".
@@ -49,9 +52,7 @@ impl Bf16Weight {
         let (out, inp) = weight.dims2()?;
         if weight.device().is_cpu() && on_amx() {
             let w = weight.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-            if let Some(p) = PackedWeight::new(Kernel::AmxBf16, &w, out, inp)? {
-                return Ok(Self::Amx(p));
-            }
+            return Ok(Self::Amx(PackedB::from_weight(&w, out, inp)));
         }
         Ok(Self::Rounded(round(weight)?))
     }
@@ -59,7 +60,7 @@ impl Bf16Weight {
     /// Bytes the weight holds: bf16 elements when packed for AMX, f32 ones when rounded.
     pub fn bytes(&self) -> usize {
         match self {
-            Self::Amx(p) => p.elements() * 2,
+            Self::Amx(p) => p.bytes(),
             Self::Rounded(w) => w.elem_count() * 4,
         }
     }
@@ -69,14 +70,20 @@ impl Bf16Weight {
         match self {
             Self::Rounded(w) => round(xs)?.matmul(&w.t()?),
             Self::Amx(p) => {
-                let (rows, _) = xs.dims2()?;
+                let (rows, inp) = xs.dims2()?;
+                if inp != p.k() {
+                    candle::bail!(
+                        "bf16 product: input ({rows}, {inp}) for a weight of in {}",
+                        p.k()
+                    );
+                }
                 let xs = xs.contiguous()?;
                 let (g, l) = xs.storage_and_layout();
                 let Storage::Cpu(s) = &*g else { candle::bail!("bf16 AMX product needs the CPU") };
                 let x = &s.as_slice::<f32>()?[l.start_offset()..][..xs.elem_count()];
-                let y = p.matmul_t(x, rows)?;
+                let y = p.matmul(x, rows).ok_or_else(|| candle::Error::Msg("no AMX".into()))?;
                 drop(g);
-                Tensor::from_vec(y, (rows, p.out_dim()), xs.device())
+                Tensor::from_vec(y, (rows, p.n()), xs.device())
             }
         }
     }

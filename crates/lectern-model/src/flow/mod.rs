@@ -21,10 +21,10 @@
 //! bit, record its [`GroupRecord`] (all segment token counts of the group, the segment's place
 //! in it, NFE, noise source and CFG rate) alongside the tokens and the voice prompt.
 
+pub mod amx;
 pub mod bf16;
 pub mod cfm;
 pub mod cpu_attention;
-pub mod cpu_gemm;
 pub mod cpu_ops;
 pub mod dit;
 pub mod kernels;

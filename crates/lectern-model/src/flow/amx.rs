@@ -1,0 +1,678 @@
+//! Intel AMX bf16 products for `--flow-matmul bf16` on the CPU: `Y = X·B` with `X (rows, k)`
+//! f32 rounded to bf16 per call and `B (k, n)` packed to bf16 once (a weight at load, the
+//! attention's keys and values per head), accumulated in f32 by `TDPBF16PS`.
+//!
+//! Why our own kernel: tract-linalg's AMX kernel (the previous backend) holds one 16 × 16
+//! accumulator tile and packs the activations with scalar code, and reached 200–385 GFLOP/s on
+//! two cores of the H200's Xeon host where oneDNN reaches 580–875 (docs/refutations.md). Here
+//! the micro-kernel holds a 2 × 2 block of accumulator tiles (32 × 32 outputs: each A and B tile
+//! loaded serves two products), `X` is rounded to bf16 once in a vectorised pass and read by
+//! the tile loads in place, and `B` is laid out tile by tile at pack time. AMX intrinsics are
+//! nightly-only, so the micro-kernel is `asm!` (stable); everything around it — packing,
+//! padding, blocking, the tasks — is plain Rust, and the tests run it through an emulation of
+//! the tile instructions on every machine, and through the real ones where the CPU has AMX.
+//!
+//! Tiles (palette 1): every tile is 16 rows × 64 bytes. An A tile is 16 rows of `X` × 32 bf16
+//! values of `k`; a B tile is 16 "pair rows" × 16 columns × 2 (`B[2r + p, j]` at row `r`, value
+//! `2j + p`, the VNNI layout `TDPBF16PS` reads); a C tile is 16 × 16 f32. `k` and `n` are
+//! padded with zeros to multiples of 32 at pack time and the rows of `X` to a multiple of 32
+//! per call, so the kernel never handles an edge.
+
+// The AMX micro-kernel is `asm!`; the tasks write disjoint blocks of one output buffer through a
+// raw pointer (SAFETY notes at each use).
+#![allow(unsafe_code)]
+
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+/// Values of `k` per tile step, rows and columns per tile.
+const TILE_K: usize = 32;
+const TILE: usize = 16;
+/// Rows and columns of the micro-kernel's output block (2 × 2 tiles).
+const BLOCK: usize = 2 * TILE;
+/// bf16 values in one packed B tile.
+const TILE_VALUES: usize = TILE * TILE_K;
+/// Rows of `X` and columns of `Y` per task: A (128 × k bf16) and a 32-column slice of B
+/// (k × 32 bf16) stay in a core's L2 while the task's kernels stream them.
+const TASK_ROWS: usize = 128;
+const TASK_COLS: usize = 256;
+/// Tile steps of `k` per pass over a task's outputs: 256 values, so that the A rows of a task
+/// (128 × 256 bf16, 64 KB) stay in L2 and a column block's B tiles (32 × 256, 16 KB) in L1
+/// while they serve every row block. Without it a micro-kernel streamed all of `k` of both
+/// from L2 (4 KB a step: more than L2 delivers in the step's 64 cycles). The outputs make
+/// one round trip through memory per chunk.
+const K_CHUNK: usize = 8;
+
+/// Whether this CPU runs AMX bf16 tiles and Linux lets this process use them (asked once).
+pub fn available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(detect)
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn detect() -> bool {
+    // CPUID.(EAX=7, ECX=0):EDX bit 22 AMX-BF16, bit 24 AMX-TILE.
+    if std::arch::x86_64::__cpuid(0).eax < 7 {
+        return false;
+    }
+    let edx = std::arch::x86_64::__cpuid_count(7, 0).edx;
+    let cpu_has = edx & (1 << 22) != 0 && edx & (1 << 24) != 0;
+    // Linux hands out the 8 KB tile data state only on request (arch_prctl(2),
+    // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); without it a tile instruction faults.
+    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+    const XFEATURE_XTILEDATA: libc::c_long = 18;
+    // SAFETY: arch_prctl with these arguments only changes this process's permissions.
+    cpu_has
+        && unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) }
+            == 0
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+fn detect() -> bool {
+    false
+}
+
+/// `B (k, n)` in bf16 (round to nearest even), zero-padded to multiples of 32 and laid out
+/// tile by tile: tile `(column block cb, k block kb)` at `(cb · k_blocks + kb) · 512` values.
+#[derive(Clone)]
+pub struct PackedB {
+    tiles: Vec<u16>,
+    k: usize,
+    n: usize,
+    k_blocks: usize,
+    n_pad: usize,
+}
+
+impl std::fmt::Debug for PackedB {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "amx::PackedB({} × {})", self.k, self.n)
+    }
+}
+
+impl PackedB {
+    /// Packs `B` whose element `(i, j)` is `src[i · row_stride + j · col_stride]`.
+    pub fn new(src: &[f32], k: usize, n: usize, row_stride: usize, col_stride: usize) -> Self {
+        let k_blocks = k.div_ceil(TILE_K);
+        let n_pad = n.div_ceil(BLOCK) * BLOCK;
+        let mut tiles = vec![0u16; n_pad / TILE * k_blocks * TILE_VALUES];
+        for (t, tile) in tiles.chunks_exact_mut(TILE_VALUES).enumerate() {
+            let (cb, kb) = (t / k_blocks, t % k_blocks);
+            for (pr, row) in tile.chunks_exact_mut(2 * TILE).enumerate() {
+                for (jj, pair) in row.chunks_exact_mut(2).enumerate() {
+                    let j = cb * TILE + jj;
+                    for (p, v) in pair.iter_mut().enumerate() {
+                        let i = kb * TILE_K + 2 * pr + p;
+                        if i < k && j < n {
+                            *v = bf16_bits(src[i * row_stride + j * col_stride]);
+                        }
+                    }
+                }
+            }
+        }
+        Self { tiles, k, n, k_blocks, n_pad }
+    }
+
+    /// A projection's weight `W (out, in)` row-major, for `Y = X·Wᵀ` (`B = Wᵀ`: k = in).
+    pub fn from_weight(w: &[f32], out: usize, inp: usize) -> Self {
+        Self::new(w, inp, out, 1, inp)
+    }
+
+    /// Elements of `B` (k × n), without the padding.
+    pub fn elements(&self) -> usize {
+        self.k * self.n
+    }
+
+    /// Bytes the packed tiles hold.
+    pub fn bytes(&self) -> usize {
+        self.tiles.len() * 2
+    }
+
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// `k` rounded up to the tiles' 32: the row length of the bf16 `A` operand.
+    pub fn k_pad(&self) -> usize {
+        self.k_blocks * TILE_K
+    }
+
+    /// `n` rounded up to 32: the row length of the f32 output of [`Self::product_serial`].
+    pub fn n_pad(&self) -> usize {
+        self.n_pad
+    }
+
+    /// `C = A·B` on this thread, on AMX: `a` is `rows_pad × k_pad` bf16 values
+    /// ([`rows_to_bf16_serial`]), `c` `rows_pad × n_pad` f32, `rows_pad` a multiple of 32.
+    /// For callers that are themselves one task of many (the attention's query blocks).
+    ///
+    /// # Panics
+    /// Where AMX does not run ([`available`]) or the buffers do not have those sizes.
+    pub fn product_serial(&self, a: &[u16], c: &mut [f32]) {
+        self.product_serial_with(a, c, MicroKernel::Amx)
+    }
+
+    fn product_serial_with(&self, a: &[u16], c: &mut [f32], kernel: MicroKernel) {
+        let rows_pad = c.len() / self.n_pad.max(1);
+        assert!(
+            rows_pad % BLOCK == 0
+                && c.len() == rows_pad * self.n_pad
+                && a.len() == rows_pad * self.k_pad(),
+            "amx product: A {} values, C {} values for B ({}, {}) padded ({}, {})",
+            a.len(),
+            c.len(),
+            self.k,
+            self.n,
+            self.k_pad(),
+            self.n_pad
+        );
+        if self.k_blocks == 0 || rows_pad == 0 {
+            c.fill(0.0);
+            return;
+        }
+        // SAFETY: `a` and `c` have the sizes the task reads and writes (asserted above).
+        unsafe { self.task(a, OutPtr(c.as_mut_ptr()), (0, rows_pad), (0, self.n_pad), kernel) };
+    }
+
+    /// `X (rows, k) · B` → `(rows, n)` row-major, on AMX. `None` where AMX does not run here.
+    pub fn matmul(&self, x: &[f32], rows: usize) -> Option<Vec<f32>> {
+        available().then(|| self.matmul_with(x, rows, MicroKernel::Amx))
+    }
+
+    fn matmul_with(&self, x: &[f32], rows: usize, kernel: MicroKernel) -> Vec<f32> {
+        assert_eq!(x.len(), rows * self.k, "amx matmul: X is not ({rows}, {})", self.k);
+        let k_pad = self.k_blocks * TILE_K;
+        let rows_pad = rows.div_ceil(BLOCK) * BLOCK;
+        let a = rows_to_bf16(x, rows, self.k, rows_pad, k_pad);
+        let mut y = vec![0f32; rows_pad * self.n_pad];
+        if self.k_blocks > 0 {
+            self.run(&a, rows_pad, &mut y, kernel);
+        }
+        y.truncate(rows * self.n_pad);
+        if self.n_pad != self.n {
+            y = y.chunks_exact(self.n_pad).flat_map(|r| &r[..self.n]).copied().collect();
+        }
+        y
+    }
+
+    /// All tasks: row blocks × column blocks of `y (rows_pad, n_pad)`.
+    fn run(&self, a: &[u16], rows_pad: usize, y: &mut [f32], kernel: MicroKernel) {
+        let row_tasks = rows_pad.div_ceil(TASK_ROWS);
+        let col_tasks = self.n_pad.div_ceil(TASK_COLS);
+        let out = OutPtr(y.as_mut_ptr());
+        (0..row_tasks * col_tasks).into_par_iter().for_each(|task| {
+            let r0 = (task % row_tasks) * TASK_ROWS;
+            let c0 = (task / row_tasks) * TASK_COLS;
+            let rows = TASK_ROWS.min(rows_pad - r0);
+            let cols = TASK_COLS.min(self.n_pad - c0);
+            // SAFETY: this task alone writes rows r0..r0+rows, columns c0..c0+cols of `y`
+            // (rows_pad × n_pad, alive until `run` returns); `a` holds rows_pad × k_pad values.
+            unsafe { self.task(a, out, (r0, rows), (c0, cols), kernel) };
+        });
+    }
+
+    /// One task's block: every 32 × 32 output block of rows `r0..r0+rows`, columns
+    /// `c0..c0+cols` (multiples of 32), columns outermost so a B slice serves all the rows.
+    ///
+    /// # Safety
+    /// As in [`Self::run`].
+    unsafe fn task(
+        &self,
+        a: &[u16],
+        out: OutPtr,
+        (r0, rows): (usize, usize),
+        (c0, cols): (usize, usize),
+        kernel: MicroKernel,
+    ) {
+        let k_pad = self.k_blocks * TILE_K;
+        let tiles_per_column_block = self.k_blocks * TILE_VALUES;
+        kernel.begin();
+        for kc in (0..self.k_blocks).step_by(K_CHUNK) {
+            let steps = K_CHUNK.min(self.k_blocks - kc);
+            for c in (c0..c0 + cols).step_by(BLOCK) {
+                let b0 = &self.tiles[c / TILE * tiles_per_column_block + kc * TILE_VALUES..];
+                let b1 = &self.tiles[(c / TILE + 1) * tiles_per_column_block + kc * TILE_VALUES..];
+                for r in (r0..r0 + rows).step_by(BLOCK) {
+                    let args = BlockArgs {
+                        a: a[r * k_pad + kc * TILE_K..].as_ptr(),
+                        a_stride: k_pad * 2,
+                        b0: b0.as_ptr(),
+                        b1: b1.as_ptr(),
+                        k_blocks: steps,
+                        accumulate: kc > 0,
+                        // SAFETY: r < rows_pad, c < n_pad: in bounds of `y`.
+                        c: unsafe { out.get().add(r * self.n_pad + c) },
+                        c_stride: self.n_pad * 4,
+                    };
+                    // SAFETY: the pointers address 32 rows of A (k_pad values each), `steps`
+                    // tiles of each B column block, and a 32 × 32 block of `y`.
+                    unsafe { kernel.block(&args) };
+                }
+            }
+        }
+        kernel.end();
+    }
+}
+
+/// One micro-kernel call: the 32 × 32 block `C (+)= A·[B0 B1]` over `k_blocks` tile steps.
+struct BlockArgs {
+    /// 32 rows of bf16 values, `a_stride` bytes apart.
+    a: *const u16,
+    a_stride: usize,
+    /// `k_blocks` consecutive packed tiles each: columns 0..16 and 16..32 of the block.
+    b0: *const u16,
+    b1: *const u16,
+    k_blocks: usize,
+    /// Add to C's values (a later chunk of `k`) rather than start from zero.
+    accumulate: bool,
+    /// 32 rows of 32 f32 values, `c_stride` bytes apart.
+    c: *mut f32,
+    c_stride: usize,
+}
+
+/// The tile instructions, or (tests) a scalar emulation of the same instructions on the same
+/// memory, which checks everything around the `asm!` on machines without AMX.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MicroKernel {
+    Amx,
+    #[cfg(test)]
+    Emulated,
+}
+
+impl MicroKernel {
+    /// Loads the tile configuration on this thread.
+    fn begin(self) {
+        match self {
+            Self::Amx => tiles::load_config(),
+            #[cfg(test)]
+            Self::Emulated => {}
+        }
+    }
+
+    /// Releases the tile state (so that a context switch saves none of it).
+    fn end(self) {
+        match self {
+            Self::Amx => tiles::release(),
+            #[cfg(test)]
+            Self::Emulated => {}
+        }
+    }
+
+    /// # Safety
+    /// `args` must address memory as [`BlockArgs`] says; for `Amx`, after [`Self::begin`] on
+    /// this thread, on a CPU where [`available`] holds.
+    unsafe fn block(self, args: &BlockArgs) {
+        match self {
+            // SAFETY: forwarded from the caller.
+            Self::Amx => unsafe { tiles::block_2x2(args) },
+            #[cfg(test)]
+            Self::Emulated => unsafe { emulated_block_2x2(args) },
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod tiles {
+    use std::arch::asm;
+
+    use super::BlockArgs;
+
+    /// `LDTILECFG`'s 64 bytes: palette 1, tiles 0–7 of 16 rows × 64 bytes.
+    #[repr(C, align(64))]
+    struct TileConfig {
+        palette: u8,
+        start_row: u8,
+        reserved: [u8; 14],
+        colsb: [u16; 16],
+        rows: [u8; 16],
+    }
+
+    const CONFIG: TileConfig = TileConfig {
+        palette: 1,
+        start_row: 0,
+        reserved: [0; 14],
+        colsb: [64, 64, 64, 64, 64, 64, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0],
+        rows: [16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0],
+    };
+
+    pub(super) fn load_config() {
+        assert!(super::available(), "AMX tiles used where the CPU or the OS does not allow them");
+        // SAFETY: AMX is available (above); the configuration is a valid palette-1 layout.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
+    }
+
+    pub(super) fn release() {
+        // SAFETY: only reached after `load_config`, so AMX is available.
+        unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    }
+
+    /// tmm0–3: the four C tiles (rows 0–15 / 16–31 × columns 0–15 / 16–31); tmm4–5: the A
+    /// tiles of a k step; tmm6–7: the B tiles.
+    ///
+    /// # Safety
+    /// See [`super::MicroKernel::block`].
+    pub(super) unsafe fn block_2x2(p: &BlockArgs) {
+        let a1 = p.a.wrapping_byte_add(16 * p.a_stride);
+        let c1 = p.c.wrapping_byte_add(16 * p.c_stride);
+        // SAFETY: the caller's contract; tile state is configured on this thread. The tile
+        // registers are not the compiler's: they keep their values from one `asm!` to the next.
+        unsafe {
+            if p.accumulate {
+                asm!(
+                    "tileloadd tmm0, [{c0} + {sc}*1]",
+                    "tileloadd tmm1, [{c0} + {sc}*1 + 64]",
+                    "tileloadd tmm2, [{c1} + {sc}*1]",
+                    "tileloadd tmm3, [{c1} + {sc}*1 + 64]",
+                    c0 = in(reg) p.c,
+                    c1 = in(reg) c1,
+                    sc = in(reg) p.c_stride,
+                    options(nostack, readonly),
+                );
+            } else {
+                asm!(
+                    "tilezero tmm0",
+                    "tilezero tmm1",
+                    "tilezero tmm2",
+                    "tilezero tmm3",
+                    options(nostack, nomem),
+                );
+            }
+            asm!(
+                "2:",
+                "tileloadd tmm4, [{a0} + {sa}*1]",
+                "tileloadd tmm5, [{a1} + {sa}*1]",
+                "tileloadd tmm6, [{b0} + {sb}*1]",
+                "tileloadd tmm7, [{b1} + {sb}*1]",
+                "tdpbf16ps tmm0, tmm4, tmm6",
+                "tdpbf16ps tmm1, tmm4, tmm7",
+                "tdpbf16ps tmm2, tmm5, tmm6",
+                "tdpbf16ps tmm3, tmm5, tmm7",
+                "add {a0}, 64",
+                "add {a1}, 64",
+                "add {b0}, 1024",
+                "add {b1}, 1024",
+                "dec {k}",
+                "jnz 2b",
+                "tilestored [{c0} + {sc}*1], tmm0",
+                "tilestored [{c0} + {sc}*1 + 64], tmm1",
+                "tilestored [{c1} + {sc}*1], tmm2",
+                "tilestored [{c1} + {sc}*1 + 64], tmm3",
+                a0 = inout(reg) p.a => _,
+                a1 = inout(reg) a1 => _,
+                b0 = inout(reg) p.b0 => _,
+                b1 = inout(reg) p.b1 => _,
+                k = inout(reg) p.k_blocks => _,
+                sa = in(reg) p.a_stride,
+                sb = in(reg) 64usize,
+                c0 = in(reg) p.c,
+                c1 = in(reg) c1,
+                sc = in(reg) p.c_stride,
+                options(nostack),
+            );
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod tiles {
+    use super::BlockArgs;
+
+    pub(super) fn load_config() {
+        unreachable!("AMX is x86-64 only: `available` is false here")
+    }
+
+    pub(super) fn release() {}
+
+    pub(super) unsafe fn block_2x2(_: &BlockArgs) {
+        unreachable!("AMX is x86-64 only: `available` is false here")
+    }
+}
+
+/// What `block_2x2` computes, instruction by instruction (`TDPBF16PS`: each output adds the
+/// two products of a pair to the f32 accumulator), in scalar code.
+///
+/// # Safety
+/// As [`MicroKernel::block`].
+#[cfg(test)]
+unsafe fn emulated_block_2x2(p: &BlockArgs) {
+    let widen = |v: u16| f32::from_bits(u32::from(v) << 16);
+    let mut c = [[0f32; BLOCK]; BLOCK];
+    if p.accumulate {
+        for (m, row) in c.iter_mut().enumerate() {
+            for (j, v) in row.iter_mut().enumerate() {
+                // SAFETY: a 32 × 32 block of C, within the caller's contract.
+                *v = unsafe { *p.c.byte_add(m * p.c_stride).add(j) };
+            }
+        }
+    }
+    for kb in 0..p.k_blocks {
+        for (m, c_row) in c.iter_mut().enumerate() {
+            // SAFETY: row m of A, values kb·32..kb·32+32, within the caller's contract.
+            let a = unsafe { p.a.byte_add(m * p.a_stride).add(kb * TILE_K) };
+            for (jj, acc) in c_row.iter_mut().enumerate() {
+                let b = if jj < TILE { p.b0 } else { p.b1 };
+                for pr in 0..TILE_K / 2 {
+                    // SAFETY: pair row pr, column jj % 16 of tile kb of this column block.
+                    let (b_even, b_odd, a_even, a_odd) = unsafe {
+                        let t = b.add(kb * TILE_VALUES + pr * 2 * TILE + (jj % TILE) * 2);
+                        (*t, *t.add(1), *a.add(2 * pr), *a.add(2 * pr + 1))
+                    };
+                    *acc += widen(a_even) * widen(b_even) + widen(a_odd) * widen(b_odd);
+                }
+            }
+        }
+    }
+    for (m, row) in c.iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            // SAFETY: a 32 × 32 block of C, within the caller's contract.
+            unsafe { *p.c.byte_add(m * p.c_stride).add(j) = v };
+        }
+    }
+}
+
+/// The output buffer shared by the tasks, each writing its own block.
+#[derive(Clone, Copy)]
+struct OutPtr(*mut f32);
+// SAFETY: tasks write disjoint blocks (see `PackedB::run`); the buffer outlives them.
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    /// Through a method, so closures capture the `Sync` wrapper, not its raw field.
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// `x`'s bits rounded to bf16: to nearest, ties to even (what `VCVTNEPS2BF16` and the `half`
+/// crate do); NaN stays NaN (quieted).
+#[inline(always)]
+pub(crate) fn bf16_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
+    if x.is_nan() { ((b >> 16) as u16) | 0x40 } else { rounded }
+}
+
+crate::simd::multiversioned! {
+    /// The first `k` values of the rows of `x` (`x_stride` apart) rounded to bf16 into rows of
+    /// `k_pad` values of `out` (the rest of each row zero), as many rows as `out` holds.
+    fn rows_to_bf16_into(out: &mut [u16], x: &[f32], x_stride: usize, k: usize, k_pad: usize) {
+        for (i, o) in out.chunks_exact_mut(k_pad).enumerate() {
+            let (o, pad) = o.split_at_mut(k);
+            for (o, &v) in o.iter_mut().zip(&x[i * x_stride..][..k]) {
+                *o = bf16_bits(v);
+            }
+            pad.fill(0);
+        }
+    }
+}
+
+/// Rows `0..rows` of `x` (the first `k` values of each, rows `x_stride` apart) as bf16 rows of
+/// `k_pad` values in `out` (`rows_pad × k_pad`): zero padding after each row and after the last
+/// row. Single-threaded: for callers that are themselves one task of many.
+pub fn rows_to_bf16_serial(
+    out: &mut [u16],
+    x: &[f32],
+    (rows, x_stride): (usize, usize),
+    k: usize,
+    k_pad: usize,
+) {
+    assert!(
+        k <= k_pad && out.len() >= rows * k_pad,
+        "bf16 rows: {rows} × {k_pad} into {}",
+        out.len()
+    );
+    assert!(
+        rows == 0 || x.len() >= (rows - 1) * x_stride + k,
+        "bf16 rows: {rows} of {k} in {}",
+        x.len()
+    );
+    let (head, tail) = out.split_at_mut(rows * k_pad);
+    if k_pad > 0 {
+        rows_to_bf16_into(head, x, x_stride, k, k_pad);
+    }
+    tail.fill(0);
+}
+
+/// `X (rows, k)` as bf16 rows of `k_pad` values, `rows_pad` rows (zero padding), the rows
+/// shared over the threads.
+fn rows_to_bf16(x: &[f32], rows: usize, k: usize, rows_pad: usize, k_pad: usize) -> Vec<u16> {
+    let mut out = vec![0u16; rows_pad * k_pad];
+    if k == 0 {
+        return out;
+    }
+    const CHUNK_ROWS: usize = 64;
+    out[..rows * k_pad]
+        .par_chunks_mut(CHUNK_ROWS * k_pad)
+        .zip(x.par_chunks(CHUNK_ROWS * k))
+        .for_each(|(o, x)| rows_to_bf16_into(o, x, k, k, k_pad));
+    out
+}
+
+/// `x` rounded to bf16 (round to nearest even) and widened back: what an AMX product sees of
+/// its inputs.
+pub fn round_to_bf16(x: f32) -> f32 {
+    f32::from_bits(u32::from(bf16_bits(x)) << 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                s as f32 / u32::MAX as f32 - 0.5
+            })
+            .collect()
+    }
+
+    /// `X·B` in f64 from the bf16-rounded inputs, `B (k, n)` row-major.
+    fn reference(x: &[f32], b: &[f32], rows: usize, k: usize, n: usize) -> Vec<f64> {
+        let r = |v: f32| f64::from(round_to_bf16(v));
+        let mut y = vec![0f64; rows * n];
+        for i in 0..rows {
+            for j in 0..n {
+                y[i * n + j] = (0..k).map(|l| r(x[i * k + l]) * r(b[l * n + j])).sum();
+            }
+        }
+        y
+    }
+
+    /// Shapes: rows over several tasks and not a multiple of 32; k a multiple of 32 and not;
+    /// n over several tasks, a multiple of 32 and not; a single row; k smaller than a tile.
+    /// And k over several chunks of `K_CHUNK` steps, the last one partial.
+    const SHAPES: [(usize, usize, usize); 6] = [
+        (300, 64, 40),
+        (TASK_ROWS * 2 + 7, 96, 24),
+        (5, 50, 17),
+        (1, 32, 300),
+        (33, 7, 64),
+        (40, 2 * K_CHUNK * TILE_K + 70, 33),
+    ];
+
+    fn check(kernel: MicroKernel) {
+        for (case, &(rows, k, n)) in SHAPES.iter().enumerate() {
+            let (x, b) = (sample(rows * k, 1 + case as u32), sample(k * n, 11 + case as u32));
+            // B given transposed, as a weight (n, k) would be: the packer reads it by strides.
+            let bt: Vec<f32> = (0..n * k).map(|idx| b[(idx % k) * n + idx / k]).collect();
+            for packed in [PackedB::new(&b, k, n, n, 1), PackedB::new(&bt, k, n, 1, k)] {
+                let y = packed.matmul_with(&x, rows, kernel);
+                let want = reference(&x, &b, rows, k, n);
+                assert_eq!(y.len(), want.len());
+                let worst = y
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (f64::from(*a) - b).abs())
+                    .fold(0f64, f64::max);
+                assert!(worst < 1e-5, "{kernel:?} ({rows}, {k}, {n}): max |Δ| {worst:e}");
+            }
+        }
+    }
+
+    /// The packing, padding and blocking around the micro-kernel, on any machine.
+    #[test]
+    fn emulated_tiles_match_f64() {
+        check(MicroKernel::Emulated);
+        check_serial(MicroKernel::Emulated);
+    }
+
+    /// [`PackedB::product_serial`] from strided rows (the attention's scores: `k` of each
+    /// `x_stride`-long row), rows padded to 32.
+    fn check_serial(kernel: MicroKernel) {
+        for &(rows, k, n, x_stride) in &[(64, 64, 77, 64), (5, 70, 40, 96), (33, 7, 3, 7)] {
+            let x = sample(rows * x_stride, 5);
+            let b = sample(k * n, 6);
+            let packed = PackedB::new(&b, k, n, n, 1);
+            let rows_pad = rows.div_ceil(BLOCK) * BLOCK;
+            let mut a = vec![1u16; rows_pad * packed.k_pad()];
+            rows_to_bf16_serial(&mut a, &x, (rows, x_stride), k, packed.k_pad());
+            let mut c = vec![f32::NAN; rows_pad * packed.n_pad()];
+            packed.product_serial_with(&a, &mut c, kernel);
+            let dense: Vec<f32> = (0..rows * k).map(|i| x[(i / k) * x_stride + i % k]).collect();
+            let want = reference(&dense, &b, rows, k, n);
+            for i in 0..rows_pad {
+                for j in 0..packed.n_pad() {
+                    let got = f64::from(c[i * packed.n_pad() + j]);
+                    let want = if i < rows && j < n { want[i * n + j] } else { 0.0 };
+                    assert!(
+                        (got - want).abs() < 1e-5,
+                        "({rows}, {k}, {n}) [{i}, {j}]: {got} against {want}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The `asm!` micro-kernel itself, where the CPU has AMX (the H200's Xeon host).
+    #[test]
+    fn amx_tiles_match_f64() {
+        if !available() {
+            eprintln!("no AMX on this CPU: skipped");
+            return;
+        }
+        check(MicroKernel::Amx);
+        check_serial(MicroKernel::Amx);
+    }
+
+    #[test]
+    fn rounding_is_to_nearest_even() {
+        assert_eq!(round_to_bf16(1.0), 1.0);
+        // 1 + 2⁻⁸ is halfway between bf16 neighbours 1 and 1 + 2⁻⁷: ties go to even (1).
+        assert_eq!(round_to_bf16(1.0 + 2f32.powi(-8)), 1.0);
+        assert_eq!(round_to_bf16(1.0 + 3.0 * 2f32.powi(-8)), 1.0 + 2f32.powi(-6));
+        assert!(round_to_bf16(f32::NAN).is_nan());
+        assert_eq!(round_to_bf16(f32::INFINITY), f32::INFINITY);
+        for v in sample(1000, 7) {
+            assert_eq!(round_to_bf16(v), half::bf16::from_f32(v).to_f32(), "{v}");
+        }
+    }
+}
