@@ -20,6 +20,8 @@ use candle::{DType, Device, Storage, Tensor};
 use gemm::{Parallelism, gemm};
 use rayon::prelude::*;
 
+use super::amx::{self, PackedB};
+
 /// Query rows per task: 64 rows × 1588 frames × 4 B = 406 KB of scores at a typical group,
 /// within a core's L2. (32, 64 and 128 measured the same in `bench --stage flow`.)
 pub const QUERY_BLOCK: usize = 64;
@@ -42,6 +44,37 @@ impl OutPtr {
 /// Softmax attention over all frames on the CPU: q (pre-scaled), k, v `(b, h, t, dh)` f32 →
 /// `(b, t, h·dh)`.
 pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
+    with_heads(q, k, v, |heads, qs, ks, vs| attend_f32_products(heads, qs, ks, vs, false))
+}
+
+/// [`attend`] for `--flow-matmul bf16`: q, k, v and the softmax's probabilities rounded to bf16,
+/// both products accumulated in f32 (what PyTorch's bf16 autocast does to the attention). On
+/// AMX ([`super::amx`]) where the CPU has it; elsewhere the same roundings through the f32
+/// products, so that the option's deviation is measured on any machine (the two differ in the
+/// order of the f32 sums only).
+pub fn attend_bf16(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
+    if amx::available() {
+        return with_heads(q, k, v, attend_amx);
+    }
+    attend_bf16_rounded(q, k, v)
+}
+
+/// [`attend_bf16`] without AMX: the roundings, then the f32 products.
+fn attend_bf16_rounded(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
+    let (q, k, v) = (super::bf16::round(q)?, super::bf16::round(k)?, super::bf16::round(v)?);
+    with_heads(&q, &k, &v, |heads, qs, ks, vs| attend_f32_products(heads, qs, ks, vs, true))
+}
+
+/// `(b, h, t, dh)`.
+type Heads = (usize, usize, usize, usize);
+
+/// Checks q, k, v `(b, h, t, dh)` alike and runs `f` on their contiguous f32 values.
+fn with_heads(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    f: impl FnOnce(Heads, &[f32], &[f32], &[f32]) -> Vec<f32>,
+) -> candle::Result<Tensor> {
     let (b, h, t, dh) = q.dims4()?;
     for x in [k, v] {
         if x.dims4()? != (b, h, t, dh) {
@@ -55,10 +88,26 @@ pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
     let (Storage::Cpu(qs), Storage::Cpu(ks), Storage::Cpu(vs)) = (&*qg, &*kg, &*vg) else {
         candle::bail!("cpu attention needs CPU tensors");
     };
-    let qs = &qs.as_slice::<f32>()?[ql.start_offset()..];
-    let ks = &ks.as_slice::<f32>()?[kl.start_offset()..];
-    let vs = &vs.as_slice::<f32>()?[vl.start_offset()..];
+    let n = b * h * t * dh;
+    let qs = &qs.as_slice::<f32>()?[ql.start_offset()..][..n];
+    let ks = &ks.as_slice::<f32>()?[kl.start_offset()..][..n];
+    let vs = &vs.as_slice::<f32>()?[vl.start_offset()..][..n];
+    let out = f((b, h, t, dh), qs, ks, vs);
+    drop((qg, kg, vg));
+    Tensor::from_vec(out, (b, t, h * dh), &Device::Cpu)
+}
 
+/// Both products through the `gemm` crate. With `bf16_weights` the softmax's weights are
+/// left unnormalised and rounded to bf16 ([`exp_row_rounded`]), and each output row is divided by its
+/// sum after `P·V` (the inputs are already rounded, by the caller): what [`attend_amx`]
+/// computes, in f32 products.
+fn attend_f32_products(
+    (b, h, t, dh): Heads,
+    qs: &[f32],
+    ks: &[f32],
+    vs: &[f32],
+    bf16_weights: bool,
+) -> Vec<f32> {
     let mut out = vec![0f32; b * t * h * dh];
     let out_ptr = OutPtr(out.as_mut_ptr());
     let blocks = t.div_ceil(QUERY_BLOCK);
@@ -75,21 +124,104 @@ pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
             let (k_head, v_head) = (&ks[head..head + t * dh], &vs[head..head + t * dh]);
             let s = &mut scores[..rows * t];
             let out_rows = (bi * t + r0) * h * dh + hi * dh;
-            // SAFETY (both products): the slices above bound every read (q rows × dh, k and
-            // v t × dh, the scores rows × t); this task alone writes rows r0..r0+rows,
-            // columns hi·dh..(hi+1)·dh of batch item bi of `out` (b·t·h·dh elements, alive
-            // until after the loop).
+            // SAFETY (both products and the division): the slices above bound every read (q
+            // rows × dh, k and v t × dh, the scores rows × t); this task alone reads and writes
+            // rows r0..r0+rows, columns hi·dh..(hi+1)·dh of batch item bi of `out` (b·t·h·dh
+            // elements, alive until after the loop).
             // S = Q·Kᵀ: Kᵀ is K (t, dh) read with its strides swapped.
             let (q_m, k_t) = ((q_rows.as_ptr(), dh_i, 1), (k_head.as_ptr(), 1, dh_i));
             unsafe { matmul(rows, t, dh, s.as_mut_ptr(), t_i, q_m, k_t) };
-            softmax_rows(s, t);
+            let mut sums = [1f32; QUERY_BLOCK];
+            if bf16_weights {
+                for (row, sum) in s.chunks_exact_mut(t).zip(&mut sums) {
+                    *sum = exp_row_rounded(row);
+                }
+            } else {
+                softmax_rows(s, t);
+            }
             // O = P·V, straight into the (b, t, h·dh) output.
             let (p_m, v_m) = ((s.as_ptr(), t_i, 1), (v_head.as_ptr(), dh_i, 1));
             unsafe { matmul(rows, dh, t, out_ptr.get().add(out_rows), hdh_i, p_m, v_m) };
+            if bf16_weights {
+                for (r, sum) in sums.iter().take(rows).enumerate() {
+                    let row = unsafe {
+                        std::slice::from_raw_parts_mut(out_ptr.get().add(out_rows + r * h * dh), dh)
+                    };
+                    row.iter_mut().for_each(|o| *o /= sum);
+                }
+            }
         },
     );
-    drop((qg, kg, vg));
-    Tensor::from_vec(out, (b, t, h * dh), &Device::Cpu)
+    out
+}
+
+/// A query block's buffers on AMX: its q rows and probabilities in bf16, its scores and output.
+struct AmxScratch {
+    q: Vec<u16>,
+    scores: Vec<f32>,
+    probs: Vec<u16>,
+    o: Vec<f32>,
+}
+
+/// Both products on AMX: each head's `Kᵀ` and `V` packed once (tiles, [`amx::PackedB`]), then
+/// per query block `S = Q·Kᵀ` (f32); the softmax's weights `exp(s − max)` go to bf16 straight
+/// from the exponential, unnormalised (one pass instead of exp, sum, divide and convert), and
+/// each row of `O = P·V` is divided by its f32 sum (as flash attention does).
+fn attend_amx((b, h, t, dh): Heads, qs: &[f32], ks: &[f32], vs: &[f32]) -> Vec<f32> {
+    if b * h * t * dh == 0 {
+        return vec![0.0; b * t * h * dh];
+    }
+    let packed: Vec<(PackedB, PackedB)> = (0..b * h)
+        .into_par_iter()
+        .map(|bh| {
+            let (k_head, v_head) = (&ks[bh * t * dh..][..t * dh], &vs[bh * t * dh..][..t * dh]);
+            // Kᵀ (dh, t): element (i, j) is K[j, i]; V (t, dh) row-major.
+            (PackedB::new(k_head, dh, t, 1, dh), PackedB::new(v_head, t, dh, dh, 1))
+        })
+        .collect();
+    let (kt0, v0) = &packed[0];
+    let (dh_pad, t_pad, o_pad) = (kt0.k_pad(), kt0.n_pad(), v0.n_pad());
+    debug_assert_eq!(v0.k_pad(), t_pad);
+    let mut out = vec![0f32; b * t * h * dh];
+    let out_ptr = OutPtr(out.as_mut_ptr());
+    let blocks = t.div_ceil(QUERY_BLOCK);
+    (0..b * h * blocks).into_par_iter().for_each_init(
+        || AmxScratch {
+            q: vec![0; QUERY_BLOCK * dh_pad],
+            scores: vec![0.0; QUERY_BLOCK * t_pad],
+            probs: vec![0; QUERY_BLOCK * t_pad],
+            o: vec![0.0; QUERY_BLOCK * o_pad],
+        },
+        |sc, task| {
+            let (bh, block) = (task / blocks, task % blocks);
+            let (bi, hi) = (bh / h, bh % h);
+            let r0 = block * QUERY_BLOCK;
+            let rows = QUERY_BLOCK.min(t - r0);
+            let (kt, v) = &packed[bh];
+            let q_rows = &qs[bh * t * dh + r0 * dh..][..rows * dh];
+            amx::rows_to_bf16_serial(&mut sc.q, q_rows, (rows, dh), dh, dh_pad);
+            kt.product_serial(&sc.q, &mut sc.scores);
+            let mut sums = [1f32; QUERY_BLOCK];
+            let rows_in = sc.scores.chunks_exact_mut(t_pad).zip(sc.probs.chunks_exact_mut(t_pad));
+            for ((row, probs), sum) in rows_in.take(rows).zip(&mut sums) {
+                *sum = exp_row_to_bf16(&mut row[..t], probs);
+            }
+            sc.probs[rows * t_pad..].fill(0);
+            v.product_serial(&sc.probs, &mut sc.o);
+            for (r, (o, sum)) in sc.o.chunks_exact(o_pad).zip(sums).take(rows).enumerate() {
+                // SAFETY: this task alone writes row r0 + r, columns hi·dh..(hi+1)·dh of batch
+                // item bi of `out` (b·t·h·dh elements, alive until after the loop).
+                let dst = unsafe {
+                    let at = out_ptr.get().add((bi * t + r0 + r) * h * dh + hi * dh);
+                    std::slice::from_raw_parts_mut(at, dh)
+                };
+                for (d, &v) in dst.iter_mut().zip(o) {
+                    *d = v / sum;
+                }
+            }
+        },
+    );
+    out
 }
 
 /// A strided f32 matrix for gemm: (pointer, row stride, column stride), in elements.
@@ -133,6 +265,56 @@ unsafe fn matmul(
             Parallelism::None,
         );
     }
+}
+
+/// The softmax's unnormalised weights `exp(s − max)` of one row of scores, in place; returns
+/// their sum ([`sum_f32`]). Separate passes, each of which vectorises (a pass that also
+/// rounded to bf16 and summed per element stayed scalar: 3.7× slower attention on the Xeon).
+#[inline(always)]
+fn exp_in_place(row: &mut [f32]) -> f32 {
+    let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    for x in row.iter_mut() {
+        *x = exp_fast(*x - max);
+    }
+    sum_f32(row)
+}
+
+crate::simd::multiversioned! {
+    /// [`exp_in_place`], then the weights rounded to bf16 into `probs` (its padding after the
+    /// row zeroed); the sum in `sum[0]`.
+    fn exp_row_to_bf16_into(row: &mut [f32], probs: &mut [u16], sum: &mut [f32]) {
+        sum[0] = exp_in_place(row);
+        let (head, pad) = probs.split_at_mut(row.len());
+        for (p, &e) in head.iter_mut().zip(row.iter()) {
+            *p = amx::bf16_bits(e);
+        }
+        pad.fill(0);
+    }
+}
+
+crate::simd::multiversioned! {
+    /// [`exp_in_place`], the weights rounded to bf16 and widened back in place; the sum in
+    /// `sum[0]`.
+    fn exp_row_rounded_into(row: &mut [f32], sum: &mut [f32]) {
+        sum[0] = exp_in_place(row);
+        for x in row.iter_mut() {
+            *x = f32::from_bits(u32::from(amx::bf16_bits(*x)) << 16);
+        }
+    }
+}
+
+/// [`exp_row_to_bf16_into`]: returns the sum.
+fn exp_row_to_bf16(row: &mut [f32], probs: &mut [u16]) -> f32 {
+    let mut sum = [0f32];
+    exp_row_to_bf16_into(row, probs, &mut sum);
+    sum[0]
+}
+
+/// [`exp_row_rounded_into`]: returns the sum.
+fn exp_row_rounded(row: &mut [f32]) -> f32 {
+    let mut sum = [0f32];
+    exp_row_rounded_into(row, &mut sum);
+    sum[0]
 }
 
 crate::simd::multiversioned! {
@@ -253,6 +435,28 @@ mod tests {
             // Unscaled q: scores of ±20 and more, a nearly one-hot softmax (observed 7.5e-6).
             let d = deviation((b, h, t, dh), 1.5);
             assert!(d < 1e-5, "(b {b}, h {h}, t {t}, dh {dh}) peaked scores: max |Δ| {d:e}");
+        }
+    }
+
+    /// The bf16 core (AMX where the CPU has it) near the f32 one, and, on AMX, near the same
+    /// roundings through the f32 products (they differ in the order of the sums, which can
+    /// flip a probability's rounding: one bf16 step, 2⁻⁸ relative, of one weight).
+    #[test]
+    fn bf16_core_stays_near_f32_and_near_its_rounded_reference() {
+        let shapes = [(2, 3, 77, 16), (1, 2, 5, 64), (2, 4, QUERY_BLOCK + 1, 64), (1, 2, 300, 64)];
+        for &(b, h, t, dh) in &shapes {
+            let q = seeded((b, h, t, dh), 40, 1.0 / (dh as f32).sqrt());
+            let (k, v) = (seeded((b, h, t, dh), 41, 1.0), seeded((b, h, t, dh), 42, 1.0));
+            let exact = attend(&q, &k, &v).unwrap();
+            let bf16 = attend_bf16(&q, &k, &v).unwrap();
+            let rounded = attend_bf16_rounded(&q, &k, &v).unwrap();
+            let (to_f32, to_rounded) = (max_abs_diff(&bf16, &exact), max_abs_diff(&bf16, &rounded));
+            eprintln!(
+                "({b}, {h}, {t}, {dh}): bf16 − f32 {to_f32:e}, bf16 − rounded {to_rounded:e}"
+            );
+            assert!(to_f32 < 2e-2, "({b}, {h}, {t}, {dh}): bf16 − f32 {to_f32:e}");
+            assert!(to_rounded < 2e-3, "({b}, {h}, {t}, {dh}): bf16 − rounded {to_rounded:e}");
+            assert!(to_f32 > 0.0, "the bf16 core rounded nothing");
         }
     }
 

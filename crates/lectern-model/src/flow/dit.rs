@@ -371,9 +371,13 @@ pub fn attend(
     matmul: FlowMatmul,
     use_kernels: bool,
 ) -> candle::Result<Tensor> {
-    // bf16 covers the projections only: the attention core stays f32.
-    if matmul != FlowMatmul::Tf32x3 && super::cpu_attention::applies(q) {
-        return super::cpu_attention::attend(q, k, v);
+    if super::cpu_attention::applies(q) {
+        match matmul {
+            FlowMatmul::F32 => return super::cpu_attention::attend(q, k, v),
+            // On the CPU bf16 covers the attention core too (AMX where the CPU has it).
+            FlowMatmul::Bf16 => return super::cpu_attention::attend_bf16(q, k, v),
+            FlowMatmul::Tf32x3 => {}
+        }
     }
     // The CUDA kernel computes the scores in f32 whatever `matmul` says (3xTF32 is an f32
     // product too), so it serves both.

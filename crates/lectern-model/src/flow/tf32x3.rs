@@ -34,8 +34,9 @@ pub enum FlowMatmul {
     /// makes H200 `short` 1.17× faster end to end (docs/benchmarks.md), for 1.9 GB more
     /// device memory (the split weights).
     Tf32x3,
-    /// The blocks' projections with bf16 inputs and f32 accumulation ([`super::bf16`]): Intel
-    /// AMX on CPUs that have it, the same rounding before an f32 product elsewhere. A reduced
+    /// The blocks' projections (and, on the CPU, the attention's products) with bf16 inputs
+    /// and f32 accumulation ([`super::bf16`]): Intel AMX on CPUs that have it, the same
+    /// rounding before an f32 product elsewhere. A reduced
     /// precision, recorded per take; never a default (its deviation from f32:
     /// docs/benchmarks.md).
     Bf16,
