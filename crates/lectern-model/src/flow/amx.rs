@@ -6,7 +6,8 @@
 //! accumulator tile and packs the activations with scalar code, and reached 200–385 GFLOP/s on
 //! two cores of the H200's Xeon host where oneDNN reaches 580–875 (docs/refutations.md). Here
 //! the micro-kernel holds a 2 × 2 block of accumulator tiles (32 × 32 outputs: each A and B tile
-//! loaded serves two products), `X` is rounded to bf16 once in a vectorised pass and read by
+//! loaded serves two products) and walks `k` in chunks that keep its operands in L1/L2 (537–590
+//! GFLOP/s, docs/benchmarks.md), `X` is rounded to bf16 once in a vectorised pass and read by
 //! the tile loads in place, and `B` is laid out tile by tile at pack time. AMX intrinsics are
 //! nightly-only, so the micro-kernel is `asm!` (stable); everything around it — packing,
 //! padding, blocking, the tasks — is plain Rust, and the tests run it through an emulation of
@@ -33,8 +34,8 @@ const TILE: usize = 16;
 const BLOCK: usize = 2 * TILE;
 /// bf16 values in one packed B tile.
 const TILE_VALUES: usize = TILE * TILE_K;
-/// Rows of `X` and columns of `Y` per task: A (128 × k bf16) and a 32-column slice of B
-/// (k × 32 bf16) stay in a core's L2 while the task's kernels stream them.
+/// Rows of `X` and columns of `Y` per task (one rayon task each; 228 tasks for `smoke`'s
+/// `qkv` product, so the threads stay balanced).
 const TASK_ROWS: usize = 128;
 const TASK_COLS: usize = 256;
 /// Tile steps of `k` per pass over a task's outputs: 256 values, so that the A rows of a task
@@ -116,11 +117,6 @@ impl PackedB {
     /// A projection's weight `W (out, in)` row-major, for `Y = X·Wᵀ` (`B = Wᵀ`: k = in).
     pub fn from_weight(w: &[f32], out: usize, inp: usize) -> Self {
         Self::new(w, inp, out, 1, inp)
-    }
-
-    /// Elements of `B` (k × n), without the padding.
-    pub fn elements(&self) -> usize {
-        self.k * self.n
     }
 
     /// Bytes the packed tiles hold.
