@@ -75,6 +75,7 @@ pub mod noise;
 pub mod nvrtc;
 pub mod pt;
 pub mod sampling;
+mod shared_out;
 mod simd;
 pub mod weights;
 

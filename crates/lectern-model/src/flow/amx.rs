@@ -27,6 +27,8 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
+use crate::shared_out::OutPtr;
+
 /// Values of `k` per tile step, rows and columns per tile.
 const TILE_K: usize = 32;
 const TILE: usize = 16;
@@ -171,7 +173,7 @@ impl PackedB {
             return;
         }
         // SAFETY: `a` and `c` have the sizes the task reads and writes (asserted above).
-        unsafe { self.task(a, OutPtr(c.as_mut_ptr()), (0, rows_pad), (0, self.n_pad), kernel) };
+        unsafe { self.task(a, OutPtr::new(c), (0, rows_pad), (0, self.n_pad), kernel) };
     }
 
     /// `X (rows, k) · B` → `(rows, n)` row-major, on AMX. `None` where AMX does not run here.
@@ -199,7 +201,7 @@ impl PackedB {
     fn run(&self, a: &[u16], rows_pad: usize, y: &mut [f32], kernel: MicroKernel) {
         let row_tasks = rows_pad.div_ceil(TASK_ROWS);
         let col_tasks = self.n_pad.div_ceil(TASK_COLS);
-        let out = OutPtr(y.as_mut_ptr());
+        let out = OutPtr::new(y);
         (0..row_tasks * col_tasks).into_par_iter().for_each(|task| {
             let r0 = (task % row_tasks) * TASK_ROWS;
             let c0 = (task / row_tasks) * TASK_COLS;
@@ -467,20 +469,6 @@ unsafe fn emulated_block_2x2(p: &BlockArgs) {
             // SAFETY: a 32 × 32 block of C, within the caller's contract.
             unsafe { *p.c.byte_add(m * p.c_stride).add(j) = v };
         }
-    }
-}
-
-/// The output buffer shared by the tasks, each writing its own block.
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-// SAFETY: tasks write disjoint blocks (see `PackedB::run`); the buffer outlives them.
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-
-impl OutPtr {
-    /// Through a method, so closures capture the `Sync` wrapper, not its raw field.
-    fn get(self) -> *mut f32 {
-        self.0
     }
 }
 

@@ -21,25 +21,11 @@ use gemm::{Parallelism, gemm};
 use rayon::prelude::*;
 
 use super::amx::{self, PackedB};
+use crate::shared_out::OutPtr;
 
 /// Query rows per task: 64 rows × 1588 frames × 4 B = 406 KB of scores at a typical group,
 /// within a core's L2. (32, 64 and 128 measured the same in `bench --stage flow`.)
 pub const QUERY_BLOCK: usize = 64;
-
-/// The output buffer shared by the tasks; each task writes a disjoint block of rows and
-/// columns (its batch item, its queries, its head's `dh` columns).
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-// SAFETY: tasks write disjoint regions (see `OutPtr`), and the buffer outlives the pool scope.
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-
-impl OutPtr {
-    /// Through a method, so closures capture the `Sync` wrapper, not its raw field.
-    fn get(self) -> *mut f32 {
-        self.0
-    }
-}
 
 /// Softmax attention over all frames on the CPU: q (pre-scaled), k, v `(b, h, t, dh)` f32 →
 /// `(b, t, h·dh)`.
@@ -109,7 +95,7 @@ fn attend_f32_products(
     bf16_weights: bool,
 ) -> Vec<f32> {
     let mut out = vec![0f32; b * t * h * dh];
-    let out_ptr = OutPtr(out.as_mut_ptr());
+    let out_ptr = OutPtr::new(&mut out);
     let blocks = t.div_ceil(QUERY_BLOCK);
     let (t_i, dh_i, hdh_i) = (t as isize, dh as isize, (h * dh) as isize);
     (0..b * h * blocks).into_par_iter().for_each_init(
@@ -183,7 +169,7 @@ fn attend_amx((b, h, t, dh): Heads, qs: &[f32], ks: &[f32], vs: &[f32]) -> Vec<f
     let (dh_pad, t_pad, o_pad) = (kt0.k_pad(), kt0.n_pad(), v0.n_pad());
     debug_assert_eq!(v0.k_pad(), t_pad);
     let mut out = vec![0f32; b * t * h * dh];
-    let out_ptr = OutPtr(out.as_mut_ptr());
+    let out_ptr = OutPtr::new(&mut out);
     let blocks = t.div_ceil(QUERY_BLOCK);
     (0..b * h * blocks).into_par_iter().for_each_init(
         || AmxScratch {

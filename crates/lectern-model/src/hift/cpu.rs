@@ -28,6 +28,7 @@ use gemm::{Parallelism, gemm};
 use rayon::prelude::*;
 
 use super::kernels::ConvGeometry;
+use crate::shared_out::OutPtr;
 
 /// Most tap products one task holds: 256 Ki floats = 1 MiB, within a core's L2.
 pub const TAPS_BUDGET_FLOATS: usize = 256 << 10;
@@ -37,20 +38,6 @@ const MIN_BLOCK: usize = 64;
 /// Whether [`conv1d`] serves this input (CPU, f32).
 pub fn applies(x: &Tensor) -> bool {
     x.device().is_cpu() && x.dtype() == DType::F32
-}
-
-/// The output buffer shared by the tasks; each writes its own columns of every row.
-#[derive(Clone, Copy)]
-struct OutPtr(*mut f32);
-// SAFETY: tasks write disjoint columns (see `OutPtr`), and the buffer outlives the pool scope.
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-
-impl OutPtr {
-    /// Through a method, so closures capture the `Sync` wrapper, not its raw field.
-    fn get(self) -> *mut f32 {
-        self.0
-    }
 }
 
 /// A stride-1 conv with its zero padding: `x` `(1, in, t)` f32, `stacked` the tap weights
@@ -100,7 +87,7 @@ pub fn conv1d(
     };
 
     let mut y = vec![0f32; out * t_out];
-    let y_ptr = OutPtr(y.as_mut_ptr());
+    let y_ptr = OutPtr::new(&mut y);
     let block = (TAPS_BUDGET_FLOATS / rows).max(MIN_BLOCK).min(t_out.max(1));
     let blocks = t_out.div_ceil(block);
     (0..blocks).into_par_iter().for_each_init(Vec::new, |taps: &mut Vec<f32>, b| {

@@ -1,0 +1,25 @@
+//! One output buffer written by many rayon tasks at once, each in a region of its own (the
+//! CPU attention's query blocks, the AMX product's output blocks, the vocoder conv's columns).
+
+// Sharing a raw pointer across threads needs `unsafe impl Send/Sync` (SAFETY note there).
+#![allow(unsafe_code)]
+
+/// A raw pointer to the shared output. Its users write disjoint regions only and keep the
+/// buffer alive until every task has ended; each use says which region is its own.
+#[derive(Clone, Copy)]
+pub(crate) struct OutPtr(*mut f32);
+
+// SAFETY: the tasks write disjoint regions of a buffer that outlives them (see `OutPtr`).
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    pub(crate) fn new(buffer: &mut [f32]) -> Self {
+        Self(buffer.as_mut_ptr())
+    }
+
+    /// Through a method, so closures capture the `Sync` wrapper, not its raw field.
+    pub(crate) fn get(self) -> *mut f32 {
+        self.0
+    }
+}
