@@ -2,8 +2,8 @@
 //! the row counts of real flow calls (CFG batch 2 × frames), each way Lectern can run them:
 //! * `candle`: what the f32 flow runs (`x.matmul(&w.t())`, the `gemm` crate's kernels, with
 //!   the AVX-512 ones where the build enables its `x86-v4` feature);
-//! * `bf16`: the `--flow-matmul bf16` product ([`lectern_model::flow::bf16`]): AMX where the CPU
-//!   has it, bf16-rounded inputs through the f32 product elsewhere.
+//! * `bf16`: the `--flow-matmul bf16` product ([`lectern_model::flow::bf16`]): AMX or
+//!   AVX512-BF16 where the CPU has it, bf16-rounded inputs through the f32 product elsewhere.
 //!
 //! Pair it with `docs/bench-runs/2026-12-01d/torch_gemm.py` (PyTorch's `F.linear`, same shapes)
 //! in the same run for a ratio.
@@ -72,8 +72,8 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
             })?;
             let got = wb.matmul_t(&x)?;
             let bf16_diff = (&got - &want)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
-            // AMX against the same rounding through the f32 product: only the order of the
-            // f32 sums may differ (the check that the AMX kernel computes what it should).
+            // The bf16 kernel against the same rounding through the f32 product: only the order
+            // of the f32 sums may differ (the check that the kernel computes what it should).
             let rounded = Bf16Weight::Rounded(bf16::round(&w)?).matmul_t(&x)?;
             let bf16_vs_rounded =
                 (&got - rounded)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;

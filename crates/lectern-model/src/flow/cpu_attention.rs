@@ -20,7 +20,7 @@ use candle::{DType, Device, Storage, Tensor};
 use gemm::{Parallelism, gemm};
 use rayon::prelude::*;
 
-use super::amx::{self, PackedB};
+use super::bf16_gemm::{self, PackedB};
 use crate::shared_out::OutPtr;
 
 /// Query rows per task: 64 rows × 1588 frames × 4 B = 406 KB of scores at a typical group,
@@ -35,17 +35,17 @@ pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
 
 /// [`attend`] for `--flow-matmul bf16`: q, k, v and the softmax's probabilities rounded to bf16,
 /// both products accumulated in f32 (what PyTorch's bf16 autocast does to the attention). On
-/// AMX ([`super::amx`]) where the CPU has it; elsewhere the same roundings through the f32
-/// products, so that the option's deviation is measured on any machine (the two differ in the
-/// order of the f32 sums only).
+/// a bf16 micro-kernel ([`super::bf16_gemm`]: AMX or AVX512-BF16) where the CPU has one;
+/// elsewhere the same roundings through the f32 products, so that the option's deviation is
+/// measured on any machine (the two differ in the order of the f32 sums only).
 pub fn attend_bf16(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
-    if amx::available() {
-        return with_heads(q, k, v, attend_amx);
+    if bf16_gemm::available() {
+        return with_heads(q, k, v, attend_packed);
     }
     attend_bf16_rounded(q, k, v)
 }
 
-/// [`attend_bf16`] without AMX: the roundings, then the f32 products.
+/// [`attend_bf16`] without a bf16 micro-kernel: the roundings, then the f32 products.
 fn attend_bf16_rounded(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
     let (q, k, v) = (super::bf16::round(q)?, super::bf16::round(k)?, super::bf16::round(v)?);
     with_heads(&q, &k, &v, |heads, qs, ks, vs| attend_f32_products(heads, qs, ks, vs, true))
@@ -85,7 +85,7 @@ fn with_heads(
 
 /// Both products through the `gemm` crate. With `bf16_weights` the softmax's weights are
 /// left unnormalised and rounded to bf16 ([`exp_row_rounded`]), and each output row is divided by its
-/// sum after `P·V` (the inputs are already rounded, by the caller): what [`attend_amx`]
+/// sum after `P·V` (the inputs are already rounded, by the caller): what [`attend_packed`]
 /// computes, in f32 products.
 fn attend_f32_products(
     (b, h, t, dh): Heads,
@@ -141,19 +141,21 @@ fn attend_f32_products(
     out
 }
 
-/// A query block's buffers on AMX: its q rows and probabilities in bf16, its scores and output.
-struct AmxScratch {
+/// A query block's buffers for bf16 products: its q rows and probabilities in bf16 (rows
+/// [`PackedB::a_stride`] apart), its scores and output.
+struct PackedScratch {
     q: Vec<u16>,
     scores: Vec<f32>,
     probs: Vec<u16>,
     o: Vec<f32>,
 }
 
-/// Both products on AMX: each head's `Kᵀ` and `V` packed once (tiles, [`amx::PackedB`]), then
+/// Both products on the bf16 micro-kernel: each head's `Kᵀ` and `V` packed once (tiles,
+/// [`bf16_gemm::PackedB`]), then
 /// per query block `S = Q·Kᵀ` (f32); the softmax's weights `exp(s − max)` go to bf16 straight
 /// from the exponential, unnormalised (one pass instead of exp, sum, divide and convert), and
 /// each row of `O = P·V` is divided by its f32 sum (as flash attention does).
-fn attend_amx((b, h, t, dh): Heads, qs: &[f32], ks: &[f32], vs: &[f32]) -> Vec<f32> {
+fn attend_packed((b, h, t, dh): Heads, qs: &[f32], ks: &[f32], vs: &[f32]) -> Vec<f32> {
     if b * h * t * dh == 0 {
         return vec![0.0; b * t * h * dh];
     }
@@ -167,15 +169,16 @@ fn attend_amx((b, h, t, dh): Heads, qs: &[f32], ks: &[f32], vs: &[f32]) -> Vec<f
         .collect();
     let (kt0, v0) = &packed[0];
     let (dh_pad, t_pad, o_pad) = (kt0.k_pad(), kt0.n_pad(), v0.n_pad());
+    let (q_stride, p_stride) = (kt0.a_stride(), v0.a_stride());
     debug_assert_eq!(v0.k_pad(), t_pad);
     let mut out = vec![0f32; b * t * h * dh];
     let out_ptr = OutPtr::new(&mut out);
     let blocks = t.div_ceil(QUERY_BLOCK);
     (0..b * h * blocks).into_par_iter().for_each_init(
-        || AmxScratch {
-            q: vec![0; QUERY_BLOCK * dh_pad],
+        || PackedScratch {
+            q: vec![0; QUERY_BLOCK * q_stride],
             scores: vec![0.0; QUERY_BLOCK * t_pad],
-            probs: vec![0; QUERY_BLOCK * t_pad],
+            probs: vec![0; QUERY_BLOCK * p_stride],
             o: vec![0.0; QUERY_BLOCK * o_pad],
         },
         |sc, task| {
@@ -185,14 +188,15 @@ fn attend_amx((b, h, t, dh): Heads, qs: &[f32], ks: &[f32], vs: &[f32]) -> Vec<f
             let rows = QUERY_BLOCK.min(t - r0);
             let (kt, v) = &packed[bh];
             let q_rows = &qs[bh * t * dh + r0 * dh..][..rows * dh];
-            amx::rows_to_bf16_serial(&mut sc.q, q_rows, (rows, dh), dh, dh_pad);
+            bf16_gemm::rows_to_bf16_serial(&mut sc.q, q_rows, (rows, dh), dh, dh_pad);
             kt.product_serial(&sc.q, &mut sc.scores);
             let mut sums = [1f32; QUERY_BLOCK];
-            let rows_in = sc.scores.chunks_exact_mut(t_pad).zip(sc.probs.chunks_exact_mut(t_pad));
+            let rows_in =
+                sc.scores.chunks_exact_mut(t_pad).zip(sc.probs.chunks_exact_mut(p_stride));
             for ((row, probs), sum) in rows_in.take(rows).zip(&mut sums) {
                 *sum = exp_row_to_bf16(&mut row[..t], probs);
             }
-            sc.probs[rows * t_pad..].fill(0);
+            sc.probs[rows * p_stride..].fill(0);
             v.product_serial(&sc.probs, &mut sc.o);
             for (r, (o, sum)) in sc.o.chunks_exact(o_pad).zip(sums).take(rows).enumerate() {
                 // SAFETY: this task alone writes row r0 + r, columns hi·dh..(hi+1)·dh of batch
@@ -272,7 +276,7 @@ crate::simd::multiversioned! {
         sum[0] = exp_in_place(row);
         let (head, pad) = probs.split_at_mut(row.len());
         for (p, &e) in head.iter_mut().zip(row.iter()) {
-            *p = amx::bf16_bits(e);
+            *p = bf16_gemm::bf16_bits(e);
         }
         pad.fill(0);
     }
@@ -284,7 +288,7 @@ crate::simd::multiversioned! {
     fn exp_row_rounded_into(row: &mut [f32], sum: &mut [f32]) {
         sum[0] = exp_in_place(row);
         for x in row.iter_mut() {
-            *x = f32::from_bits(u32::from(amx::bf16_bits(*x)) << 16);
+            *x = f32::from_bits(u32::from(bf16_gemm::bf16_bits(*x)) << 16);
         }
     }
 }
@@ -424,7 +428,7 @@ mod tests {
         }
     }
 
-    /// The bf16 core (AMX where the CPU has it) near the f32 one, and, on AMX, near the same
+    /// The bf16 core (AMX or AVX512-BF16 where the CPU has it) near the f32 one, and near the same
     /// roundings through the f32 products (they differ in the order of the sums, which can
     /// flip a probability's rounding: one bf16 step, 2⁻⁸ relative, of one weight).
     #[test]

@@ -21,8 +21,8 @@
 //! bit, record its [`GroupRecord`] (all segment token counts of the group, the segment's place
 //! in it, NFE, noise source and CFG rate) alongside the tokens and the voice prompt.
 
-pub mod amx;
 pub mod bf16;
+pub mod bf16_gemm;
 pub mod cfm;
 pub mod cpu_attention;
 pub mod cpu_ops;

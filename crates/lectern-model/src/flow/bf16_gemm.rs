@@ -1,26 +1,37 @@
-//! Intel AMX bf16 products for `--flow-matmul bf16` on the CPU: `Y = X·B` with `X (rows, k)`
-//! f32 rounded to bf16 per call and `B (k, n)` packed to bf16 once (a weight at load, the
-//! attention's keys and values per head), accumulated in f32 by `TDPBF16PS`.
+//! bf16 products for `--flow-matmul bf16` on the CPU: `Y = X·B` with `X (rows, k)` f32 rounded
+//! to bf16 per call and `B (k, n)` packed to bf16 once (a weight at load, the attention's keys
+//! and values per head), accumulated in f32. Two micro-kernels over the same packed operands:
 //!
-//! Why our own kernel: tract-linalg's AMX kernel (the previous backend) holds one 16 × 16
+//! * **Intel AMX** (`TDPBF16PS` on 16 × 16 tiles; Sapphire Rapids and later, Linux ≥ 5.16);
+//! * **AVX512-BF16** (`VDPBF16PS` on 16 lanes) on AMD CPUs, which have no AMX: on Zen 5 the
+//!   kernel runs at twice the f32 products' rate (docs/benchmarks.md). Not on Intel cores
+//!   without AMX (Cooper Lake, or a virtual machine that hides AMX): there `VDPBF16PS` measured
+//!   slower than f32 FMA (docs/refutations.md), so the option keeps rounding the inputs for the
+//!   f32 products.
+//!
+//! Why our own kernels: tract-linalg's AMX kernel (the previous backend) holds one 16 × 16
 //! accumulator tile and packs the activations with scalar code, and reached 200–385 GFLOP/s on
 //! two cores of the H200's Xeon host where oneDNN reaches 580–875 (docs/refutations.md). Here
-//! the micro-kernel holds a 2 × 2 block of accumulator tiles (32 × 32 outputs: each A and B tile
-//! loaded serves two products) and walks `k` in chunks that keep its operands in L1/L2 (537–590
-//! GFLOP/s, docs/benchmarks.md), `X` is rounded to bf16 once in a vectorised pass and read by
-//! the tile loads in place, and `B` is laid out tile by tile at pack time. AMX intrinsics are
-//! nightly-only, so the micro-kernel is `asm!` (stable); everything around it — packing,
-//! padding, blocking, the tasks — is plain Rust, and the tests run it through an emulation of
-//! the tile instructions on every machine, and through the real ones where the CPU has AMX.
+//! the AMX micro-kernel holds a 2 × 2 block of accumulator tiles (32 × 32 outputs: each A and B
+//! tile loaded serves two products) and walks `k` in chunks that keep its operands in L1/L2
+//! (537–590 GFLOP/s, docs/benchmarks.md), `X` is rounded to bf16 once in a vectorised pass and
+//! read by the tile loads in place, and `B` is laid out tile by tile at pack time. AMX
+//! intrinsics are nightly-only, so that micro-kernel is `asm!` (stable); the AVX512-BF16 one is
+//! stable intrinsics. Everything around them — packing, padding, blocking, the tasks — is plain
+//! Rust, and the tests run it through an emulation of the tile instructions on every machine,
+//! and through the real kernels where the CPU has them.
 //!
 //! Tiles (palette 1): every tile is 16 rows × 64 bytes. An A tile is 16 rows of `X` × 32 bf16
 //! values of `k`; a B tile is 16 "pair rows" × 16 columns × 2 (`B[2r + p, j]` at row `r`, value
-//! `2j + p`, the VNNI layout `TDPBF16PS` reads); a C tile is 16 × 16 f32. `k` and `n` are
-//! padded with zeros to multiples of 32 at pack time and the rows of `X` to a multiple of 32
-//! per call, so the kernel never handles an edge.
+//! `2j + p`, the VNNI layout `TDPBF16PS` reads — and one B tile row is the 16 column pairs one
+//! `VDPBF16PS` reads); a C tile is 16 × 16 f32. `k` and `n` are padded with zeros to multiples
+//! of 32 at pack time and the rows of `X` to a multiple of 32 per call, so the kernels never
+//! handle an edge. The bf16 rows of `X` are [`a_stride`] values apart: `k` padded, plus one
+//! cache line, so that the 16 rows of an A tile do not all fall in the same cache sets (rows
+//! 2 or 4 KB apart would).
 
-// The AMX micro-kernel is `asm!`; the tasks write disjoint blocks of one output buffer through a
-// raw pointer (SAFETY notes at each use).
+// The micro-kernels are `asm!` and intrinsics; the tasks write disjoint blocks of one output
+// buffer through a raw pointer (SAFETY notes at each use).
 #![allow(unsafe_code)]
 
 use std::sync::OnceLock;
@@ -40,21 +51,53 @@ const TILE_VALUES: usize = TILE * TILE_K;
 /// `qkv` product, so the threads stay balanced).
 const TASK_ROWS: usize = 128;
 const TASK_COLS: usize = 256;
-/// Tile steps of `k` per pass over a task's outputs: 256 values, so that the A rows of a task
-/// (128 × 256 bf16, 64 KB) stay in L2 and a column block's B tiles (32 × 256, 16 KB) in L1
-/// while they serve every row block. Without it a micro-kernel streamed all of `k` of both
-/// from L2 (4 KB a step: more than L2 delivers in the step's 64 cycles). The outputs make
-/// one round trip through memory per chunk.
+/// Tile steps of `k` per pass over a task's outputs: 256 values, so that a row block's A rows
+/// (32 × 256 bf16, 16 KB) stay in L1 while they serve every column block of the task, and the
+/// task's B tiles (256 × 256, 128 KB) in L2. Without it a micro-kernel streamed all of `k` of
+/// both from L2 (4 KB a step: more than L2 delivers in the step's 64 cycles). The outputs
+/// make one round trip through memory per chunk.
 const K_CHUNK: usize = 8;
 
-/// Whether this CPU runs AMX bf16 tiles and Linux lets this process use them (asked once).
+/// Which bf16 micro-kernel runs on this machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// Intel AMX tiles.
+    Amx,
+    /// AVX512-BF16's `VDPBF16PS`.
+    DotBf16,
+}
+
+impl Kernel {
+    /// The name the benches and `--flow-matmul bf16`'s reports give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Amx => "amx",
+            Self::DotBf16 => "avx512-bf16",
+        }
+    }
+}
+
+/// The bf16 micro-kernel this CPU runs (AMX first), asked once; `None` where neither runs.
+pub fn kernel() -> Option<Kernel> {
+    static KERNEL: OnceLock<Option<Kernel>> = OnceLock::new();
+    *KERNEL.get_or_init(|| {
+        if amx_usable() {
+            Some(Kernel::Amx)
+        } else if dot_bf16_supported() && is_amd() {
+            Some(Kernel::DotBf16)
+        } else {
+            None
+        }
+    })
+}
+
+/// Whether a bf16 micro-kernel runs here ([`kernel`]).
 pub fn available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(detect)
+    kernel().is_some()
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-fn detect() -> bool {
+fn amx_usable() -> bool {
     // CPUID.(EAX=7, ECX=0):EDX bit 22 AMX-BF16, bit 24 AMX-TILE.
     if std::arch::x86_64::__cpuid(0).eax < 7 {
         return false;
@@ -72,8 +115,38 @@ fn detect() -> bool {
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-fn detect() -> bool {
+fn amx_usable() -> bool {
     false
+}
+
+/// Whether this CPU has `VDPBF16PS` (used only where it pays: [`kernel`]).
+#[cfg(target_arch = "x86_64")]
+fn dot_bf16_supported() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bf16")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn dot_bf16_supported() -> bool {
+    false
+}
+
+/// CPUID's vendor string is "AuthenticAMD".
+#[cfg(target_arch = "x86_64")]
+fn is_amd() -> bool {
+    let id = std::arch::x86_64::__cpuid(0);
+    [id.ebx, id.edx, id.ecx].map(u32::to_le_bytes).concat() == *b"AuthenticAMD"
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn is_amd() -> bool {
+    false
+}
+
+/// Values from one bf16 row of the A operand to the next: `k_pad` plus one cache line (see the
+/// module's notes).
+pub fn a_stride(k_pad: usize) -> usize {
+    k_pad + TILE_K
 }
 
 /// `B (k, n)` in bf16 (round to nearest even), zero-padded to multiples of 32 and laid out
@@ -134,9 +207,14 @@ impl PackedB {
         self.n
     }
 
-    /// `k` rounded up to the tiles' 32: the row length of the bf16 `A` operand.
+    /// `k` rounded up to the tiles' 32: the values of a bf16 row of the `A` operand.
     pub fn k_pad(&self) -> usize {
         self.k_blocks * TILE_K
+    }
+
+    /// Values from one bf16 row of the `A` operand to the next ([`a_stride`]).
+    pub fn a_stride(&self) -> usize {
+        a_stride(self.k_pad())
     }
 
     /// `n` rounded up to 32: the row length of the f32 output of [`Self::product_serial`].
@@ -144,14 +222,15 @@ impl PackedB {
         self.n_pad
     }
 
-    /// `C = A·B` on this thread, on AMX: `a` is `rows_pad × k_pad` bf16 values
+    /// `C = A·B` on this thread: `a` is `rows_pad` bf16 rows [`Self::a_stride`] values apart
     /// ([`rows_to_bf16_serial`]), `c` `rows_pad × n_pad` f32, `rows_pad` a multiple of 32.
     /// For callers that are themselves one task of many (the attention's query blocks).
     ///
     /// # Panics
-    /// Where AMX does not run ([`available`]) or the buffers do not have those sizes.
+    /// Where no bf16 micro-kernel runs ([`available`]) or the buffers do not have those sizes.
     pub fn product_serial(&self, a: &[u16], c: &mut [f32]) {
-        self.product_serial_with(a, c, MicroKernel::Amx)
+        let kernel = MicroKernel::native().expect("bf16 product where no bf16 kernel runs");
+        self.product_serial_with(a, c, kernel)
     }
 
     fn product_serial_with(&self, a: &[u16], c: &mut [f32], kernel: MicroKernel) {
@@ -159,8 +238,8 @@ impl PackedB {
         assert!(
             rows_pad % BLOCK == 0
                 && c.len() == rows_pad * self.n_pad
-                && a.len() == rows_pad * self.k_pad(),
-            "amx product: A {} values, C {} values for B ({}, {}) padded ({}, {})",
+                && a.len() == rows_pad * self.a_stride(),
+            "bf16 product: A {} values, C {} values for B ({}, {}) padded ({}, {})",
             a.len(),
             c.len(),
             self.k,
@@ -176,16 +255,15 @@ impl PackedB {
         unsafe { self.task(a, OutPtr::new(c), (0, rows_pad), (0, self.n_pad), kernel) };
     }
 
-    /// `X (rows, k) · B` → `(rows, n)` row-major, on AMX. `None` where AMX does not run here.
+    /// `X (rows, k) · B` → `(rows, n)` row-major. `None` where no bf16 micro-kernel runs here.
     pub fn matmul(&self, x: &[f32], rows: usize) -> Option<Vec<f32>> {
-        available().then(|| self.matmul_with(x, rows, MicroKernel::Amx))
+        MicroKernel::native().map(|kernel| self.matmul_with(x, rows, kernel))
     }
 
     fn matmul_with(&self, x: &[f32], rows: usize, kernel: MicroKernel) -> Vec<f32> {
-        assert_eq!(x.len(), rows * self.k, "amx matmul: X is not ({rows}, {})", self.k);
-        let k_pad = self.k_blocks * TILE_K;
+        assert_eq!(x.len(), rows * self.k, "bf16 matmul: X is not ({rows}, {})", self.k);
         let rows_pad = rows.div_ceil(BLOCK) * BLOCK;
-        let a = rows_to_bf16(x, rows, self.k, rows_pad, k_pad);
+        let a = rows_to_bf16(x, rows, self.k, rows_pad, self.k_pad());
         let mut y = vec![0f32; rows_pad * self.n_pad];
         if self.k_blocks > 0 {
             self.run(&a, rows_pad, &mut y, kernel);
@@ -208,13 +286,16 @@ impl PackedB {
             let rows = TASK_ROWS.min(rows_pad - r0);
             let cols = TASK_COLS.min(self.n_pad - c0);
             // SAFETY: this task alone writes rows r0..r0+rows, columns c0..c0+cols of `y`
-            // (rows_pad × n_pad, alive until `run` returns); `a` holds rows_pad × k_pad values.
+            // (rows_pad × n_pad, alive until `run` returns); `a` holds rows_pad rows.
             unsafe { self.task(a, out, (r0, rows), (c0, cols), kernel) };
         });
     }
 
     /// One task's block: every 32 × 32 output block of rows `r0..r0+rows`, columns
-    /// `c0..c0+cols` (multiples of 32), columns outermost so a B slice serves all the rows.
+    /// `c0..c0+cols` (multiples of 32), rows outermost: a row block's A tiles stay in L1 while
+    /// the B tiles, 1 KB each and contiguous, stream from L2 (rows inside, so that B stayed in
+    /// L1 and the strided A rows streamed, measured ~20 % slower on AMX: docs/benchmarks.md,
+    /// 2026-12-02c; the same on AVX512-BF16).
     ///
     /// # Safety
     /// As in [`Self::run`].
@@ -226,18 +307,19 @@ impl PackedB {
         (c0, cols): (usize, usize),
         kernel: MicroKernel,
     ) {
-        let k_pad = self.k_blocks * TILE_K;
+        let a_stride = self.a_stride();
         let tiles_per_column_block = self.k_blocks * TILE_VALUES;
         kernel.begin();
         for kc in (0..self.k_blocks).step_by(K_CHUNK) {
             let steps = K_CHUNK.min(self.k_blocks - kc);
-            for c in (c0..c0 + cols).step_by(BLOCK) {
-                let b0 = &self.tiles[c / TILE * tiles_per_column_block + kc * TILE_VALUES..];
-                let b1 = &self.tiles[(c / TILE + 1) * tiles_per_column_block + kc * TILE_VALUES..];
-                for r in (r0..r0 + rows).step_by(BLOCK) {
+            for r in (r0..r0 + rows).step_by(BLOCK) {
+                for c in (c0..c0 + cols).step_by(BLOCK) {
+                    let b0 = &self.tiles[c / TILE * tiles_per_column_block + kc * TILE_VALUES..];
+                    let b1 =
+                        &self.tiles[(c / TILE + 1) * tiles_per_column_block + kc * TILE_VALUES..];
                     let args = BlockArgs {
-                        a: a[r * k_pad + kc * TILE_K..].as_ptr(),
-                        a_stride: k_pad * 2,
+                        a: a[r * a_stride + kc * TILE_K..].as_ptr(),
+                        a_stride: a_stride * 2,
                         b0: b0.as_ptr(),
                         b1: b1.as_ptr(),
                         k_blocks: steps,
@@ -272,41 +354,48 @@ struct BlockArgs {
     c_stride: usize,
 }
 
-/// The tile instructions, or (tests) a scalar emulation of the same instructions on the same
-/// memory, which checks everything around the `asm!` on machines without AMX.
+/// The tile instructions, `VDPBF16PS`, or (tests) a scalar emulation of the tile instructions
+/// on the same memory, which checks everything around the kernels on any machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum MicroKernel {
     Amx,
+    DotBf16,
     #[cfg(test)]
     Emulated,
 }
 
 impl MicroKernel {
-    /// Loads the tile configuration on this thread.
+    /// This CPU's kernel ([`kernel`]).
+    fn native() -> Option<Self> {
+        kernel().map(|k| match k {
+            Kernel::Amx => Self::Amx,
+            Kernel::DotBf16 => Self::DotBf16,
+        })
+    }
+
+    /// Loads the tile configuration on this thread (AMX).
     fn begin(self) {
-        match self {
-            Self::Amx => tiles::load_config(),
-            #[cfg(test)]
-            Self::Emulated => {}
+        if self == Self::Amx {
+            tiles::load_config();
         }
     }
 
     /// Releases the tile state (so that a context switch saves none of it).
     fn end(self) {
-        match self {
-            Self::Amx => tiles::release(),
-            #[cfg(test)]
-            Self::Emulated => {}
+        if self == Self::Amx {
+            tiles::release();
         }
     }
 
     /// # Safety
     /// `args` must address memory as [`BlockArgs`] says; for `Amx`, after [`Self::begin`] on
-    /// this thread, on a CPU where [`available`] holds.
+    /// this thread, on a CPU where [`kernel`] is `Amx`; for `DotBf16`, where it is either.
     unsafe fn block(self, args: &BlockArgs) {
         match self {
             // SAFETY: forwarded from the caller.
             Self::Amx => unsafe { tiles::block_2x2(args) },
+            // SAFETY: forwarded from the caller; AVX512-BF16 is there (`kernel`).
+            Self::DotBf16 => unsafe { dot_bf16::block_2x2(args) },
             #[cfg(test)]
             Self::Emulated => unsafe { emulated_block_2x2(args) },
         }
@@ -338,8 +427,11 @@ mod tiles {
     };
 
     pub(super) fn load_config() {
-        assert!(super::available(), "AMX tiles used where the CPU or the OS does not allow them");
-        // SAFETY: AMX is available (above); the configuration is a valid palette-1 layout.
+        assert!(
+            super::kernel() == Some(super::Kernel::Amx),
+            "AMX tiles used where the CPU or the OS does not allow them"
+        );
+        // SAFETY: AMX is usable (above); the configuration is a valid palette-1 layout.
         unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
     }
 
@@ -420,13 +512,95 @@ mod tiles {
     use super::BlockArgs;
 
     pub(super) fn load_config() {
-        unreachable!("AMX is x86-64 only: `available` is false here")
+        unreachable!("AMX is x86-64 only: `kernel` is None here")
     }
 
     pub(super) fn release() {}
 
     pub(super) unsafe fn block_2x2(_: &BlockArgs) {
-        unreachable!("AMX is x86-64 only: `available` is false here")
+        unreachable!("AMX is x86-64 only: `kernel` is None here")
+    }
+}
+
+/// The 32 × 32 block on AVX512-BF16: 8 rows × 2 vectors of 16 columns at a time (16
+/// accumulators, so a broadcast A pair and the two B vectors of a step stay in registers
+/// beside them). One step of `VDPBF16PS`: each f32 lane adds the two products of a `k` pair,
+/// the A pair broadcast to every lane and the B lane's pair one row of a packed B tile.
+#[cfg(target_arch = "x86_64")]
+mod dot_bf16 {
+    use std::arch::x86_64::{
+        __m512, __m512bh, __m512i, _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_loadu_si512,
+        _mm512_set1_epi32, _mm512_setzero_ps, _mm512_storeu_ps,
+    };
+
+    use super::{BLOCK, BlockArgs, TILE, TILE_K, TILE_VALUES};
+
+    /// Rows of the block per pass.
+    const ROWS: usize = 8;
+
+    /// # Safety
+    /// See [`super::MicroKernel::block`]; the CPU has AVX512F and AVX512-BF16.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub(super) unsafe fn block_2x2(p: &BlockArgs) {
+        for r in (0..BLOCK).step_by(ROWS) {
+            // SAFETY: forwarded from the caller; rows r..r + 8 of the block.
+            unsafe { rows(p, r) };
+        }
+    }
+
+    fn as_bf16(v: __m512i) -> __m512bh {
+        // SAFETY: both are 64 plain bytes; the instruction reads them as 32 bf16 values.
+        unsafe { std::mem::transmute::<__m512i, __m512bh>(v) }
+    }
+
+    /// Rows `r0..r0 + 8` of the block.
+    ///
+    /// # Safety
+    /// As [`block_2x2`].
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn rows(p: &BlockArgs, r0: usize) {
+        // SAFETY: every pointer below stays in the block's rows of A and C and in the
+        // `k_blocks` tiles of B0 and B1 (the caller's contract).
+        unsafe {
+            let c: [*mut f32; ROWS] = std::array::from_fn(|i| p.c.byte_add((r0 + i) * p.c_stride));
+            let mut acc: [[__m512; 2]; ROWS] = [[_mm512_setzero_ps(); 2]; ROWS];
+            if p.accumulate {
+                for (acc, &c) in acc.iter_mut().zip(&c) {
+                    *acc = [_mm512_loadu_ps(c), _mm512_loadu_ps(c.add(TILE))];
+                }
+            }
+            let a: [*const u16; ROWS] =
+                std::array::from_fn(|i| p.a.byte_add((r0 + i) * p.a_stride));
+            for kb in 0..p.k_blocks {
+                let (b0, b1) = (p.b0.add(kb * TILE_VALUES), p.b1.add(kb * TILE_VALUES));
+                for pair in 0..TILE_K / 2 {
+                    let b = [
+                        as_bf16(_mm512_loadu_si512(b0.add(pair * 2 * TILE).cast())),
+                        as_bf16(_mm512_loadu_si512(b1.add(pair * 2 * TILE).cast())),
+                    ];
+                    for (acc, &a) in acc.iter_mut().zip(&a) {
+                        let pair_bits =
+                            a.add(kb * TILE_K + 2 * pair).cast::<i32>().read_unaligned();
+                        let a = as_bf16(_mm512_set1_epi32(pair_bits));
+                        acc[0] = _mm512_dpbf16_ps(acc[0], a, b[0]);
+                        acc[1] = _mm512_dpbf16_ps(acc[1], a, b[1]);
+                    }
+                }
+            }
+            for (acc, &c) in acc.iter().zip(&c) {
+                _mm512_storeu_ps(c, acc[0]);
+                _mm512_storeu_ps(c.add(TILE), acc[1]);
+            }
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod dot_bf16 {
+    use super::BlockArgs;
+
+    pub(super) unsafe fn block_2x2(_: &BlockArgs) {
+        unreachable!("AVX512-BF16 is x86-64 only: `kernel` is None here")
     }
 }
 
@@ -483,9 +657,9 @@ pub(crate) fn bf16_bits(x: f32) -> u16 {
 
 crate::simd::multiversioned! {
     /// The first `k` values of the rows of `x` (`x_stride` apart) rounded to bf16 into rows of
-    /// `k_pad` values of `out` (the rest of each row zero), as many rows as `out` holds.
-    fn rows_to_bf16_into(out: &mut [u16], x: &[f32], x_stride: usize, k: usize, k_pad: usize) {
-        for (i, o) in out.chunks_exact_mut(k_pad).enumerate() {
+    /// `row_len` values of `out` (the rest of each row zero), as many rows as `out` holds.
+    fn rows_to_bf16_into(out: &mut [u16], x: &[f32], x_stride: usize, k: usize, row_len: usize) {
+        for (i, o) in out.chunks_exact_mut(row_len).enumerate() {
             let (o, pad) = o.split_at_mut(k);
             for (o, &v) in o.iter_mut().zip(&x[i * x_stride..][..k]) {
                 *o = bf16_bits(v);
@@ -495,9 +669,10 @@ crate::simd::multiversioned! {
     }
 }
 
-/// Rows `0..rows` of `x` (the first `k` values of each, rows `x_stride` apart) as bf16 rows of
-/// `k_pad` values in `out` (`rows_pad × k_pad`): zero padding after each row and after the last
-/// row. Single-threaded: for callers that are themselves one task of many.
+/// Rows `0..rows` of `x` (the first `k` values of each, rows `x_stride` apart) as the bf16 `A`
+/// operand of a product with `k_pad` ([`PackedB::k_pad`]) in `out`: rows [`a_stride`] values
+/// apart, zero padding after each row's `k` values and after the last row. Single-threaded:
+/// for callers that are themselves one task of many.
 pub fn rows_to_bf16_serial(
     out: &mut [u16],
     x: &[f32],
@@ -505,9 +680,10 @@ pub fn rows_to_bf16_serial(
     k: usize,
     k_pad: usize,
 ) {
+    let row_len = a_stride(k_pad);
     assert!(
-        k <= k_pad && out.len() >= rows * k_pad,
-        "bf16 rows: {rows} × {k_pad} into {}",
+        k <= k_pad && out.len() >= rows * row_len,
+        "bf16 rows: {rows} × {row_len} into {}",
         out.len()
     );
     assert!(
@@ -515,25 +691,24 @@ pub fn rows_to_bf16_serial(
         "bf16 rows: {rows} of {k} in {}",
         x.len()
     );
-    let (head, tail) = out.split_at_mut(rows * k_pad);
-    if k_pad > 0 {
-        rows_to_bf16_into(head, x, x_stride, k, k_pad);
-    }
+    let (head, tail) = out.split_at_mut(rows * row_len);
+    rows_to_bf16_into(head, x, x_stride, k, row_len);
     tail.fill(0);
 }
 
-/// `X (rows, k)` as bf16 rows of `k_pad` values, `rows_pad` rows (zero padding), the rows
-/// shared over the threads.
+/// `X (rows, k)` as the bf16 `A` operand: `rows_pad` rows [`a_stride`] values apart (zero
+/// padding), the rows shared over the threads.
 fn rows_to_bf16(x: &[f32], rows: usize, k: usize, rows_pad: usize, k_pad: usize) -> Vec<u16> {
-    let mut out = vec![0u16; rows_pad * k_pad];
+    let row_len = a_stride(k_pad);
+    let mut out = vec![0u16; rows_pad * row_len];
     if k == 0 {
         return out;
     }
     const CHUNK_ROWS: usize = 64;
-    out[..rows * k_pad]
-        .par_chunks_mut(CHUNK_ROWS * k_pad)
+    out[..rows * row_len]
+        .par_chunks_mut(CHUNK_ROWS * row_len)
         .zip(x.par_chunks(CHUNK_ROWS * k))
-        .for_each(|(o, x)| rows_to_bf16_into(o, x, k, k, k_pad));
+        .for_each(|(o, x)| rows_to_bf16_into(o, x, k, k, row_len));
     out
 }
 
@@ -617,7 +792,7 @@ mod tests {
             let b = sample(k * n, 6);
             let packed = PackedB::new(&b, k, n, n, 1);
             let rows_pad = rows.div_ceil(BLOCK) * BLOCK;
-            let mut a = vec![1u16; rows_pad * packed.k_pad()];
+            let mut a = vec![1u16; rows_pad * packed.a_stride()];
             rows_to_bf16_serial(&mut a, &x, (rows, x_stride), k, packed.k_pad());
             let mut c = vec![f32::NAN; rows_pad * packed.n_pad()];
             packed.product_serial_with(&a, &mut c, kernel);
@@ -639,12 +814,24 @@ mod tests {
     /// The `asm!` micro-kernel itself, where the CPU has AMX (the H200's Xeon host).
     #[test]
     fn amx_tiles_match_f64() {
-        if !available() {
+        if kernel() != Some(Kernel::Amx) {
             eprintln!("no AMX on this CPU: skipped");
             return;
         }
         check(MicroKernel::Amx);
         check_serial(MicroKernel::Amx);
+    }
+
+    /// The AVX512-BF16 micro-kernel, wherever the CPU has the instruction (also where
+    /// [`kernel`] picks AMX or the rounded f32 products instead).
+    #[test]
+    fn dot_bf16_matches_f64() {
+        if !dot_bf16_supported() {
+            eprintln!("no AVX512-BF16 on this CPU: skipped");
+            return;
+        }
+        check(MicroKernel::DotBf16);
+        check_serial(MicroKernel::DotBf16);
     }
 
     #[test]
