@@ -294,8 +294,8 @@ impl PackedB {
     /// One task's block: every 32 × 32 output block of rows `r0..r0+rows`, columns
     /// `c0..c0+cols` (multiples of 32), rows outermost: a row block's A tiles stay in L1 while
     /// the B tiles, 1 KB each and contiguous, stream from L2 (rows inside, so that B stayed in
-    /// L1 and the strided A rows streamed, measured ~20 % slower on AMX: docs/benchmarks.md,
-    /// 2026-12-02c; the same on AVX512-BF16).
+    /// L1 and the strided A rows streamed, measured ~20 % slower on AMX and the same on
+    /// AVX512-BF16: docs/benchmarks.md, "2026-12-02 (third session)").
     ///
     /// # Safety
     /// As in [`Self::run`].
