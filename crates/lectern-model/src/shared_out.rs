@@ -1,5 +1,5 @@
 //! One output buffer written by many rayon tasks at once, each in a region of its own (the
-//! CPU attention's query blocks, the AMX product's output blocks, the vocoder conv's columns).
+//! CPU attention's query blocks, the bf16 kernels' output blocks, the vocoder conv's columns).
 
 // Sharing a raw pointer across threads needs `unsafe impl Send/Sync` (SAFETY note there).
 #![allow(unsafe_code)]

@@ -31,11 +31,6 @@ pub enum Bf16Weight {
     Rounded(Tensor),
 }
 
-/// Whether bf16 products run on a bf16 kernel (AMX or AVX512-BF16) on this machine.
-pub fn on_bf16_kernel() -> bool {
-    bf16_gemm::available()
-}
-
 /// How bf16 products run on `device`: "amx", "avx512-bf16" or "rounded f32".
 pub fn backend(device: &candle::Device) -> &'static str {
     match bf16_gemm::kernel() {
@@ -52,7 +47,7 @@ pub fn round(x: &Tensor) -> candle::Result<Tensor> {
 impl Bf16Weight {
     pub fn new(weight: &Tensor) -> candle::Result<Self> {
         let (out, inp) = weight.dims2()?;
-        if weight.device().is_cpu() && on_bf16_kernel() {
+        if weight.device().is_cpu() && bf16_gemm::available() {
             let w = weight.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
             return Ok(Self::Packed(PackedB::from_weight(&w, out, inp)));
         }

@@ -26,7 +26,7 @@
 //! `2j + p`, the VNNI layout `TDPBF16PS` reads — and one B tile row is the 16 column pairs one
 //! `VDPBF16PS` reads); a C tile is 16 × 16 f32. `k` and `n` are padded with zeros to multiples
 //! of 32 at pack time and the rows of `X` to a multiple of 32 per call, so the kernels never
-//! handle an edge. The bf16 rows of `X` are [`a_stride`] values apart: `k` padded, plus one
+//! handle an edge. The bf16 rows of `X` are [`PackedB::a_stride`] values apart: `k` padded, plus one
 //! cache line, so that the 16 rows of an A tile do not all fall in the same cache sets (rows
 //! 2 or 4 KB apart would).
 
@@ -145,7 +145,7 @@ fn is_amd() -> bool {
 
 /// Values from one bf16 row of the A operand to the next: `k_pad` plus one cache line (see the
 /// module's notes).
-pub fn a_stride(k_pad: usize) -> usize {
+fn a_stride(k_pad: usize) -> usize {
     k_pad + TILE_K
 }
 
@@ -212,7 +212,8 @@ impl PackedB {
         self.k_blocks * TILE_K
     }
 
-    /// Values from one bf16 row of the `A` operand to the next ([`a_stride`]).
+    /// Values from one bf16 row of the `A` operand to the next: [`Self::k_pad`] plus one cache
+    /// line (see the module's notes).
     pub fn a_stride(&self) -> usize {
         a_stride(self.k_pad())
     }
@@ -670,8 +671,8 @@ crate::simd::multiversioned! {
 }
 
 /// Rows `0..rows` of `x` (the first `k` values of each, rows `x_stride` apart) as the bf16 `A`
-/// operand of a product with `k_pad` ([`PackedB::k_pad`]) in `out`: rows [`a_stride`] values
-/// apart, zero padding after each row's `k` values and after the last row. Single-threaded:
+/// operand of a product with `k_pad` ([`PackedB::k_pad`]) in `out`: rows
+/// [`PackedB::a_stride`] values apart, zero padding after each row's `k` values and after the last row. Single-threaded:
 /// for callers that are themselves one task of many.
 pub fn rows_to_bf16_serial(
     out: &mut [u16],
@@ -696,7 +697,7 @@ pub fn rows_to_bf16_serial(
     tail.fill(0);
 }
 
-/// `X (rows, k)` as the bf16 `A` operand: `rows_pad` rows [`a_stride`] values apart (zero
+/// `X (rows, k)` as the bf16 `A` operand: `rows_pad` rows [`PackedB::a_stride`] values apart (zero
 /// padding), the rows shared over the threads.
 fn rows_to_bf16(x: &[f32], rows: usize, k: usize, rows_pad: usize, k_pad: usize) -> Vec<u16> {
     let row_len = a_stride(k_pad);
@@ -777,11 +778,21 @@ mod tests {
         }
     }
 
+    /// Every shape through `kernel`, threaded ([`check`]) and single-threaded
+    /// ([`check_serial`]); `runs_here` false: skipped, with a message.
+    fn check_kernel(kernel: MicroKernel, runs_here: bool) {
+        if !runs_here {
+            eprintln!("{kernel:?}: not on this CPU, skipped");
+            return;
+        }
+        check(kernel);
+        check_serial(kernel);
+    }
+
     /// The packing, padding and blocking around the micro-kernel, on any machine.
     #[test]
     fn emulated_tiles_match_f64() {
-        check(MicroKernel::Emulated);
-        check_serial(MicroKernel::Emulated);
+        check_kernel(MicroKernel::Emulated, true);
     }
 
     /// [`PackedB::product_serial`] from strided rows (the attention's scores: `k` of each
@@ -814,24 +825,14 @@ mod tests {
     /// The `asm!` micro-kernel itself, where the CPU has AMX (the H200's Xeon host).
     #[test]
     fn amx_tiles_match_f64() {
-        if kernel() != Some(Kernel::Amx) {
-            eprintln!("no AMX on this CPU: skipped");
-            return;
-        }
-        check(MicroKernel::Amx);
-        check_serial(MicroKernel::Amx);
+        check_kernel(MicroKernel::Amx, kernel() == Some(Kernel::Amx));
     }
 
     /// The AVX512-BF16 micro-kernel, wherever the CPU has the instruction (also where
     /// [`kernel`] picks AMX or the rounded f32 products instead).
     #[test]
     fn dot_bf16_matches_f64() {
-        if !dot_bf16_supported() {
-            eprintln!("no AVX512-BF16 on this CPU: skipped");
-            return;
-        }
-        check(MicroKernel::DotBf16);
-        check_serial(MicroKernel::DotBf16);
+        check_kernel(MicroKernel::DotBf16, dot_bf16_supported());
     }
 
     #[test]

@@ -151,10 +151,10 @@ struct PackedScratch {
 }
 
 /// Both products on the bf16 micro-kernel: each head's `Kᵀ` and `V` packed once (tiles,
-/// [`bf16_gemm::PackedB`]), then
-/// per query block `S = Q·Kᵀ` (f32); the softmax's weights `exp(s − max)` go to bf16 straight
-/// from the exponential, unnormalised (one pass instead of exp, sum, divide and convert), and
-/// each row of `O = P·V` is divided by its f32 sum (as flash attention does).
+/// [`bf16_gemm::PackedB`]), then per query block `S = Q·Kᵀ` (f32); the softmax's weights
+/// `exp(s − max)` go to bf16 straight from the exponential, unnormalised (one pass instead of
+/// exp, sum, divide and convert), and each row of `O = P·V` is divided by its f32 sum (as flash
+/// attention does).
 fn attend_packed((b, h, t, dh): Heads, qs: &[f32], ks: &[f32], vs: &[f32]) -> Vec<f32> {
     if b * h * t * dh == 0 {
         return vec![0.0; b * t * h * dh];
@@ -428,7 +428,7 @@ mod tests {
         }
     }
 
-    /// The bf16 core (AMX or AVX512-BF16 where the CPU has it) near the f32 one, and near the same
+    /// The bf16 core (a bf16 kernel where the CPU has one) near the f32 one, and near the same
     /// roundings through the f32 products (they differ in the order of the sums, which can
     /// flip a probability's rounding: one bf16 step, 2⁻⁸ relative, of one weight).
     #[test]
