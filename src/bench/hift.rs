@@ -156,7 +156,7 @@ fn conv_comparison(device: &Device, seed: u64) -> anyhow::Result<serde_json::Val
         let geometry = ConvGeometry { k, dilation: d, pad_left: 0, pad_right: 0 };
         let stacked_conv = || -> candle::Result<Tensor> {
             if device.is_cpu() {
-                return cpu::conv1d(&x, &stacked, &bias, geometry, None);
+                return cpu::conv1d(&x, &stacked, &bias, geometry, None, cpu::ConvInput::Plain);
             }
             match kernels::conv1d(&x, &stacked, &bias, geometry, None)? {
                 Some(y) => Ok(y),

@@ -178,7 +178,14 @@ impl CausalGroupConv {
                 .enumerate()
                 .map(|(g, (taps, bias))| {
                     let x = item.narrow(1, g * per, per)?;
-                    crate::hift::cpu::conv1d(&x, taps, bias, geometry, None)
+                    crate::hift::cpu::conv1d(
+                        &x,
+                        taps,
+                        bias,
+                        geometry,
+                        None,
+                        crate::hift::cpu::ConvInput::Plain,
+                    )
                 })
                 .collect::<candle::Result<Vec<_>>>()?;
             items.push(Tensor::cat(&groups, 1)?);

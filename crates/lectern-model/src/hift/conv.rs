@@ -3,7 +3,7 @@
 
 use candle::Tensor;
 
-use super::cpu;
+use super::cpu::{self, ConvInput};
 use super::kernels::{self, ConvGeometry};
 use crate::weights::{Result, Weights};
 
@@ -88,24 +88,56 @@ impl CausalConv1d {
     /// the conv's last pass on CUDA.
     pub fn forward_plus(&self, x: &Tensor, residual: Option<&Tensor>) -> Result<Tensor> {
         if self.stride == 1 && self.use_kernels {
-            let geometry = ConvGeometry {
-                k: self.weight_taps.dim(0)?,
-                dilation: self.dilation,
-                pad_left: self.pad_left,
-                pad_right: self.pad_right,
-            };
-            let stacked = self.weight_taps.flatten_to(1)?; // (k·out, in), a view
+            let (geometry, stacked) = (self.padded_geometry()?, self.stacked()?);
             if let Some(y) = kernels::conv1d(x, &stacked, &self.bias, geometry, residual)? {
                 return Ok(y);
             }
             if cpu::applies(x) {
-                return Ok(cpu::conv1d(x, &stacked, &self.bias, geometry, residual)?);
+                return Ok(cpu::conv1d(
+                    x,
+                    &stacked,
+                    &self.bias,
+                    geometry,
+                    residual,
+                    ConvInput::Plain,
+                )?);
             }
         }
         let y = self.forward_padded(x)?;
         Ok(match residual {
             Some(r) => (r + y)?,
             None => y,
+        })
+    }
+
+    /// `residual + self.forward(f(x))`, `f` a pointwise function [`cpu::conv1d`] computes
+    /// block by block, where this conv runs there (a CPU f32 input of batch 1, stride 1,
+    /// Lectern's kernels on); `None` otherwise.
+    pub fn forward_cpu_of(
+        &self,
+        x: &Tensor,
+        input: ConvInput,
+        residual: Option<&Tensor>,
+    ) -> Result<Option<Tensor>> {
+        if self.stride != 1 || !self.use_kernels || !cpu::applies(x) || x.dims3()?.0 != 1 {
+            return Ok(None);
+        }
+        let (geometry, stacked) = (self.padded_geometry()?, self.stacked()?);
+        Ok(Some(cpu::conv1d(x, &stacked, &self.bias, geometry, residual, input)?))
+    }
+
+    /// The tap weights as one `(k·out, in)` matrix (a view).
+    fn stacked(&self) -> Result<Tensor> {
+        Ok(self.weight_taps.flatten_to(1)?)
+    }
+
+    /// A stride-1 conv's taps, dilation and causal padding.
+    fn padded_geometry(&self) -> Result<ConvGeometry> {
+        Ok(ConvGeometry {
+            k: self.weight_taps.dim(0)?,
+            dilation: self.dilation,
+            pad_left: self.pad_left,
+            pad_right: self.pad_right,
         })
     }
 
@@ -121,14 +153,15 @@ impl CausalConv1d {
     /// The convolution without any padding (streaming look-ahead taken from the input).
     pub fn forward_unpadded(&self, x: &Tensor) -> Result<Tensor> {
         if self.stride == 1 && self.use_kernels && cpu::applies(x) {
-            let geometry = ConvGeometry {
-                k: self.weight_taps.dim(0)?,
-                dilation: self.dilation,
-                pad_left: 0,
-                pad_right: 0,
-            };
-            let stacked = self.weight_taps.flatten_to(1)?;
-            return Ok(cpu::conv1d(x, &stacked, &self.bias, geometry, None)?);
+            let geometry = ConvGeometry { pad_left: 0, pad_right: 0, ..self.padded_geometry()? };
+            return Ok(cpu::conv1d(
+                x,
+                &self.stacked()?,
+                &self.bias,
+                geometry,
+                None,
+                ConvInput::Plain,
+            )?);
         }
         // Stride 1: a sum of per-tap matmuls on shifted views beats candle's im2col conv1d at
         // full size and needs no (k·in, t) column buffer (docs/refutations.md).

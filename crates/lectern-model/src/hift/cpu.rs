@@ -1,6 +1,14 @@
 //! The vocoder's CPU kernels: its stride-1 convolutions as one GEMM of the stacked tap weights
 //! and one tap-sum pass over blocks of output frames ([`conv1d`]), and Snake in one parallel
-//! pass ([`snake`]; candle's ops took five single-threaded passes).
+//! pass ([`snake`]; candle's ops took five single-threaded passes) with a vectorised sine
+//! ([`sin_fast`]).
+//!
+//! The pointwise op in front of a conv — Snake in the residual units, the leaky ReLU and the
+//! nearest upsampling in front of an upsampling conv or `conv_post` — runs inside the conv
+//! ([`ConvInput`]): each task computes it for the input frames its block reads, in cache.
+//! On a long group the vocoder's tensors are tens to hundreds of MB, and every separate pass
+//! wrote one more of them (freshly mapped, so page-faulted in) for the conv to read back; the
+//! residual blocks' mean is one pass too ([`mean`]). Bit-identical to the separate ops (tested).
 //!
 //! Before, a stride-1 conv ran as a sum over taps of `(out, in) @ (in, t)` products on shifted
 //! views ([`super::conv::conv1d_tap_major`]): `k` GEMMs that each packed the same input again,
@@ -40,18 +48,54 @@ pub fn applies(x: &Tensor) -> bool {
     x.device().is_cpu() && x.dtype() == DType::F32
 }
 
+/// Snake's per-channel parameters `alpha` and `1 / (alpha + 1e-9)`, for a conv whose input
+/// goes through Snake first ([`ConvInput::Snake`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SnakeParams<'a> {
+    pub alpha: &'a [f32],
+    pub inv_alpha: &'a [f32],
+}
+
+/// What [`conv1d`] convolves: `x` itself, or a pointwise function of it that each task
+/// computes for the input frames its block reads, in cache, instead of a separate pass
+/// writing a whole tensor that the conv then reads back. The frames two blocks share are
+/// computed by both.
+#[derive(Debug, Clone, Copy)]
+pub enum ConvInput<'a> {
+    /// `x` as it is.
+    Plain,
+    /// `snake(x)` (as [`snake`] computes it).
+    Snake(SnakeParams<'a>),
+    /// `leaky_relu(x, slope)` with every frame repeated `times` times (nearest upsampling):
+    /// `times · t` frames. The leaky ReLU is candle's `x.maximum(x · slope)`, bit for bit.
+    LeakyReluRepeat { slope: f32, times: usize },
+}
+
+impl ConvInput<'_> {
+    /// Frames the conv reads from an `x` of `t` frames.
+    fn frames(&self, t: usize) -> usize {
+        match self {
+            Self::LeakyReluRepeat { times, .. } => t * times,
+            Self::Plain | Self::Snake(_) => t,
+        }
+    }
+}
+
 /// A stride-1 conv with its zero padding: `x` `(1, in, t)` f32, `stacked` the tap weights
 /// `(k·out, in)` (tap-major), `bias` `(out,)`, `residual` `(1, out, t_out)`, where
-/// `t_out = pad_left + t + pad_right − (k − 1)·dilation` → `(1, out, t_out)`.
+/// `t_out = pad_left + t + pad_right − (k − 1)·dilation` → `(1, out, t_out)`, `t` the frames of
+/// `input` (zero padding is added to `input`'s frames, as upstream pads them).
 pub fn conv1d(
     x: &Tensor,
     stacked: &Tensor,
     bias: &Tensor,
     geometry: ConvGeometry,
     residual: Option<&Tensor>,
+    input: ConvInput,
 ) -> candle::Result<Tensor> {
     let ConvGeometry { k, dilation, pad_left, pad_right } = geometry;
-    let (_, c_in, t) = x.dims3()?;
+    let (_, c_in, x_frames) = x.dims3()?;
+    let t = input.frames(x_frames);
     let (rows, w_in) = stacked.dims2()?;
     let out = rows / k.max(1);
     if k == 0 || rows != k * out || w_in != c_in || bias.dims() != [out] {
@@ -66,6 +110,11 @@ pub fn conv1d(
     {
         candle::bail!("cpu conv: residual {:?}, output (1, {out}, {t_out})", r.dims());
     }
+    if let ConvInput::Snake(sn) = input
+        && (sn.alpha.len() != c_in || sn.inv_alpha.len() != c_in)
+    {
+        candle::bail!("cpu conv: {c_in} input channels, {} Snake alphas", sn.alpha.len());
+    }
     let (x, stacked, bias) = (x.contiguous()?, stacked.contiguous()?, bias.contiguous()?);
     let residual = residual.map(Tensor::contiguous).transpose()?;
     let (xg, xl) = x.storage_and_layout();
@@ -74,7 +123,7 @@ pub fn conv1d(
     let (Storage::Cpu(xs), Storage::Cpu(ws), Storage::Cpu(bs)) = (&*xg, &*wg, &*bg) else {
         candle::bail!("cpu conv needs CPU tensors");
     };
-    let xs = &xs.as_slice::<f32>()?[xl.start_offset()..][..c_in * t];
+    let xs = &xs.as_slice::<f32>()?[xl.start_offset()..][..c_in * x_frames];
     let ws = &ws.as_slice::<f32>()?[wl.start_offset()..][..rows * c_in];
     let bs = &bs.as_slice::<f32>()?[bl.start_offset()..][..out];
     let rg = residual.as_ref().map(|r| r.storage_and_layout());
@@ -90,17 +139,39 @@ pub fn conv1d(
     let y_ptr = OutPtr::new(&mut y);
     let block = (TAPS_BUDGET_FLOATS / rows).max(MIN_BLOCK).min(t_out.max(1));
     let blocks = t_out.div_ceil(block);
-    (0..blocks).into_par_iter().for_each_init(Vec::new, |taps: &mut Vec<f32>, b| {
+    (0..blocks).into_par_iter().for_each_init(Scratch::default, |scratch, b| {
         let p0 = b * block;
         let len = block.min(t_out - p0);
         // Input frames this block's outputs read: p + j·d − pad_left for p in the block.
         let first = p0.saturating_sub(pad_left).min(t);
         let end = (p0 + len + span).saturating_sub(pad_left).min(t);
         let cols = end - first;
+        let Scratch { taps, computed } = scratch;
         taps.resize(rows * cols, 0.0);
         if cols > 0 {
-            // SAFETY: `ws` holds rows × c_in, `xs` c_in × t (columns first..end read), and
-            // `taps` rows × cols; the gemm reads and writes only those.
+            // The GEMM's right-hand side: x's frames first..end in place (rows t apart), or
+            // the input function of them in `computed` (rows cols apart).
+            let (rhs, rhs_row) = match input {
+                ConvInput::Plain => (&xs[first..], t),
+                ConvInput::Snake(sn) => {
+                    computed.resize(c_in * cols, 0.0);
+                    for (i, row) in computed.chunks_exact_mut(cols).enumerate() {
+                        let x_row = &xs[i * t + first..][..cols];
+                        snake_row(row, x_row, sn.alpha[i], sn.inv_alpha[i]);
+                    }
+                    (computed.as_slice(), cols)
+                }
+                ConvInput::LeakyReluRepeat { slope, times } => {
+                    computed.resize(c_in * cols, 0.0);
+                    for (i, row) in computed.chunks_exact_mut(cols).enumerate() {
+                        let x_row = &xs[i * x_frames..][..x_frames];
+                        leaky_relu_repeat_row(row, x_row, first, times, slope);
+                    }
+                    (computed.as_slice(), cols)
+                }
+            };
+            // SAFETY: `ws` holds rows × c_in, `rhs` c_in rows of `cols` columns `rhs_row`
+            // apart, and `taps` rows × cols; the gemm reads and writes only those.
             unsafe {
                 gemm(
                     rows,
@@ -113,9 +184,9 @@ pub fn conv1d(
                     ws.as_ptr(),
                     1,
                     c_in as isize,
-                    xs.as_ptr().add(first),
+                    rhs.as_ptr(),
                     1,
-                    t as isize,
+                    rhs_row as isize,
                     0.0,
                     1.0,
                     false,
@@ -144,18 +215,12 @@ pub fn conv1d(
                     dst[lo..hi].copy_from_slice(src);
                     dst[hi..].fill(0.0);
                 } else {
-                    dst[lo..hi].iter_mut().zip(src).for_each(|(d, s)| *d += s);
+                    add_assign(&mut dst[lo..hi], src);
                 }
             }
-            let bias = bs[o];
             match rs {
-                Some(r) => {
-                    let r = &r[o * t_out + p0..][..len];
-                    for (d, r) in dst.iter_mut().zip(r) {
-                        *d = r + (*d + bias);
-                    }
-                }
-                None => dst.iter_mut().for_each(|d| *d += bias),
+                Some(r) => add_bias_to_residual(dst, bs[o], &r[o * t_out + p0..][..len]),
+                None => add_bias(dst, bs[o]),
             }
         }
     });
@@ -163,9 +228,94 @@ pub fn conv1d(
     Tensor::from_vec(y, (1, out, t_out), &Device::Cpu)
 }
 
+/// One task's buffers, kept across the blocks it takes.
+#[derive(Default)]
+struct Scratch {
+    /// The block's tap products `(k·out, cols)`.
+    taps: Vec<f32>,
+    /// The input function of the block's frames `(in, cols)` ([`ConvInput`]).
+    computed: Vec<f32>,
+}
+
+// The tap sum's passes, compiled for the CPU's widest vectors (the closure around them is
+// compiled for baseline x86-64, 4 floats a step): the same additions in the same order.
+/// Frames `first .. first + dst.len()` of `leaky_relu(x_row, slope)` with every frame repeated
+/// `times` times: `dst[c] = lrelu(x_row[(first + c) / times])`.
+fn leaky_relu_repeat_row(dst: &mut [f32], x_row: &[f32], first: usize, times: usize, slope: f32) {
+    let (mut c, mut frame) = (0, first / times);
+    let mut copies = times - first % times; // of `frame`, still to write
+    while c < dst.len() {
+        let v = x_row[frame];
+        let scaled = v * slope + 0.0; // candle's `x * slope` (an affine map, `v·mul + add`)
+        let y = if v < scaled { scaled } else { v }; // candle's `maximum`
+        let n = copies.min(dst.len() - c);
+        dst[c..c + n].fill(y);
+        (c, frame, copies) = (c + n, frame + 1, times);
+    }
+}
+
+crate::simd::multiversioned! {
+    /// `dst += src`.
+    fn add_assign(dst: &mut [f32], src: &[f32]) {
+        dst.iter_mut().zip(src).for_each(|(d, s)| *d += s);
+    }
+}
+
+crate::simd::multiversioned! {
+    /// `dst += bias`.
+    fn add_bias(dst: &mut [f32], bias: f32) {
+        dst.iter_mut().for_each(|d| *d += bias);
+    }
+}
+
+crate::simd::multiversioned! {
+    /// `dst = residual + (dst + bias)`.
+    fn add_bias_to_residual(dst: &mut [f32], bias: f32, residual: &[f32]) {
+        dst.iter_mut().zip(residual).for_each(|(d, r)| *d = r + (*d + bias));
+    }
+}
+
+/// `(((t₀ + t₁) + t₂) + …) / n` for `n` CPU f32 tensors of one shape, in one parallel pass
+/// (candle's ops: `n − 1` adds and a division, each a new tensor). A true division, as
+/// upstream's `xs / n`.
+pub fn mean(ts: &[Tensor]) -> candle::Result<Tensor> {
+    let Some(first) = ts.first() else { candle::bail!("cpu mean of no tensors") };
+    if ts.iter().any(|t| t.dims() != first.dims()) {
+        candle::bail!("cpu mean: shapes differ");
+    }
+    let n = first.elem_count();
+    let ts: Vec<Tensor> = ts.iter().map(Tensor::contiguous).collect::<candle::Result<_>>()?;
+    let guards: Vec<_> = ts.iter().map(Tensor::storage_and_layout).collect();
+    let mut srcs = Vec::with_capacity(ts.len());
+    for (g, l) in &guards {
+        let Storage::Cpu(s) = &**g else { candle::bail!("cpu mean needs CPU tensors") };
+        srcs.push(&s.as_slice::<f32>()?[l.start_offset()..][..n]);
+    }
+    let count = srcs.len() as f32;
+    let mut y = vec![0f32; n];
+    const CHUNK: usize = 1 << 14;
+    y.par_chunks_mut(CHUNK).enumerate().for_each(|(c, dst)| {
+        let at = c * CHUNK;
+        dst.copy_from_slice(&srcs[0][at..][..dst.len()]);
+        for src in &srcs[1..] {
+            add_assign(dst, &src[at..][..dst.len()]);
+        }
+        divide(dst, count);
+    });
+    drop(guards);
+    Tensor::from_vec(y, first.shape(), &Device::Cpu)
+}
+
+crate::simd::multiversioned! {
+    /// `dst /= by`.
+    fn divide(dst: &mut [f32], by: f32) {
+        dst.iter_mut().for_each(|d| *d /= by);
+    }
+}
+
 /// Snake `x + inv_alpha · sin(alpha · x)²` for `x` `(1, c, t)`, `alpha` and `inv_alpha`
-/// `(c,)`, in one pass over rows of channels on the rayon pool: the same operations as
-/// candle's path (`sinf` per element), in the same order.
+/// `(c,)`, in one pass over rows of channels on the rayon pool, with [`sin_fast`] (16 sines a
+/// step on AVX-512 where libm's `sinf` is one call per value; within 1.4e-7 of it).
 pub fn snake(x: &Tensor, alpha: &Tensor, inv_alpha: &Tensor) -> candle::Result<Tensor> {
     let (_, c, t) = x.dims3()?;
     let alpha = alpha.contiguous()?.to_vec1::<f32>()?;
@@ -184,16 +334,59 @@ pub fn snake(x: &Tensor, alpha: &Tensor, inv_alpha: &Tensor) -> candle::Result<T
         |(task, (ys, xr))| {
             for (i, (yr, xr)) in ys.chunks_exact_mut(t).zip(xr.chunks_exact(t)).enumerate() {
                 let ch = task * rows + i;
-                let (a, ia) = (alpha[ch], inv[ch]);
-                for (y, &z) in yr.iter_mut().zip(xr) {
-                    let s = (z * a).sin();
-                    *y = z + (s * s) * ia;
-                }
+                snake_row(yr, xr, alpha[ch], inv[ch]);
             }
         },
     );
     drop(g);
     Tensor::from_vec(y, (1, c, t), &Device::Cpu)
+}
+
+crate::simd::multiversioned! {
+    /// Snake over one channel's frames: `y = z + sin(a·z)²·ia`. Where an argument is beyond
+    /// [`SIN_FAST_LIMIT`] (or not finite), the row is computed again with libm's `sinf`.
+    fn snake_row(y: &mut [f32], x: &[f32], a: f32, ia: f32) {
+        for (y, &z) in y.iter_mut().zip(x) {
+            let s = sin_fast(z * a);
+            *y = z + (s * s) * ia;
+        }
+        // An integer maximum vectorises (a float one would have to keep its order).
+        let widest = x.iter().map(|&z| (z * a).to_bits() & 0x7fff_ffff).fold(0, u32::max);
+        if widest > SIN_FAST_LIMIT.to_bits() {
+            for (y, &z) in y.iter_mut().zip(x) {
+                let s = (z * a).sin();
+                *y = z + (s * s) * ia;
+            }
+        }
+    }
+}
+
+/// Largest |x| [`sin_fast`] serves: its reduction `x − j·π/2` is exact up to here (the first
+/// two parts of π/2 have 8 and 11 significant bits, so `j·P` is exact for |j| < 2¹³).
+pub const SIN_FAST_LIMIT: f32 = 8192.0;
+
+/// `sin(x)` for |x| ≤ [`SIN_FAST_LIMIT`], branch-free so that loops over it vectorise: the
+/// nearest multiple `j` of π/2 (three-part Cody–Waite reduction), then Cephes' sine or cosine
+/// polynomial on `|r| ≤ π/4` picked and signed by `j mod 4`. Within 7.8e-8 of the true sine
+/// (tested below against f64), as libm's `sinf` is within 6e-8; no fused multiply-adds, so
+/// every vector width gives the same bits.
+#[inline(always)]
+pub fn sin_fast(x: f32) -> f32 {
+    const ROUND: f32 = 12_582_912.0; // 1.5·2²³: adding and subtracting rounds to an integer
+    const P1: f32 = 1.570_312_5; // π/2 = P1 + P2 + P3
+    const P2: f32 = 4.837_513e-4;
+    const P3: f32 = 7.549_79e-8;
+    let shifted = x * std::f32::consts::FRAC_2_PI + ROUND;
+    let j = shifted - ROUND;
+    let r = ((x - j * P1) - j * P2) - j * P3;
+    let r2 = r * r;
+    let sin = ((-1.951_529_6e-4 * r2 + 8.332_161e-3) * r2 - 1.666_665_5e-1) * r2 * r + r;
+    let cos =
+        ((2.443_315_7e-5 * r2 - 1.388_731_6e-3) * r2 + 4.166_664_6e-2) * r2 * r2 - 0.5 * r2 + 1.0;
+    // j's low bits in the low mantissa bits of `shifted`: its bits minus ROUND's.
+    let quadrant = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
+    let v = if quadrant & 1 == 0 { sin } else { cos };
+    if quadrant & 2 == 0 { v } else { -v }
 }
 
 #[cfg(test)]
@@ -232,6 +425,42 @@ mod tests {
     }
 
     #[test]
+    fn sin_fast_is_within_1e7_of_the_sine() {
+        // Every 1/4096 up to the limit, near each multiple of π/4 (the reduction's and the
+        // polynomials' edges), the limit itself, and small arguments relative to their size.
+        let mut worst = 0f64;
+        let mut check = |x: f32| {
+            let err = (sin_fast(x) as f64 - (x as f64).sin()).abs();
+            worst = worst.max(err);
+            assert!(err < 1.2e-7, "sin_fast({x:e}): off by {err:e}");
+        };
+        let steps = (SIN_FAST_LIMIT * 4096.0) as i32;
+        (-steps..=steps).step_by(7).for_each(|i| check(i as f32 / 4096.0));
+        for m in (-10_430..=10_430).filter(|&m| m != 0) {
+            let edge = m as f64 * std::f64::consts::FRAC_PI_4;
+            for ulps in -3..=3 {
+                let x = edge as f32;
+                check(f32::from_bits((x.to_bits() as i32 + ulps) as u32));
+            }
+        }
+        check(SIN_FAST_LIMIT);
+        check(-SIN_FAST_LIMIT);
+        for x in [1e-30f32, 1e-7, 3e-4, -2e-3] {
+            let rel = ((sin_fast(x) as f64 - (x as f64).sin()) / (x as f64).sin()).abs();
+            assert!(rel < 2e-7, "sin_fast({x:e}): relative error {rel:e}");
+        }
+        eprintln!("sin_fast: largest error {worst:e}");
+    }
+
+    /// Snake as candle's ops compute it (libm's `sinf`).
+    fn snake_by_candle(x: &Tensor, alpha: &Tensor, inv: &Tensor) -> Tensor {
+        let c = alpha.dims1().unwrap();
+        let (a3, i3) = (alpha.reshape((1, c, 1)).unwrap(), inv.reshape((1, c, 1)).unwrap());
+        let s = x.broadcast_mul(&a3).unwrap().sin().unwrap().sqr().unwrap();
+        (x + s.broadcast_mul(&i3).unwrap()).unwrap()
+    }
+
+    #[test]
     fn snake_matches_candles_ops() {
         let (c, t) = (5, 7000);
         let x = (seeded(&[1, c, t], 90) * 4.0).unwrap();
@@ -240,10 +469,98 @@ mod tests {
             alpha.to_vec1::<f32>().unwrap().iter().map(|a| 1.0 / (a + 1e-9)).collect();
         let inv = Tensor::from_vec(inv, c, &Device::Cpu).unwrap();
         let got = snake(&x, &alpha, &inv).unwrap();
-        let (a3, i3) = (alpha.reshape((1, c, 1)).unwrap(), inv.reshape((1, c, 1)).unwrap());
-        let s = x.broadcast_mul(&a3).unwrap().sin().unwrap().sqr().unwrap();
-        let want = (&x + s.broadcast_mul(&i3).unwrap()).unwrap();
-        assert_eq!(max_abs_diff(&got, &want), 0.0, "same operations, same order");
+        let want = snake_by_candle(&x, &alpha, &inv);
+        // |Δ sin²| ≤ 2·|Δ sin| (2.4e-7) times 1/α (≤ 2 here), plus the sum's rounding.
+        let diff = max_abs_diff(&got, &want);
+        assert!(diff < 1e-6, "snake: max |Δ| {diff:e}");
+        assert!(diff > 0.0, "sin_fast is not libm's sinf: a zero difference means it was not used");
+    }
+
+    #[test]
+    fn snake_falls_back_to_libm_beyond_the_limit() {
+        // One channel's frames reach past SIN_FAST_LIMIT: that row is libm's bit for bit.
+        let (c, t) = (2, 300);
+        let mut data = vec![0.5f32; c * t];
+        data[t + 17] = 3.0e4;
+        data[t + 18] = f32::NAN;
+        let x = Tensor::from_vec(data, (1, c, t), &Device::Cpu).unwrap();
+        let alpha = Tensor::new(&[1.0f32, 1.0], &Device::Cpu).unwrap();
+        let got = snake(&x, &alpha, &alpha).unwrap().flatten_all().unwrap().to_vec1::<f32>();
+        let want = snake_by_candle(&x, &alpha, &alpha).flatten_all().unwrap().to_vec1::<f32>();
+        let (got, want) = (got.unwrap(), want.unwrap());
+        for i in t..2 * t {
+            assert_eq!(got[i].to_bits(), want[i].to_bits(), "frame {}", i - t);
+        }
+    }
+
+    #[test]
+    fn snake_input_equals_snake_then_conv() {
+        // (in, out, t, k, dilation, pad_left, residual): causal dilated convs of one and of
+        // many blocks (halo frames shared by neighbours).
+        let cases = [
+            (8, 6, 50, 3, 1, 2, true),
+            (16, 16, 3000, 11, 5, 50, true),
+            (64, 64, 9000, 7, 3, 18, false),
+        ];
+        for (i, &(c_in, out, t, k, d, pl, res)) in cases.iter().enumerate() {
+            let seed = 100 + 10 * i as u64;
+            let x = (seeded(&[1, c_in, t], seed) * 3.0).unwrap();
+            let stacked = seeded(&[k * out, c_in], seed + 1);
+            let bias = seeded(&[out], seed + 2);
+            let alpha: Vec<f32> = (0..c_in).map(|c| 0.3 + 0.1 * c as f32).collect();
+            let inv: Vec<f32> = alpha.iter().map(|a| 1.0 / (a + 1e-9)).collect();
+            let g = ConvGeometry { k, dilation: d, pad_left: pl, pad_right: 0 };
+            let r = res.then(|| seeded(&[1, out, t + pl - (k - 1) * d], seed + 3));
+            let params = SnakeParams { alpha: &alpha, inv_alpha: &inv };
+            let fused =
+                conv1d(&x, &stacked, &bias, g, r.as_ref(), ConvInput::Snake(params)).unwrap();
+            let (a, ia) = (
+                Tensor::new(alpha.as_slice(), &Device::Cpu).unwrap(),
+                Tensor::new(inv.as_slice(), &Device::Cpu).unwrap(),
+            );
+            let activated = snake(&x, &a, &ia).unwrap();
+            let two_steps =
+                conv1d(&activated, &stacked, &bias, g, r.as_ref(), ConvInput::Plain).unwrap();
+            assert_eq!(max_abs_diff(&fused, &two_steps), 0.0, "case {i}");
+        }
+    }
+
+    #[test]
+    fn leaky_relu_repeat_input_equals_candles_three_ops() {
+        // (in, out, t, times, k): the vocoder's upsampling convs (causal, k > times), and one
+        // of many blocks whose edges fall inside a run of repeated frames.
+        for (i, &(c_in, out, t, times, k)) in
+            [(8, 4, 20, 8, 16), (6, 5, 37, 5, 11), (32, 16, 3000, 3, 7)].iter().enumerate()
+        {
+            let seed = 200 + 10 * i as u64;
+            let x = seeded(&[1, c_in, t], seed);
+            let stacked = seeded(&[k * out, c_in], seed + 1);
+            let bias = seeded(&[out], seed + 2);
+            let g = ConvGeometry { k, dilation: 1, pad_left: k - 1, pad_right: 0 };
+            let input = ConvInput::LeakyReluRepeat { slope: 0.1, times };
+            let fused = conv1d(&x, &stacked, &bias, g, None, input).unwrap();
+            let activated = x.maximum(&(&x * 0.1).unwrap()).unwrap();
+            let upsampled = activated
+                .unsqueeze(3)
+                .unwrap()
+                .broadcast_as((1, c_in, t, times))
+                .unwrap()
+                .reshape((1, c_in, t * times))
+                .unwrap();
+            let three_ops = conv1d(&upsampled, &stacked, &bias, g, None, ConvInput::Plain).unwrap();
+            assert_eq!(fused.dims(), [1, out, t * times], "case {i}");
+            assert_eq!(max_abs_diff(&fused, &three_ops), 0.0, "case {i}");
+        }
+    }
+
+    #[test]
+    fn mean_equals_candles_adds_and_division() {
+        let ts: Vec<Tensor> = (0..3).map(|i| seeded(&[1, 7, 40_001], 300 + i)).collect();
+        let three = Tensor::new(3f32, &Device::Cpu).unwrap();
+        let want = ((&ts[0] + &ts[1]).unwrap() + &ts[2]).unwrap().broadcast_div(&three).unwrap();
+        assert_eq!(max_abs_diff(&mean(&ts).unwrap(), &want), 0.0);
+        assert_eq!(max_abs_diff(&mean(&ts[..1]).unwrap(), &ts[0]), 0.0);
+        assert!(mean(&[ts[0].clone(), ts[1].narrow(2, 0, 4).unwrap()]).is_err());
     }
 
     #[test]
@@ -268,7 +585,7 @@ mod tests {
             let r = res.then(|| seeded(&[1, out, t_out], seed + 3));
             let stacked =
                 w.permute((2, 0, 1)).unwrap().contiguous().unwrap().flatten_to(1).unwrap();
-            let got = conv1d(&x, &stacked, &bias, g, r.as_ref()).unwrap();
+            let got = conv1d(&x, &stacked, &bias, g, r.as_ref(), ConvInput::Plain).unwrap();
             let want = reference(&x, &w, &bias, g, r.as_ref());
             assert_eq!(got.dims(), want.dims(), "case {i}");
             let diff = max_abs_diff(&got, &want);

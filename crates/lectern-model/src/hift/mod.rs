@@ -30,15 +30,43 @@ use super::weights::{Checkpoint, ModelError, Result, Weights};
 struct Snake {
     alpha: Tensor,     // (1, C, 1)
     inv_alpha: Tensor, // (1, C, 1): 1 / (α + 1e-9), in f32 as upstream
+    /// The same two on the host, for the CPU conv that applies Snake to its input.
+    alpha_host: Vec<f32>,
+    inv_alpha_host: Vec<f32>,
     use_kernels: bool,
 }
 
 impl Snake {
     fn new(w: &Weights, channels: usize) -> Result<Self> {
         let alpha = w.get("alpha", &[channels])?;
-        let inv: Vec<f32> = alpha.to_vec1::<f32>()?.iter().map(|a| 1.0 / (a + 1e-9)).collect();
-        let inv_alpha = Tensor::from_vec(inv, (1, channels, 1), alpha.device())?;
-        Ok(Self { alpha: alpha.reshape((1, channels, 1))?, inv_alpha, use_kernels: true })
+        let alpha_host = alpha.to_vec1::<f32>()?;
+        let inv_alpha_host: Vec<f32> = alpha_host.iter().map(|a| 1.0 / (a + 1e-9)).collect();
+        let inv_alpha = Tensor::from_slice(&inv_alpha_host, (1, channels, 1), alpha.device())?;
+        Ok(Self {
+            alpha: alpha.reshape((1, channels, 1))?,
+            inv_alpha,
+            alpha_host,
+            inv_alpha_host,
+            use_kernels: true,
+        })
+    }
+
+    /// `residual + conv(self(x))`: on the CPU as one pass of the conv ([`cpu::conv1d`]'s
+    /// Snake input); elsewhere Snake, then the conv.
+    fn then_conv(
+        &self,
+        x: &Tensor,
+        conv: &CausalConv1d,
+        residual: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        if self.use_kernels {
+            let params =
+                cpu::SnakeParams { alpha: &self.alpha_host, inv_alpha: &self.inv_alpha_host };
+            if let Some(y) = conv.forward_cpu_of(x, cpu::ConvInput::Snake(params), residual)? {
+                return Ok(y);
+            }
+        }
+        conv.forward_plus(&self.forward(x)?, residual)
     }
 
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
@@ -92,13 +120,16 @@ impl ResBlock {
         }
     }
 
+    /// Whether Lectern's kernels are on (candle's ops otherwise).
+    fn use_kernels(&self) -> bool {
+        self.convs1.iter().all(|c| c.use_kernels)
+    }
+
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let mut x = x.clone();
         for j in 0..self.convs1.len() {
-            let y = self.activations1[j].forward(&x)?;
-            let y = self.convs1[j].forward(&y)?;
-            let y = self.activations2[j].forward(&y)?;
-            x = self.convs2[j].forward_plus(&y, Some(&x))?;
+            let y = self.activations1[j].then_conv(&x, &self.convs1[j], None)?;
+            x = self.activations2[j].then_conv(&y, &self.convs2[j], Some(&x))?;
         }
         Ok(x)
     }
@@ -353,9 +384,7 @@ impl Hift {
         let n_kernels = self.cfg.resblock_kernel_sizes.len();
         let n_stages = self.ups.len();
         for (i, up) in self.ups.iter().enumerate() {
-            x = leaky_relu(&x, self.cfg.lrelu_slope)?;
-            x = upsample_nearest(&x, self.cfg.upsample_rates[i])?;
-            x = up.forward(&x)?;
+            x = leaky_relu_upsample_conv(&x, self.cfg.lrelu_slope, self.cfg.upsample_rates[i], up)?;
             tap(&format!("ups{i}"), &x)?;
             if i == n_stages - 1 {
                 // ReflectionPad1d((1, 0)): the new frame 0 is a copy of frame 1.
@@ -367,15 +396,22 @@ impl Hift {
             let si = self.source_resblocks[i].forward(&si)?;
             tap(&format!("source_res{i}"), &si)?;
             x = (x + si)?;
-            let mut xs = self.resblocks[i * n_kernels].forward(&x)?;
-            for j in 1..n_kernels {
-                xs = (xs + self.resblocks[i * n_kernels + j].forward(&x)?)?;
-            }
-            // A true division (candle's `/ f64` multiplies by the reciprocal).
-            x = xs.broadcast_div(&Tensor::new(n_kernels as f32, x.device())?)?;
+            let blocks = &self.resblocks[i * n_kernels..(i + 1) * n_kernels];
+            x = if cpu::applies(&x) && blocks.iter().all(|b| b.use_kernels()) {
+                let outs: Vec<Tensor> =
+                    blocks.iter().map(|b| b.forward(&x)).collect::<Result<_>>()?;
+                cpu::mean(&outs)?
+            } else {
+                let mut xs = blocks[0].forward(&x)?;
+                for block in &blocks[1..] {
+                    xs = (xs + block.forward(&x)?)?;
+                }
+                // A true division (candle's `/ f64` multiplies by the reciprocal).
+                xs.broadcast_div(&Tensor::new(n_kernels as f32, x.device())?)?
+            };
         }
-        x = leaky_relu(&x, 0.01)?; // F.leaky_relu's default slope, not lrelu_slope
-        x = self.conv_post.forward(&x)?;
+        // F.leaky_relu's default slope 0.01, not lrelu_slope; upsampling by 1 is none.
+        x = leaky_relu_upsample_conv(&x, 0.01, 1, &self.conv_post)?;
         tap("conv_post", &x)?;
         let x = x.squeeze(0)?; // (18, F)
         let mag = x.narrow(0, 0, bins)?.exp()?.minimum(100f64)?;
@@ -394,6 +430,26 @@ impl Hift {
         }
         tap("speech", &Tensor::from_slice(&wave, (1, wave.len()), &Device::Cpu)?)?;
         Ok(wave)
+    }
+}
+
+/// `up(upsample_nearest(leaky_relu(x, slope), times))`: on the CPU one pass of the conv
+/// ([`cpu::ConvInput::LeakyReluRepeat`]), never writing the upsampled input; elsewhere the
+/// three ops.
+fn leaky_relu_upsample_conv(
+    x: &Tensor,
+    slope: f64,
+    times: usize,
+    up: &CausalConv1d,
+) -> Result<Tensor> {
+    let input = cpu::ConvInput::LeakyReluRepeat { slope: slope as f32, times };
+    if let Some(y) = up.forward_cpu_of(x, input, None)? {
+        return Ok(y);
+    }
+    let activated = leaky_relu(x, slope)?;
+    match times {
+        1 => up.forward(&activated),
+        _ => up.forward(&upsample_nearest(&activated, times)?),
     }
 }
 
