@@ -94,7 +94,10 @@ pub fn conv1d(
     input: ConvInput,
 ) -> candle::Result<Tensor> {
     let ConvGeometry { k, dilation, pad_left, pad_right } = geometry;
-    let (_, c_in, x_frames) = x.dims3()?;
+    let (batch, c_in, x_frames) = x.dims3()?;
+    if batch != 1 {
+        candle::bail!("cpu conv: a batch of {batch}, this conv takes one");
+    }
     let t = input.frames(x_frames);
     let (rows, w_in) = stacked.dims2()?;
     let out = rows / k.max(1);
@@ -237,8 +240,6 @@ struct Scratch {
     computed: Vec<f32>,
 }
 
-// The tap sum's passes, compiled for the CPU's widest vectors (the closure around them is
-// compiled for baseline x86-64, 4 floats a step): the same additions in the same order.
 /// Frames `first .. first + dst.len()` of `leaky_relu(x_row, slope)` with every frame repeated
 /// `times` times: `dst[c] = lrelu(x_row[(first + c) / times])`.
 fn leaky_relu_repeat_row(dst: &mut [f32], x_row: &[f32], first: usize, times: usize, slope: f32) {
@@ -254,6 +255,8 @@ fn leaky_relu_repeat_row(dst: &mut [f32], x_row: &[f32], first: usize, times: us
     }
 }
 
+// The tap sum's passes, compiled for the CPU's widest vectors (the closure around them is
+// compiled for baseline x86-64, 4 floats a step): the same additions in the same order.
 crate::simd::multiversioned! {
     /// `dst += src`.
     fn add_assign(dst: &mut [f32], src: &[f32]) {
@@ -313,13 +316,11 @@ crate::simd::multiversioned! {
     }
 }
 
-/// Snake `x + inv_alpha · sin(alpha · x)²` for `x` `(1, c, t)`, `alpha` and `inv_alpha`
-/// `(c,)`, in one pass over rows of channels on the rayon pool, with [`sin_fast`] (16 sines a
+/// Snake `x + inv_alpha · sin(alpha · x)²` for `x` `(1, c, t)` and `c` parameters, in one pass over rows of channels on the rayon pool, with [`sin_fast`] (16 sines a
 /// step on AVX-512 where libm's `sinf` is one call per value; within 1.4e-7 of it).
-pub fn snake(x: &Tensor, alpha: &Tensor, inv_alpha: &Tensor) -> candle::Result<Tensor> {
+pub fn snake(x: &Tensor, params: SnakeParams) -> candle::Result<Tensor> {
     let (_, c, t) = x.dims3()?;
-    let alpha = alpha.contiguous()?.to_vec1::<f32>()?;
-    let inv = inv_alpha.contiguous()?.to_vec1::<f32>()?;
+    let SnakeParams { alpha, inv_alpha: inv } = params;
     if alpha.len() != c || inv.len() != c {
         candle::bail!("cpu snake: {c} channels, {} alphas", alpha.len());
     }
@@ -467,8 +468,10 @@ mod tests {
         let alpha = (seeded(&[c], 91).abs().unwrap() + 0.5).unwrap();
         let inv: Vec<f32> =
             alpha.to_vec1::<f32>().unwrap().iter().map(|a| 1.0 / (a + 1e-9)).collect();
-        let inv = Tensor::from_vec(inv, c, &Device::Cpu).unwrap();
-        let got = snake(&x, &alpha, &inv).unwrap();
+        let alpha_host = alpha.to_vec1::<f32>().unwrap();
+        let params = SnakeParams { alpha: &alpha_host, inv_alpha: &inv };
+        let got = snake(&x, params).unwrap();
+        let inv = Tensor::new(inv.as_slice(), &Device::Cpu).unwrap();
         let want = snake_by_candle(&x, &alpha, &inv);
         // |Δ sin²| ≤ 2·|Δ sin| (2.4e-7) times 1/α (≤ 2 here), plus the sum's rounding.
         let diff = max_abs_diff(&got, &want);
@@ -484,8 +487,10 @@ mod tests {
         data[t + 17] = 3.0e4;
         data[t + 18] = f32::NAN;
         let x = Tensor::from_vec(data, (1, c, t), &Device::Cpu).unwrap();
-        let alpha = Tensor::new(&[1.0f32, 1.0], &Device::Cpu).unwrap();
-        let got = snake(&x, &alpha, &alpha).unwrap().flatten_all().unwrap().to_vec1::<f32>();
+        let ones = [1.0f32, 1.0];
+        let params = SnakeParams { alpha: &ones, inv_alpha: &ones };
+        let alpha = Tensor::new(&ones, &Device::Cpu).unwrap();
+        let got = snake(&x, params).unwrap().flatten_all().unwrap().to_vec1::<f32>();
         let want = snake_by_candle(&x, &alpha, &alpha).flatten_all().unwrap().to_vec1::<f32>();
         let (got, want) = (got.unwrap(), want.unwrap());
         for i in t..2 * t {
@@ -514,11 +519,7 @@ mod tests {
             let params = SnakeParams { alpha: &alpha, inv_alpha: &inv };
             let fused =
                 conv1d(&x, &stacked, &bias, g, r.as_ref(), ConvInput::Snake(params)).unwrap();
-            let (a, ia) = (
-                Tensor::new(alpha.as_slice(), &Device::Cpu).unwrap(),
-                Tensor::new(inv.as_slice(), &Device::Cpu).unwrap(),
-            );
-            let activated = snake(&x, &a, &ia).unwrap();
+            let activated = snake(&x, params).unwrap();
             let two_steps =
                 conv1d(&activated, &stacked, &bias, g, r.as_ref(), ConvInput::Plain).unwrap();
             assert_eq!(max_abs_diff(&fused, &two_steps), 0.0, "case {i}");
@@ -561,6 +562,14 @@ mod tests {
         assert_eq!(max_abs_diff(&mean(&ts).unwrap(), &want), 0.0);
         assert_eq!(max_abs_diff(&mean(&ts[..1]).unwrap(), &ts[0]), 0.0);
         assert!(mean(&[ts[0].clone(), ts[1].narrow(2, 0, 4).unwrap()]).is_err());
+    }
+
+    #[test]
+    fn a_batch_of_two_is_an_error() {
+        let x = seeded(&[2, 4, 30], 400);
+        let g = ConvGeometry { k: 3, dilation: 1, pad_left: 2, pad_right: 0 };
+        let (stacked, bias) = (seeded(&[3 * 5, 4], 401), seeded(&[5], 402));
+        assert!(conv1d(&x, &stacked, &bias, g, None, ConvInput::Plain).is_err());
     }
 
     #[test]

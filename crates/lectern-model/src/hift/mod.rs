@@ -51,6 +51,10 @@ impl Snake {
         })
     }
 
+    fn host_params(&self) -> cpu::SnakeParams<'_> {
+        cpu::SnakeParams { alpha: &self.alpha_host, inv_alpha: &self.inv_alpha_host }
+    }
+
     /// `residual + conv(self(x))`: on the CPU as one pass of the conv ([`cpu::conv1d`]'s
     /// Snake input); elsewhere Snake, then the conv.
     fn then_conv(
@@ -60,9 +64,8 @@ impl Snake {
         residual: Option<&Tensor>,
     ) -> Result<Tensor> {
         if self.use_kernels {
-            let params =
-                cpu::SnakeParams { alpha: &self.alpha_host, inv_alpha: &self.inv_alpha_host };
-            if let Some(y) = conv.forward_cpu_of(x, cpu::ConvInput::Snake(params), residual)? {
+            let input = cpu::ConvInput::Snake(self.host_params());
+            if let Some(y) = conv.forward_cpu_of(x, input, residual)? {
                 return Ok(y);
             }
         }
@@ -76,7 +79,7 @@ impl Snake {
                 return Ok(y);
             }
             if cpu::applies(x) && x.dims3()?.0 == 1 {
-                return Ok(cpu::snake(x, &alpha, &inv_alpha)?);
+                return Ok(cpu::snake(x, self.host_params())?);
             }
         }
         let s = x.broadcast_mul(&self.alpha)?.sin()?.sqr()?;
