@@ -474,6 +474,14 @@ mod tiles {
             }
             asm!(
                 "2:",
+                // The next step's B tiles (16 lines each) into L1 while this step computes:
+                // they stream from L2, where a tile load without them waits (the A tiles stay
+                // in L1 across a task's column blocks). Past a chunk's end the lines are the
+                // column block's next tiles; a prefetch never faults.
+                ".irp off, 0, 64, 128, 192, 256, 320, 384, 448, 512, 576, 640, 704, 768, 832, 896, 960",
+                "prefetcht0 [{b0} + 1024 + \\off]",
+                "prefetcht0 [{b1} + 1024 + \\off]",
+                ".endr",
                 "tileloadd tmm4, [{a0} + {sa}*1]",
                 "tileloadd tmm5, [{a1} + {sa}*1]",
                 "tileloadd tmm6, [{b0} + {sb}*1]",
