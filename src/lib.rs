@@ -30,6 +30,7 @@ pub mod config;
 pub mod deliver;
 pub mod epub;
 pub mod limits;
+pub mod memory;
 pub mod quality;
 pub mod reading;
 pub mod render;

@@ -31,6 +31,8 @@ static DEMO: &[EmbeddedFile] = &[
 ];
 
 fn main() -> std::process::ExitCode {
+    // Before any thread starts: the engine's large tensors reuse freed memory (`memory`).
+    lectern::memory::keep_freed_memory();
     lectern::assets::register_demo(DEMO);
     let cli = lectern::cli::Cli::parse();
     match lectern::cli::run(cli) {
