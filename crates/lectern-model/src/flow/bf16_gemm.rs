@@ -143,6 +143,12 @@ fn is_amd() -> bool {
     false
 }
 
+/// `rows` rounded up to the row blocks' 32: the rows of the `C` buffers the serial products
+/// take ([`PackedB::product_serial`], [`PackedB::product_windows`]).
+pub fn rows_pad(rows: usize) -> usize {
+    rows.div_ceil(BLOCK) * BLOCK
+}
+
 /// Values from one bf16 row of the A operand to the next: `k_pad` plus one cache line (see the
 /// module's notes).
 fn a_stride(k_pad: usize) -> usize {
@@ -252,8 +258,45 @@ impl PackedB {
             c.fill(0.0);
             return;
         }
+        let a_stride = self.a_stride();
         // SAFETY: `a` and `c` have the sizes the task reads and writes (asserted above).
-        unsafe { self.task(a, OutPtr::new(c), (0, rows_pad), (0, self.n_pad), kernel) };
+        unsafe { self.task(a, a_stride, OutPtr::new(c), (0, rows_pad), (0, self.n_pad), kernel) };
+    }
+
+    /// `C = A·B` on this thread where the rows of `A` are `a_stride` values apart and may
+    /// overlap: a causal convolution's sliding windows over channel-last frames (`k` = taps ×
+    /// channels, `a_stride` = channels: row `r` reads frames `r … r + taps − 1`), so that no
+    /// window is ever copied out. `a` holds `(rows_pad − 1) · a_stride + k_pad` values or more,
+    /// `c` `rows_pad × n_pad` f32, `rows_pad` a multiple of 32. `None` where no bf16 micro-kernel
+    /// runs here.
+    ///
+    /// # Panics
+    /// Where the buffers do not have those sizes.
+    pub fn product_windows(&self, a: &[u16], a_stride: usize, c: &mut [f32]) -> Option<()> {
+        let kernel = MicroKernel::native()?;
+        self.product_windows_with(a, a_stride, c, kernel);
+        Some(())
+    }
+
+    fn product_windows_with(&self, a: &[u16], a_stride: usize, c: &mut [f32], kernel: MicroKernel) {
+        let rows_pad = c.len() / self.n_pad.max(1);
+        assert!(
+            rows_pad % BLOCK == 0
+                && c.len() == rows_pad * self.n_pad
+                && (rows_pad == 0 || a.len() >= (rows_pad - 1) * a_stride + self.k_pad()),
+            "bf16 window product: A {} values {a_stride} apart, C {} values for B ({}, {})",
+            a.len(),
+            c.len(),
+            self.k,
+            self.n,
+        );
+        if self.k_blocks == 0 || rows_pad == 0 {
+            c.fill(0.0);
+            return;
+        }
+        let c = OutPtr::new(c);
+        // SAFETY: `a` and `c` have the sizes the task reads and writes (asserted above).
+        unsafe { self.task(a, a_stride, c, (0, rows_pad), (0, self.n_pad), kernel) };
     }
 
     /// `X (rows, k) · B` → `(rows, n)` row-major. `None` where no bf16 micro-kernel runs here.
@@ -288,7 +331,7 @@ impl PackedB {
             let cols = TASK_COLS.min(self.n_pad - c0);
             // SAFETY: this task alone writes rows r0..r0+rows, columns c0..c0+cols of `y`
             // (rows_pad × n_pad, alive until `run` returns); `a` holds rows_pad rows.
-            unsafe { self.task(a, out, (r0, rows), (c0, cols), kernel) };
+            unsafe { self.task(a, self.a_stride(), out, (r0, rows), (c0, cols), kernel) };
         });
     }
 
@@ -296,19 +339,20 @@ impl PackedB {
     /// `c0..c0+cols` (multiples of 32), rows outermost: a row block's A tiles stay in L1 while
     /// the B tiles, 1 KB each and contiguous, stream from L2 (rows inside, so that B stayed in
     /// L1 and the strided A rows streamed, measured ~20 % slower on AMX and the same on
-    /// AVX512-BF16: docs/benchmarks.md, "2026-12-02 (third session)").
+    /// AVX512-BF16: docs/benchmarks.md, "2026-12-02 (third session)"). `A`'s rows are
+    /// `a_stride` values apart.
     ///
     /// # Safety
     /// As in [`Self::run`].
     unsafe fn task(
         &self,
         a: &[u16],
+        a_stride: usize,
         out: OutPtr,
         (r0, rows): (usize, usize),
         (c0, cols): (usize, usize),
         kernel: MicroKernel,
     ) {
-        let a_stride = self.a_stride();
         let tiles_per_column_block = self.k_blocks * TILE_VALUES;
         kernel.begin();
         for kc in (0..self.k_blocks).step_by(K_CHUNK) {
@@ -827,6 +871,49 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// [`PackedB::product_windows`]: overlapping rows of `A` (`a_stride` below `k`), a causal
+    /// convolution's windows over channel-last frames: row `r` is frames `r … r + taps − 1`.
+    fn check_windows(kernel: MicroKernel) {
+        for &(frames, channels, taps, n) in &[(70, 4, 31, 4), (40, 64, 3, 64), (33, 8, 5, 40)] {
+            let k = taps * channels;
+            let x = sample((frames + taps - 1) * channels, 8);
+            let b = sample(k * n, 9);
+            let packed = PackedB::new(&b, k, n, n, 1);
+            let rows_pad = rows_pad(frames);
+            let len = (rows_pad - 1) * channels + packed.k_pad();
+            let mut a = vec![0u16; len.max(x.len())];
+            a.iter_mut().zip(&x).for_each(|(a, &v)| *a = bf16_bits(v));
+            let mut c = vec![f32::NAN; rows_pad * packed.n_pad()];
+            packed.product_windows_with(&a, channels, &mut c, kernel);
+            let windows: Vec<f32> =
+                (0..frames).flat_map(|r| x[r * channels..][..k].iter().copied()).collect();
+            let want = reference(&windows, &b, frames, k, n);
+            for r in 0..frames {
+                for j in 0..n {
+                    let got = f64::from(c[r * packed.n_pad() + j]);
+                    let w = want[r * n + j];
+                    assert!(
+                        (got - w).abs() < 1e-5,
+                        "({frames}, {k}, {n}) [{r}, {j}]: {got} against {w}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn emulated_window_products_match_f64() {
+        check_windows(MicroKernel::Emulated);
+    }
+
+    #[test]
+    fn native_window_products_match_f64() {
+        match MicroKernel::native() {
+            Some(kernel) => check_windows(kernel),
+            None => eprintln!("no bf16 kernel on this CPU: skipped"),
         }
     }
 

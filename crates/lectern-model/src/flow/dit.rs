@@ -13,8 +13,8 @@
 
 use candle::{D, DType, Device, Module, Tensor};
 
-use super::kernels;
 use super::tf32x3::{self, FlowMatmul};
+use super::{bf16, cpu_ops, kernels};
 use crate::config::DitConfig;
 use crate::hift::kernels::ConvGeometry;
 use crate::linear::Linear;
@@ -125,13 +125,30 @@ pub struct CausalGroupConv {
     /// On the CPU, each group's taps stacked tap-major `(k·dim/groups, dim/groups)` for the
     /// vocoder's stacked-tap conv ([`crate::hift::cpu::conv1d`]), and its bias `(dim/groups,)`.
     cpu_groups: Vec<(Tensor, Tensor)>,
+    /// `--flow-matmul bf16` where a bf16 kernel runs: the groups as window products
+    /// ([`bf16::GroupConvWindows`]).
+    windows: Option<bf16::GroupConvWindows>,
 }
 
 impl CausalGroupConv {
     fn new(dim: usize, w: &Weights) -> Result<Self> {
         let weight = w.get("weight", &[dim, dim / CONV_POS_GROUPS, CONV_POS_KERNEL])?;
         let bias = w.get("bias", &[dim])?;
-        let kernel = kernels::GroupConvWeights::new(&weight, &bias)?;
+        Ok(Self::from_tensors(weight, &bias)?)
+    }
+
+    /// This conv for `--flow-matmul bf16`: the weight rounded to bf16 (its inputs are rounded
+    /// by [`InputEmbedding::position_embedded`]), as window products where a bf16 kernel runs.
+    fn as_bf16(&self) -> candle::Result<Self> {
+        let bias = self.bias.flatten_all()?;
+        let mut conv = Self::from_tensors(bf16::round(&self.weight)?, &bias)?;
+        conv.windows = bf16::GroupConvWindows::new(&conv.weight, &bias, CONV_POS_GROUPS)?;
+        Ok(conv)
+    }
+
+    fn from_tensors(weight: Tensor, bias: &Tensor) -> candle::Result<Self> {
+        let dim = weight.dim(0)?;
+        let kernel = kernels::GroupConvWeights::new(&weight, bias)?;
         let per = dim / CONV_POS_GROUPS;
         let cpu_groups = if weight.device().is_cpu() && weight.dtype() == DType::F32 {
             (0..CONV_POS_GROUPS)
@@ -144,7 +161,8 @@ impl CausalGroupConv {
         } else {
             Vec::new()
         };
-        Ok(Self { weight, bias: bias.reshape((1, dim, 1))?, kernel, cpu_groups })
+        let bias = bias.reshape((1, dim, 1))?;
+        Ok(Self { weight, bias, kernel, cpu_groups, windows: None })
     }
 
     /// (b, dim, t) → (b, dim, t).
@@ -200,26 +218,39 @@ pub struct InputEmbedding {
     proj: Linear,
     conv1: CausalGroupConv, // conv_pos_embed.conv1.0
     conv2: CausalGroupConv, // conv_pos_embed.conv2.0
+    /// `--flow-matmul bf16`: both convs with their weights rounded to bf16 and their inputs
+    /// rounded too (as PyTorch's CPU bf16 autocast runs them), on a bf16 kernel where the CPU
+    /// has one. The f32 convs above stay, for a later switch back to f32.
+    bf16_convs: Option<Box<(CausalGroupConv, CausalGroupConv)>>,
     use_kernels: bool,
 }
 
 impl InputEmbedding {
     /// `u` plus its causal conv position embedding, channel-last: (b, t, dim) → (b, t, dim).
     /// On CUDA both convs (with their Mish, the second with the residual) are Lectern's
-    /// kernel, on the CPU stacked-tap GEMMs ([`CausalGroupConv`]); elsewhere
+    /// kernel, on the CPU stacked-tap GEMMs ([`CausalGroupConv`]) or, in bf16 on a bf16
+    /// kernel, window products ([`bf16::GroupConvWindows`]); elsewhere
     /// [`Self::position_embedded_by_candle`].
     pub fn position_embedded(&self, u: &Tensor) -> candle::Result<Tensor> {
+        let (conv1, conv2) = self.convs();
         if self.use_kernels
-            && let (Some(c1), Some(c2)) = (&self.conv1.kernel, &self.conv2.kernel)
-            && let Some(h) = c1.forward(u, None)?
-            && let Some(out) = c2.forward(&h, Some(u))?
+            && let (Some(c1), Some(c2)) = (&conv1.windows, &conv2.windows)
+            && cpu_ops::applies(u)
+        {
+            let h = cpu_ops::mish(&c1.forward(u)?)?;
+            return cpu_ops::mish(&c2.forward(&h)?)? + u;
+        }
+        if self.use_kernels
+            && let (Some(c1), Some(c2)) = (&conv1.kernel, &conv2.kernel)
+            && let Some(h) = c1.forward(&self.conv_input(u)?, None)?
+            && let Some(out) = c2.forward(&self.conv_input(&h)?, Some(u))?
         {
             return Ok(out);
         }
         if self.use_kernels {
-            let u_cf = u.transpose(1, 2)?; // (b, dim, t)
-            if let Some(h) = self.conv1.forward_cpu(&u_cf)?
-                && let Some(pos) = self.conv2.forward_cpu(&h)?
+            let u_cf = self.conv_input(u)?.transpose(1, 2)?; // (b, dim, t)
+            if let Some(h) = conv1.forward_cpu(&u_cf)?
+                && let Some(pos) = conv2.forward_cpu(&self.conv_input(&h)?)?
             {
                 return pos.transpose(1, 2)? + u;
             }
@@ -229,9 +260,37 @@ impl InputEmbedding {
 
     /// [`Self::position_embedded`] with candle's ops (channel-first convs).
     pub fn position_embedded_by_candle(&self, u: &Tensor) -> candle::Result<Tensor> {
-        let u_cf = u.transpose(1, 2)?; // (b, dim, t)
-        let pos = self.conv2.forward(&self.conv1.forward(&u_cf)?)?;
+        let (conv1, conv2) = self.convs();
+        let u_cf = self.conv_input(u)?.transpose(1, 2)?; // (b, dim, t)
+        let h = self.conv_input(&conv1.forward(&u_cf)?)?;
+        let pos = conv2.forward(&h)?;
         pos.transpose(1, 2)? + u
+    }
+
+    /// The convs that run: the bf16 ones under `--flow-matmul bf16`, else the f32 ones.
+    fn convs(&self) -> (&CausalGroupConv, &CausalGroupConv) {
+        match &self.bf16_convs {
+            Some(convs) => (&convs.0, &convs.1),
+            None => (&self.conv1, &self.conv2),
+        }
+    }
+
+    /// A conv's input: rounded to bf16 under `--flow-matmul bf16`, as it is otherwise.
+    fn conv_input(&self, x: &Tensor) -> candle::Result<Tensor> {
+        match self.bf16_convs {
+            Some(_) => bf16::round(x),
+            None => Ok(x.clone()),
+        }
+    }
+
+    /// This embedding with its convs as `matmul` says: bf16 rounds their inputs and weights
+    /// (the projection `proj` stays f32, as everything outside the blocks).
+    fn with_matmul(&self, matmul: FlowMatmul) -> candle::Result<Self> {
+        let bf16_convs = match matmul {
+            FlowMatmul::Bf16 => Some(Box::new((self.conv1.as_bf16()?, self.conv2.as_bf16()?))),
+            FlowMatmul::F32 | FlowMatmul::Tf32x3 => None,
+        };
+        Ok(Self { bf16_convs, ..self.clone() })
     }
 
     pub fn new(cfg: &DitConfig, w: &Weights) -> Result<Self> {
@@ -241,6 +300,7 @@ impl InputEmbedding {
             proj: linear(&w.pp("proj"), cfg.dim, in_dim)?,
             conv1: CausalGroupConv::new(cfg.dim, &pos.pp("conv1.0"))?,
             conv2: CausalGroupConv::new(cfg.dim, &pos.pp("conv2.0"))?,
+            bf16_convs: None,
             use_kernels: true,
         })
     }
@@ -597,7 +657,8 @@ impl DiT {
             .iter()
             .map(|b| b.with_matmul(matmul))
             .collect::<candle::Result<_>>()?;
-        Ok(Self { transformer_blocks, ..self.clone() })
+        let input_embed = self.input_embed.with_matmul(matmul)?;
+        Ok(Self { transformer_blocks, input_embed, ..self.clone() })
     }
 
     /// Runs Lectern's own kernels ([`kernels`], [`super::cpu_ops`]) where they apply (`on`, the

@@ -114,10 +114,14 @@ fn dit_estimator_matches_upstream_with(matmul: FlowMatmul) {
 /// is caught. Measured (2026-12-01): DiT 6.4e-3, mel 2.5e-3 (NFE 10) and 3.9e-3 (NFE 4) with
 /// the rounding before f32 products; AMX on a Xeon host 6.4e-3, 2.6e-3 and 4.1e-3
 /// (docs/benchmarks.md). With the CPU attention core in bf16 too (2026-12-02): 6.2e-3, 2.6e-3
-/// and 3.4e-3; on AMD's AVX512-BF16 kernel 6.2e-3, 2.6e-3 and 3.3e-3.
-const BF16_DIT_BOUND: f32 = 1.5e-2;
+/// and 3.4e-3; on AMD's AVX512-BF16 kernel 6.2e-3, 2.6e-3 and 3.3e-3. With the position
+/// embedding's convs in bf16 too (2026-12-03, as PyTorch's bf16 autocast runs them): 1.15e-2,
+/// 1.60e-2 and 1.37e-2 on AVX512-BF16 (the tiny fixture model's convs have 4 channels a group,
+/// so their rounding errors do not average out; on full-size weights the log-mel RMS
+/// deviation went 5.0e-4 → 5.5e-4).
+const BF16_DIT_BOUND: f32 = 2.5e-2;
 
-const BF16_MEL_BOUND: f32 = 1e-2;
+const BF16_MEL_BOUND: f32 = 3e-2;
 
 /// bf16 products (`--flow-matmul bf16`; a bf16 kernel where the CPU has one, the same rounding
 /// before f32 products elsewhere): the DiT's deviation from upstream's f32, measured and bounded.
