@@ -77,6 +77,8 @@ pub mod pt;
 pub mod sampling;
 mod shared_out;
 mod simd;
+#[cfg(test)]
+mod test_tensors;
 pub mod weights;
 
 pub use weights::{Checkpoint, ModelError, Result, Weights};

@@ -139,7 +139,9 @@ impl GroupConvWindows {
             candle::bail!("bf16 group conv: input {:?} for {groups} groups", x.dims());
         }
         let x = x.to_dtype(DType::F32)?.contiguous()?;
-        let xs = x.flatten_all()?.to_vec1::<f32>()?;
+        let (guard, layout) = x.storage_and_layout();
+        let Storage::Cpu(storage) = &*guard else { candle::bail!("bf16 group conv needs the CPU") };
+        let xs = &storage.as_slice::<f32>()?[layout.start_offset()..][..x.elem_count()];
         let (k_pad, n_pad) = (self.groups[0].k_pad(), self.groups[0].n_pad());
         let rows_pad = bf16_gemm::rows_pad(t);
         let lead = (self.taps - 1) * per;
@@ -171,6 +173,7 @@ impl GroupConvWindows {
                 },
             )
             .collect();
+        drop(guard);
         let mut out = vec![0f32; b * t * dim];
         for (task, block) in blocks.iter().enumerate() {
             let (bi, g) = (task / groups, task % groups);
@@ -184,17 +187,8 @@ impl GroupConvWindows {
 
 #[cfg(test)]
 mod tests {
-    use candle::Device;
-
     use super::*;
-
-    fn seeded(shape: &[usize], seed: u64) -> Tensor {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let n: usize = shape.iter().product();
-        let data: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
-        Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
-    }
+    use crate::test_tensors::seeded;
 
     /// The window products compute the causal grouped conv of the bf16-rounded input and
     /// weight (candle's `conv1d` on the rounded tensors, left padding taps − 1), plus the bias.

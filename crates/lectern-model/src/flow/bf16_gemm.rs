@@ -242,25 +242,16 @@ impl PackedB {
 
     fn product_serial_with(&self, a: &[u16], c: &mut [f32], kernel: MicroKernel) {
         let rows_pad = c.len() / self.n_pad.max(1);
-        assert!(
-            rows_pad % BLOCK == 0
-                && c.len() == rows_pad * self.n_pad
-                && a.len() == rows_pad * self.a_stride(),
-            "bf16 product: A {} values, C {} values for B ({}, {}) padded ({}, {})",
+        assert_eq!(
             a.len(),
-            c.len(),
+            rows_pad * self.a_stride(),
+            "bf16 product: A {} values for {rows_pad} rows of B ({}, {})",
+            a.len(),
             self.k,
-            self.n,
-            self.k_pad(),
-            self.n_pad
+            self.n
         );
-        if self.k_blocks == 0 || rows_pad == 0 {
-            c.fill(0.0);
-            return;
-        }
-        let a_stride = self.a_stride();
-        // SAFETY: `a` and `c` have the sizes the task reads and writes (asserted above).
-        unsafe { self.task(a, a_stride, OutPtr::new(c), (0, rows_pad), (0, self.n_pad), kernel) };
+        // Rows a_stride apart that do not overlap: the general case's special one.
+        self.product_windows_with(a, self.a_stride(), c, kernel);
     }
 
     /// `C = A·B` on this thread where the rows of `A` are `a_stride` values apart and may

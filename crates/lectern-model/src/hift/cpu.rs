@@ -394,14 +394,7 @@ pub fn sin_fast(x: f32) -> f32 {
 mod tests {
     use super::*;
     use crate::hift::conv::conv1d_tap_major;
-
-    fn seeded(shape: &[usize], seed: u64) -> Tensor {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let n: usize = shape.iter().product();
-        let data: Vec<f32> = (0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
-        Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
-    }
+    use crate::test_tensors::seeded;
 
     fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
         (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
