@@ -34,7 +34,7 @@ pub trait Estimator {
 
 impl Estimator for DiT {
     fn velocity(&self, x: &Tensor, t: f32, cond: &FlowCond) -> candle::Result<Tensor> {
-        let t = Tensor::full(t, x.dim(0)?, x.device())?;
+        let t = Tensor::full(t, 1, x.device())?; // one time for every row
         self.forward(x, &cond.mu, &t, &cond.spks, &cond.cond)
     }
 }

@@ -109,6 +109,43 @@ fn dit_estimator_matches_upstream_with(matmul: FlowMatmul) {
     assert_close("nonstream.out", &out, &c["nonstream.out"], 1e-4);
 }
 
+/// The CFG batch shares one time, so the estimator computes the time embedding and every
+/// AdaLN projection on one row; rows with times of their own still get their own.
+#[test]
+fn dit_estimator_shares_one_time_and_keeps_distinct_ones() {
+    let cfg = ModelConfig::from_dir(&model_dir()).unwrap();
+    let ckpt =
+        Arc::new(Checkpoint::load(&ModelFiles::in_dir(&model_dir()).flow, &Device::Cpu).unwrap());
+    let dit = DiT::new(&cfg.flow.dit, &Weights::root(ckpt).pp("decoder.estimator")).unwrap();
+    let c = case("dit_block.safetensors");
+    let (x, mu, spks, cond) = (&c["in.x"], &c["in.mu"], &c["in.spks"], &c["in.cond"]);
+    let b = x.dim(0).unwrap();
+    assert!(b >= 2, "the fixture's batch is a CFG pair");
+    let run = |t: &[f32]| {
+        let t = Tensor::new(t, &Device::Cpu).unwrap();
+        dit.forward(x, mu, &t, spks, cond).unwrap()
+    };
+    let one = run(&[0.4]);
+    assert_eq!(max_abs(&run(&vec![0.4; b]), &one), 0.0, "equal times are one shared time");
+
+    let mut times = vec![0.4; b];
+    times[b - 1] = 0.7;
+    let mixed = run(&times);
+    let last = |t: &Tensor| t.narrow(0, b - 1, 1).unwrap();
+    let alone = dit
+        .forward(
+            &last(x),
+            &last(mu),
+            &Tensor::new(&[0.7f32], &Device::Cpu).unwrap(),
+            &last(spks),
+            &last(cond),
+        )
+        .unwrap();
+    assert_close("last row at its own time", &last(&mixed), &alone, 1e-5);
+    assert!(max_abs(&last(&mixed), &last(&one)) > 1e-3, "the time reaches the row");
+    assert_close("first row", &mixed.narrow(0, 0, 1).unwrap(), &one.narrow(0, 0, 1).unwrap(), 1e-5);
+}
+
 /// Largest deviation from upstream's f32 allowed of `--flow-matmul bf16` (a reduced precision,
 /// not held to the f32 gates): about twice what it measures, so a change that makes it worse
 /// is caught. Measured (2026-12-01): DiT 6.4e-3, mel 2.5e-3 (NFE 10) and 3.9e-3 (NFE 4) with
