@@ -252,6 +252,10 @@ pub struct WorkloadArgs {
     /// Only the first N segments (quick runs).
     #[arg(long)]
     pub max_segments: Option<usize>,
+    /// `--stage flow`: total frames (prompt + generated) of the one-block breakdown [default:
+    /// the prompt + 1000 generated; `smoke`'s one group is 1208]
+    #[arg(long)]
+    pub breakdown_frames: Option<usize>,
     /// Speech tokens forced per word (10 is the real model's rate; less only for quick runs).
     #[arg(long, default_value_t = bench::workload::TOKENS_PER_WORD)]
     pub tokens_per_word: usize,
@@ -314,6 +318,7 @@ impl WorkloadArgs {
         o.steps = self.steps;
         o.precision = self.precision.map(Into::into);
         o.flow_matmul = self.flow_matmul.map(Into::into);
+        o.breakdown_frames = self.breakdown_frames.map(|n| n.max(1));
         o.lm_kernels = !self.no_lm_kernels;
         o.flow_kernels = !self.no_flow_kernels;
         o.vocoder_kernels = !self.no_vocoder_kernels;

@@ -38,6 +38,8 @@ pub struct BenchOptions {
     pub precision: Option<lectern_model::lm::LmPrecision>,
     /// Stage flow: how the large matmuls run (default: the device's, compared with f32).
     pub flow_matmul: Option<lectern_model::flow::FlowMatmul>,
+    /// Stage flow: total frames of the one-block breakdown (default: prompt + 1000 generated).
+    pub breakdown_frames: Option<usize>,
     /// Each stage's own kernels (`SpeechLm::set_kernels` and the others): on unless
     /// `--no-lm-kernels`, `--no-flow-kernels`, `--no-vocoder-kernels`.
     pub lm_kernels: bool,
@@ -56,6 +58,7 @@ impl BenchOptions {
             steps: None,
             precision: None,
             flow_matmul: None,
+            breakdown_frames: None,
             lm_kernels: true,
             flow_kernels: true,
             vocoder_kernels: true,
