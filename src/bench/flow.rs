@@ -321,6 +321,11 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     let temb_silu = dit.time_embed().forward(&inp.t)?.silu()?;
     let rope = dit.rope(n_frames, dev)?;
     let whole = time(dev, reps, || Ok(block.forward(&xs, &temb_silu, &rope, None)?))?;
+    // The whole estimator call at this size (every block's own weights, as the engine runs it)
+    // beside the composition the sweep uses.
+    let outside = time(dev, reps, || Ok(dit0.velocity(&inp.x, 0.3, &inp.cond)?))?;
+    let call = time(dev, reps, || Ok(dit.velocity(&inp.x, 0.3, &inp.cond)?))?;
+    let composed = outside + depth as f64 * whole;
     let m = block.modulation(&temb_silu, 2)?;
     let modulation = time(dev, reps, || {
         let m = block.modulation(&temb_silu, 2)?;
@@ -367,7 +372,11 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         super::sync(dev)?;
     }
     let pct = |x: f64| 100.0 * x / whole;
-    println!("\nOne block at {n_frames} frames: {:.1} ms", whole * 1e3);
+    println!(
+        "\nA whole estimator call at {n_frames} frames: {call:.2} s (outside + {depth} × one \
+         block: {composed:.2} s)"
+    );
+    println!("One block at {n_frames} frames: {:.1} ms", whole * 1e3);
     println!(
         "  attention (qkv, rotary, scores, softmax, AV, out)  {:>7.1} ms  {:>5.1} %",
         attention * 1e3,
@@ -437,7 +446,8 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         "prompt_frames": prompt_frames, "sizes": rows, "validation": validation,
         "prenet_s": prenet_s,
         "block_breakdown": {
-            "total_frames": n_frames, "block_s": whole, "attention_s": attention,
+            "total_frames": n_frames, "estimator_call_s": call, "composed_call_s": composed,
+            "block_s": whole, "attention_s": attention,
             "attention_scores_s": scores,
             "attention_scores_materialised_s": materialised.map(|m| m.0),
             "attention_fused_vs_materialised_max_abs": materialised.map(|m| m.1),

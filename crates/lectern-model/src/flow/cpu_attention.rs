@@ -293,11 +293,141 @@ crate::simd::multiversioned! {
     }
 }
 
-/// [`exp_row_to_bf16_into`]: returns the sum.
+/// [`exp_row_to_bf16_into`]: returns the sum. On AVX512-BF16 (every CPU with AMX has it) the
+/// same bits in one pass ([`avx512_weights::exp_row_to_bf16`]).
 fn exp_row_to_bf16(row: &mut [f32], probs: &mut [u16]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if avx512_weights::supported() {
+        // SAFETY: the CPU has the features the function is compiled for (just checked).
+        return unsafe { avx512_weights::exp_row_to_bf16(row, probs) };
+    }
     let mut sum = [0f32];
     exp_row_to_bf16_into(row, probs, &mut sum);
     sum[0]
+}
+
+/// The bf16 softmax weights of a row in one pass of AVX-512 code: each weight `exp(s − max)`
+/// is computed, added to the sum and stored as bf16 (`VCVTNEPS2BF16`) while in a register,
+/// where the portable loop makes separate passes for the exponentials, the sum and the
+/// rounding, the last in integer operations, and finds the maximum one element at a time (a
+/// reduction the vectoriser leaves scalar). On the Xeon host this pass was the larger part of
+/// the bf16 attention core. Bit for bit the portable result: the same float operations in the
+/// same order for every weight, and the sum's eight partial sums filled in the same order
+/// (tested).
+#[cfg(target_arch = "x86_64")]
+mod avx512_weights {
+    use std::arch::x86_64::{
+        __m256, __m256bh, __m256i, __m512, _CMP_LT_OQ, _mm_storeu_si128, _mm256_add_ps,
+        _mm256_castpd_ps, _mm256_castsi256_si128, _mm256_setzero_ps, _mm256_storeu_ps,
+        _mm256_storeu_si256, _mm512_add_epi32, _mm512_add_ps, _mm512_castps_pd,
+        _mm512_castps_si512, _mm512_castps512_ps256, _mm512_castsi512_ps, _mm512_cmp_ps_mask,
+        _mm512_cvtneps_pbh, _mm512_extractf64x4_pd, _mm512_loadu_ps, _mm512_mask_blend_ps,
+        _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_mul_ps, _mm512_reduce_max_ps,
+        _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps, _mm512_slli_epi32, _mm512_sub_epi32,
+        _mm512_sub_ps,
+    };
+
+    use super::exp_fast;
+    use crate::flow::bf16_gemm::bf16_bits;
+
+    pub(super) fn supported() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bf16")
+    }
+
+    /// [`super::exp_fast`] on 16 lanes, operation for operation.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn exp16(x: __m512) -> __m512 {
+        const ROUND: f32 = 12_582_912.0;
+        let c = _mm512_set1_ps;
+        let xc = _mm512_max_ps(x, c(-87.0));
+        let shifted = _mm512_add_ps(_mm512_mul_ps(xc, c(std::f32::consts::LOG2_E)), c(ROUND));
+        let n = _mm512_sub_ps(shifted, c(ROUND));
+        let r = _mm512_add_ps(
+            _mm512_sub_ps(xc, _mm512_mul_ps(n, c(0.693_359_4))),
+            _mm512_mul_ps(n, c(2.121_944_4e-4)),
+        );
+        let mut p = c(1.987_569_1e-4);
+        for k in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
+            p = _mm512_add_ps(_mm512_mul_ps(p, r), c(k));
+        }
+        let y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), c(1.0));
+        let n_int = _mm512_sub_epi32(
+            _mm512_castps_si512(shifted),
+            _mm512_set1_epi32(ROUND.to_bits() as i32),
+        );
+        let two_n = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
+            n_int,
+            _mm512_set1_epi32(127),
+        )));
+        let scaled = _mm512_mul_ps(y, two_n);
+        _mm512_mask_blend_ps(
+            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, c(-87.0)),
+            scaled,
+            _mm512_setzero_ps(),
+        )
+    }
+
+    /// 16 bf16 values as plain bits.
+    fn bits(v: __m256bh) -> __m256i {
+        // SAFETY: both are 32 plain bytes.
+        unsafe { std::mem::transmute::<__m256bh, __m256i>(v) }
+    }
+
+    /// The upper eight lanes.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn upper(v: __m512) -> __m256 {
+        _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)))
+    }
+
+    /// The weights `exp(s − max)` of `row` rounded to bf16 into `probs` (its padding after the
+    /// row zeroed); returns their f32 sum.
+    ///
+    /// # Safety
+    /// The CPU has AVX512F and AVX512-BF16 ([`supported`]).
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    pub(super) unsafe fn exp_row_to_bf16(row: &[f32], probs: &mut [u16]) -> f32 {
+        let n = row.len();
+        assert!(probs.len() >= n, "bf16 weights: {} slots for {n} weights", probs.len());
+        let (src, dst) = (row.as_ptr(), probs.as_mut_ptr());
+        // SAFETY (every load and store below): lanes i..i + 16 (or + 8) with i + 16 ≤ n (or
+        // i + 8 ≤ n) of `row` and `probs`, both at least n long.
+        let mut vmax = _mm512_set1_ps(f32::NEG_INFINITY);
+        let mut i = 0;
+        while i + 16 <= n {
+            vmax = _mm512_max_ps(vmax, unsafe { _mm512_loadu_ps(src.add(i)) });
+            i += 16;
+        }
+        let max = row[i..].iter().fold(_mm512_reduce_max_ps(vmax), |m, &x| m.max(x));
+        let vm = _mm512_set1_ps(max);
+        // Eight partial sums, each chunk of eight weights added in turn (`sum_f32`'s order).
+        let mut acc = _mm256_setzero_ps();
+        let mut i = 0;
+        while i + 16 <= n {
+            let e = exp16(_mm512_sub_ps(unsafe { _mm512_loadu_ps(src.add(i)) }, vm));
+            acc = _mm256_add_ps(_mm256_add_ps(acc, _mm512_castps512_ps256(e)), upper(e));
+            unsafe { _mm256_storeu_si256(dst.add(i).cast(), bits(_mm512_cvtneps_pbh(e))) };
+            i += 16;
+        }
+        if i + 8 <= n {
+            let e = exp16(_mm512_sub_ps(unsafe { _mm512_maskz_loadu_ps(0x00ff, src.add(i)) }, vm));
+            acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
+            let bf = _mm256_castsi256_si128(bits(_mm512_cvtneps_pbh(e)));
+            unsafe { _mm_storeu_si128(dst.add(i).cast(), bf) };
+            i += 8;
+        }
+        let mut tail = [0f32; 8];
+        for (j, &x) in row[i..].iter().enumerate() {
+            tail[j] = exp_fast(x - max);
+            probs[i + j] = bf16_bits(tail[j]);
+        }
+        probs[n..].fill(0);
+        let mut lanes = [0f32; 8];
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc) };
+        lanes.iter().sum::<f32>() + tail[..n - i].iter().sum::<f32>()
+    }
 }
 
 /// [`exp_row_rounded_into`]: returns the sum.
@@ -447,6 +577,29 @@ mod tests {
             assert!(to_f32 < 2e-2, "({b}, {h}, {t}, {dh}): bf16 − f32 {to_f32:e}");
             assert!(to_rounded < 2e-3, "({b}, {h}, {t}, {dh}): bf16 − rounded {to_rounded:e}");
             assert!(to_f32 > 0.0, "the bf16 core rounded nothing");
+        }
+    }
+
+    /// The one-pass AVX-512 weights give the portable passes' bits: every bf16 weight (some
+    /// below the exponential's range, so 0), the zeroed padding and the sum.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn avx512_weights_are_bit_identical_to_the_portable_passes() {
+        if !avx512_weights::supported() {
+            eprintln!("skipped: this CPU has no AVX512-BF16");
+            return;
+        }
+        for len in [1usize, 7, 8, 9, 15, 16, 17, 24, 31, 1208, 1213] {
+            let row: Vec<f32> =
+                (0..len).map(|i| ((i * 7919) % 1000) as f32 / 9.0 - 100.0).collect();
+            let (mut portable, mut native) = (vec![7u16; len + 5], vec![7u16; len + 5]);
+            let mut sum = [0f32];
+            exp_row_to_bf16_into(&mut row.clone(), &mut portable, &mut sum);
+            // SAFETY: the CPU has AVX512-BF16 (checked above).
+            let native_sum = unsafe { avx512_weights::exp_row_to_bf16(&row, &mut native) };
+            assert_eq!(portable, native, "row of {len}");
+            assert_eq!(sum[0].to_bits(), native_sum.to_bits(), "sum of a row of {len}");
+            assert!(len < 16 || portable.contains(&0), "some weights underflow to 0");
         }
     }
 
