@@ -23,6 +23,7 @@
 use candle::{DType, Storage, Tensor};
 
 use super::bf16_gemm::{self, PackedB};
+use crate::shared_out::OutPtr;
 
 /// A projection's weight `(out, in)` for bf16 products.
 #[derive(Debug, Clone)]
@@ -130,6 +131,7 @@ impl GroupConvWindows {
     }
 
     /// `x (b, t, dim)` (CPU f32) → conv + bias `(b, t, dim)`, causal (left padding `taps − 1`).
+    #[allow(unsafe_code)] // each task writes its own columns of the shared output (`OutPtr`)
     pub fn forward(&self, x: &Tensor) -> candle::Result<Tensor> {
         use rayon::prelude::*;
         let (b, t, dim) = x.dims3()?;
@@ -147,40 +149,33 @@ impl GroupConvWindows {
         let lead = (self.taps - 1) * per;
         // The last window starts at (rows_pad − 1) · per and reads k_pad values.
         let a_len = ((rows_pad - 1) * per + k_pad).max(lead + t * per);
-        let blocks: Vec<Vec<f32>> = (0..b * groups)
-            .into_par_iter()
-            .map_init(
-                || (vec![0u16; a_len], vec![0f32; rows_pad * n_pad]),
-                |(a, c), task| {
-                    let (bi, g) = (task / groups, task % groups);
-                    // taps − 1 frames of zeros, the group's frames in bf16, zeros after.
-                    a[..lead].fill(0);
-                    for (r, frame) in a[lead..lead + t * per].chunks_exact_mut(per).enumerate() {
-                        let src = &xs[(bi * t + r) * dim + g * per..][..per];
-                        for (v, &s) in frame.iter_mut().zip(src) {
-                            *v = bf16_gemm::bf16_bits(s);
-                        }
-                    }
-                    a[lead + t * per..].fill(0);
-                    self.groups[g]
-                        .product_windows(a, per, c)
-                        .expect("a bf16 kernel (checked at load)");
-                    let bias = &self.bias[g * per..][..per];
-                    c.chunks_exact(n_pad)
-                        .take(t)
-                        .flat_map(|row| row[..per].iter().zip(bias).map(|(&v, &bv)| v + bv))
-                        .collect()
-                },
-            )
-            .collect();
-        drop(guard);
         let mut out = vec![0f32; b * t * dim];
-        for (task, block) in blocks.iter().enumerate() {
-            let (bi, g) = (task / groups, task % groups);
-            for (r, row) in block.chunks_exact(per).enumerate() {
-                out[(bi * t + r) * dim + g * per..][..per].copy_from_slice(row);
-            }
-        }
+        let out_ptr = OutPtr::new(&mut out);
+        (0..b * groups).into_par_iter().for_each_init(
+            || (vec![0u16; a_len], vec![0f32; rows_pad * n_pad]),
+            |(a, c), task| {
+                let (bi, g) = (task / groups, task % groups);
+                // taps − 1 frames of zeros, the group's frames in bf16, zeros after.
+                a[..lead].fill(0);
+                let frames = &xs[bi * t * dim + g * per..];
+                bf16_gemm::rows_to_bf16_into(&mut a[lead..lead + t * per], frames, dim, per, per);
+                a[lead + t * per..].fill(0);
+                self.groups[g].product_windows(a, per, c).expect("a bf16 kernel (checked at load)");
+                let bias = &self.bias[g * per..][..per];
+                for (r, row) in c.chunks_exact(n_pad).take(t).enumerate() {
+                    // SAFETY: this task alone writes columns g·per..(g+1)·per of batch item
+                    // bi's rows in `out` (b·t·dim values, alive until after the loop).
+                    let dst = unsafe {
+                        let at = out_ptr.get().add((bi * t + r) * dim + g * per);
+                        std::slice::from_raw_parts_mut(at, per)
+                    };
+                    for ((d, &v), &bv) in dst.iter_mut().zip(&row[..per]).zip(bias) {
+                        *d = v + bv;
+                    }
+                }
+            },
+        );
+        drop(guard);
         Tensor::from_vec(out, (b, t, dim), x.device())
     }
 }

@@ -702,7 +702,13 @@ pub(crate) fn bf16_bits(x: f32) -> u16 {
 crate::simd::multiversioned! {
     /// The first `k` values of the rows of `x` (`x_stride` apart) rounded to bf16 into rows of
     /// `row_len` values of `out` (the rest of each row zero), as many rows as `out` holds.
-    fn rows_to_bf16_into(out: &mut [u16], x: &[f32], x_stride: usize, k: usize, row_len: usize) {
+    pub(crate) fn rows_to_bf16_into(
+        out: &mut [u16],
+        x: &[f32],
+        x_stride: usize,
+        k: usize,
+        row_len: usize,
+    ) {
         for (i, o) in out.chunks_exact_mut(row_len).enumerate() {
             let (o, pad) = o.split_at_mut(k);
             for (o, &v) in o.iter_mut().zip(&x[i * x_stride..][..k]) {
