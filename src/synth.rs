@@ -47,7 +47,7 @@ impl SynthOptions {
             precision: self.params.precision,
             min_len_rule: self.params.min_len_rule,
             backend: lectern_engine::cosyvoice::device_name(&self.device),
-            flow_matmul: self.flow_matmul().name().to_string(),
+            flow_matmul: self.flow_matmul().label(&self.device),
         }
     }
 }

@@ -192,12 +192,12 @@ pub fn unused_path(path: &Path) -> PathBuf {
 }
 
 /// The parameters panel's backend: the device, and the flow's matmuls where they are not plain
-/// f32 (`cuda · tf32x3`), so the narrator sees what renders the takes.
+/// f32 (`cuda · tf32x3`, `cpu · f32+openblas`), so the narrator sees what renders the takes.
 fn backend_label(device: &Device, flow_matmul: Option<FlowMatmul>) -> String {
     let device_name = lectern_engine::cosyvoice::device_name(device);
-    match flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(device)) {
-        FlowMatmul::F32 => device_name,
-        m => format!("{device_name} · {}", m.name()),
+    match flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(device)).label(device) {
+        label if label == "f32" => device_name,
+        label => format!("{device_name} · {label}"),
     }
 }
 
@@ -208,8 +208,13 @@ mod tests {
     #[test]
     fn the_backend_label_names_the_flow_matmuls_unless_plain_f32() {
         let cpu = Device::Cpu;
-        assert_eq!(backend_label(&cpu, None), "cpu");
-        assert_eq!(backend_label(&cpu, Some(FlowMatmul::F32)), "cpu");
+        // Plain f32 shows as the device alone, unless this machine's flow runs on OpenBLAS.
+        let f32_label = match lectern_model::cpu_blas::openblas() {
+            Some(_) => "cpu · f32+openblas",
+            None => "cpu",
+        };
+        assert_eq!(backend_label(&cpu, None), f32_label);
+        assert_eq!(backend_label(&cpu, Some(FlowMatmul::F32)), f32_label);
         assert_eq!(backend_label(&cpu, Some(FlowMatmul::Tf32x3)), "cpu · tf32x3");
     }
 

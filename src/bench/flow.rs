@@ -205,7 +205,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         cfg.dit.dim,
         cfg.dit.heads,
         opts.weights_seed,
-        matmul.name()
+        matmul.label(dev)
     );
     let setup = Instant::now();
     let ckpt = Arc::new(random_flow(&cfg, opts.weights_seed, dev)?);
@@ -460,7 +460,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         "note": "estimator call = outside-blocks + depth × one timed block; NFE-10 frames/s \
                  derived as generated / (10 × call); DType F32",
         "dtype": format!("{:?}", DType::F32),
-        "matmul": matmul.name(),
+        "matmul": matmul.label(dev),
         "other_matmul": other.map(FlowMatmul::name),
         "bf16_backend": lectern_model::flow::bf16::backend(dev),
         "bf16_deviation": bf16_deviation,

@@ -2,6 +2,8 @@
 //! the row counts of real flow calls (CFG batch 2 × frames), each way Lectern can run them:
 //! * `candle`: what the f32 flow runs (`x.matmul(&w.t())`, the `gemm` crate's kernels, with
 //!   the AVX-512 ones where the build enables its `x86-v4` feature);
+//! * `openblas`: the system's OpenBLAS where the f32 flow uses it ([`cpu_blas`]: CPUs with
+//!   AVX-512), also when `LECTERN_OPENBLAS=0` keeps the flow on the `gemm` crate;
 //! * `bf16`: the `--flow-matmul bf16` product ([`lectern_model::flow::bf16`]): AMX or
 //!   AVX512-BF16 where the CPU has it, bf16-rounded inputs through the f32 product elsewhere.
 //!
@@ -16,6 +18,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::BenchOptions;
+use lectern_model::cpu_blas;
 use lectern_model::flow::bf16::{self, Bf16Weight};
 
 /// The DiT's projections: (name, in, out).
@@ -45,14 +48,20 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     let reps = if opts.quick { 2 } else { 5 };
     let rows_list: &[usize] = if opts.quick { &ROWS[..1] } else { &ROWS };
     let mut rng = ChaCha8Rng::seed_from_u64(opts.weights_seed);
+    let blas = cpu_blas::system_openblas();
     println!(
-        "gemm bench: the DiT's projections x·Wᵀ, best of {reps}, {} threads; bf16 runs as {}",
+        "gemm bench: the DiT's projections x·Wᵀ, best of {reps}, {} threads; bf16 runs as {}; \
+         the f32 flow runs on {}",
         candle::utils::get_num_threads(),
-        bf16::backend(&opts.device)
+        bf16::backend(&opts.device),
+        cpu_blas::describe()
     );
+    if let Some(b) = blas {
+        println!("openblas column: {} ({})", b.core, b.config);
+    }
     println!(
-        "{:>6} {:>5} {:>6} {:>6} {:>12} {:>12}",
-        "name", "rows", "in", "out", "candle GF/s", "bf16 GF/s"
+        "{:>6} {:>5} {:>6} {:>6} {:>12} {:>12} {:>12}",
+        "name", "rows", "in", "out", "candle GF/s", "openblas", "bf16 GF/s"
     );
     let mut out = Vec::new();
     for &rows in rows_list {
@@ -65,6 +74,18 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
                 Ok(())
             })?;
             let want = x.matmul(&w.t()?)?;
+            let (t_blas, blas_diff) = match blas {
+                Some(b) => {
+                    let t = best(reps, || {
+                        b.matmul_t(&x, &w)?;
+                        Ok(())
+                    })?;
+                    let got = b.matmul_t(&x, &w)?.expect("f32 CPU operands");
+                    let d = (&got - &want)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+                    (Some(t), Some(d))
+                }
+                None => (None, None),
+            };
             let wb = Bf16Weight::new(&w)?;
             let t_bf16 = best(reps, || {
                 wb.matmul_t(&x)?;
@@ -78,14 +99,17 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
             let bf16_vs_rounded =
                 (&got - rounded)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
             let gf = |t: f64| flop / t / 1e9;
+            let blas_column = t_blas.map_or_else(|| "-".to_string(), |t| format!("{:.1}", gf(t)));
             println!(
-                "{name:>6} {rows:>5} {inp:>6} {outd:>6} {:>12.1} {:>12.1}",
+                "{name:>6} {rows:>5} {inp:>6} {outd:>6} {:>12.1} {blas_column:>12} {:>12.1}",
                 gf(t_candle),
                 gf(t_bf16)
             );
             out.push(json!({
                 "name": name, "rows": rows, "in": inp, "out": outd,
                 "candle_s": t_candle, "candle_gflops": gf(t_candle),
+                "openblas_s": t_blas, "openblas_gflops": t_blas.map(gf),
+                "openblas_max_abs_vs_candle": blas_diff,
                 "bf16_s": t_bf16, "bf16_gflops": gf(t_bf16),
                 "bf16_max_abs_vs_f32": bf16_diff,
                 "bf16_max_abs_vs_rounded_f32": bf16_vs_rounded,
@@ -95,6 +119,9 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     }
     Ok(json!({
         "stage": "gemm", "threads": candle::utils::get_num_threads(),
-        "bf16_backend": bf16::backend(&opts.device), "reps": reps, "shapes": out,
+        "bf16_backend": bf16::backend(&opts.device), "reps": reps,
+        "f32_flow_product": cpu_blas::describe(),
+        "openblas": blas.map(|b| json!({"core": b.core, "config": b.config})),
+        "shapes": out,
     }))
 }

@@ -209,7 +209,7 @@ impl CosyVoiceBackend {
             noise_source: noise_name(flow.noise_source()),
             cfg_rate: flow.config().inference_cfg_rate,
             precision,
-            flow_matmul: flow.matmul().name().to_string(),
+            flow_matmul: flow.estimator().matmul_label(),
             voices: names,
         };
         let lm_voices = voices

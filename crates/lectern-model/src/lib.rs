@@ -64,6 +64,7 @@
 //! decode steps), `metal`, `accelerate`: candle's backends of the same names.
 
 pub mod config;
+pub mod cpu_blas;
 pub mod flow;
 pub mod hift;
 pub mod kernel_checks;

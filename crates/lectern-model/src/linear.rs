@@ -9,6 +9,7 @@
 use candle::quantized::{GgmlDType, QMatMul, QTensor};
 use candle::{D, DType, Module, Tensor};
 
+use crate::cpu_blas::{self, OpenBlas};
 use crate::flow::bf16::Bf16Weight;
 use crate::flow::tf32x3::{self, FlowMatmul};
 use crate::lm::LmPrecision;
@@ -45,6 +46,9 @@ pub struct Linear {
     /// Lectern's kernels where they apply (the LM's rows kernel, the 3xTF32 split): on unless
     /// the stage turns them off ([`Linear::set_kernels`]).
     kernels: bool,
+    /// The flow's f32 projections on CPUs where the system's OpenBLAS runs its AVX-512 kernels
+    /// ([`cpu_blas`]); `None` elsewhere.
+    blas: Option<&'static OpenBlas>,
 }
 
 impl Linear {
@@ -58,6 +62,7 @@ impl Linear {
             out_dim,
             decode_rows: false,
             kernels: true,
+            blas: None,
         })
     }
 
@@ -125,13 +130,29 @@ impl Linear {
             FlowMatmul::Tf32x3 => Product::Tf32x3(tf32x3::rhs(&weight)?),
             FlowMatmul::Bf16 => Product::Bf16(Bf16Weight::new(&weight)?),
         };
-        Ok(Self { product, ..self.clone() })
+        let mut layer = Self { product, ..self.clone() };
+        layer.set_openblas(cpu_blas::openblas());
+        Ok(layer)
     }
 
     fn f32_weight(&self) -> Result<Tensor> {
         self.weight.clone().ok_or_else(|| {
             ModelError::InvalidInput("a reduced-precision layer has no f32 weight left".into())
         })
+    }
+
+    /// This layer's product on `blas` where it is a dense f32 CPU weight (a flow projection),
+    /// on candle's matmul with `None`.
+    pub fn set_openblas(&mut self, blas: Option<&'static OpenBlas>) {
+        self.blas = match &self.product {
+            Product::Dense(w) if w.dtype() == DType::F32 && w.device().is_cpu() => blas,
+            _ => None,
+        };
+    }
+
+    /// Whether this layer's product runs on the system's OpenBLAS ([`cpu_blas`]).
+    pub fn uses_openblas(&self) -> bool {
+        self.blas.is_some()
     }
 
     /// Lectern's kernels on (the default) or candle's ops only.
@@ -147,9 +168,14 @@ impl Linear {
     pub fn product(&self, xs: &Tensor) -> candle::Result<Tensor> {
         let (flat, out_dims) = self.flatten(xs)?;
         let ys = match &self.product {
-            Product::Dense(w) if w.dtype() == DType::F32 => match self.decode_rows {
-                true => few_rows_product(&flat, w)?.map_or_else(|| flat.matmul(&w.t()?), Ok)?,
-                false => flat.matmul(&w.t()?)?,
+            Product::Dense(w) if w.dtype() == DType::F32 => match (self.decode_rows, self.blas) {
+                (true, _) => {
+                    few_rows_product(&flat, w)?.map_or_else(|| flat.matmul(&w.t()?), Ok)?
+                }
+                (false, Some(blas)) if self.kernels => {
+                    blas.matmul_t(&flat, w)?.map_or_else(|| flat.matmul(&w.t()?), Ok)?
+                }
+                (false, _) => flat.matmul(&w.t()?)?,
             },
             Product::Dense(w) => flat.to_dtype(w.dtype())?.matmul(&w.t()?)?.to_dtype(DType::F32)?,
             Product::Q8_0(q) => q.forward(&flat)?,
@@ -315,5 +341,41 @@ mod tests {
             assert!(d < 1e-5, "({rows}, {out}, {width}): max |Δ| {d:e}");
         }
         assert!(few_rows_product(&seeded((17, 16), 3), &seeded((8, 16), 4)).unwrap().is_none());
+    }
+
+    /// A flow layer set on OpenBLAS computes its product there: the same bits as the library's
+    /// own call, within f32 rounding of candle's (at an inner width of 1024 the two block the
+    /// sum differently, so the bits differ: the product did not silently stay on candle's).
+    /// An LM layer's decode rows keep their own route.
+    #[test]
+    fn a_flow_layer_on_openblas_runs_there() {
+        let Some(blas) = crate::cpu_blas::tests::library() else { return };
+        let (w, x) = (seeded((192, 1024), 1), seeded((300, 1024), 2));
+        let mut layer = Linear::new(w.clone(), None).unwrap();
+        let on_candle = layer.product(&x).unwrap();
+        layer.set_openblas(Some(blas));
+        assert!(layer.uses_openblas());
+        let on_blas = layer.product(&x).unwrap();
+        let direct = blas.matmul_t(&x, &w).unwrap().expect("f32 CPU operands");
+        let bits = |t: &Tensor| {
+            t.flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(&on_blas), bits(&direct));
+        assert_ne!(bits(&on_blas), bits(&on_candle), "the product stayed on candle's matmul");
+        let diff = (&on_blas - &on_candle).unwrap().abs().unwrap().flatten_all().unwrap();
+        assert!(diff.max(0).unwrap().to_scalar::<f32>().unwrap() < 1e-4);
+        let mut lm = Linear::new(w, None).unwrap().for_lm(LmPrecision::F32).unwrap();
+        lm.set_openblas(Some(blas));
+        let row = x.narrow(0, 0, 2).unwrap();
+        assert_eq!(
+            bits(&lm.product(&row).unwrap()),
+            bits(&few_rows_product(&row, lm.weight.as_ref().unwrap()).unwrap().unwrap())
+        );
     }
 }

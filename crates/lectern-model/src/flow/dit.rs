@@ -13,10 +13,11 @@
 
 use candle::{D, DType, Device, Module, Tensor};
 
+use super::group_conv::WindowConv;
 use super::tf32x3::{self, FlowMatmul};
 use super::{bf16, cpu_ops, kernels};
 use crate::config::DitConfig;
-use crate::hift::kernels::ConvGeometry;
+use crate::cpu_blas::{self, OpenBlas};
 use crate::linear::Linear;
 use crate::weights::{Result, Weights};
 
@@ -122,9 +123,8 @@ pub struct CausalGroupConv {
     bias: Tensor,   // (1, dim, 1)
     /// The same laid out for Lectern's CUDA kernel (CUDA only).
     kernel: Option<kernels::GroupConvWeights>,
-    /// On the CPU, each group's taps stacked tap-major `(k·dim/groups, dim/groups)` for the
-    /// vocoder's stacked-tap conv ([`crate::hift::cpu::conv1d`]), and its bias `(dim/groups,)`.
-    cpu_groups: Vec<(Tensor, Tensor)>,
+    /// On the CPU in f32: the groups as window products ([`WindowConv`]).
+    cpu_windows: Option<WindowConv>,
     /// `--flow-matmul bf16` where a bf16 kernel runs: the groups as window products
     /// ([`bf16::GroupConvWindows`]).
     windows: Option<bf16::GroupConvWindows>,
@@ -149,66 +149,15 @@ impl CausalGroupConv {
     fn from_tensors(weight: Tensor, bias: &Tensor) -> candle::Result<Self> {
         let dim = weight.dim(0)?;
         let kernel = kernels::GroupConvWeights::new(&weight, bias)?;
-        let per = dim / CONV_POS_GROUPS;
-        let cpu_groups = if weight.device().is_cpu() && weight.dtype() == DType::F32 {
-            (0..CONV_POS_GROUPS)
-                .map(|g| {
-                    let w = weight.narrow(0, g * per, per)?; // (per, per, k)
-                    let taps = w.permute((2, 0, 1))?.contiguous()?.flatten_to(1)?; // (k·per, per)
-                    Ok((taps, bias.narrow(0, g * per, per)?.contiguous()?))
-                })
-                .collect::<candle::Result<Vec<_>>>()?
-        } else {
-            Vec::new()
-        };
+        let cpu_windows = WindowConv::new(&weight, bias, CONV_POS_GROUPS)?;
         let bias = bias.reshape((1, dim, 1))?;
-        Ok(Self { weight, bias, kernel, cpu_groups, windows: None })
+        Ok(Self { weight, bias, kernel, cpu_windows, windows: None })
     }
 
     /// (b, dim, t) → (b, dim, t).
     fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
         let xs = xs.pad_with_zeros(2, CONV_POS_KERNEL - 1, 0)?;
         mish(&xs.conv1d(&self.weight, 0, 1, 1, CONV_POS_GROUPS)?.broadcast_add(&self.bias)?)
-    }
-
-    /// [`Self::forward`] on the CPU: each (batch item, group) as one stacked-tap GEMM and a tap
-    /// sum, then one vectorised Mish pass. candle's grouped `conv1d` and its five Mish passes
-    /// (three with a libm call per element) cost more than a DiT block per estimator call.
-    /// `None` where it does not apply (not a CPU f32 tensor).
-    fn forward_cpu(&self, xs: &Tensor) -> candle::Result<Option<Tensor>> {
-        if self.cpu_groups.is_empty() || !xs.device().is_cpu() || xs.dtype() != DType::F32 {
-            return Ok(None);
-        }
-        let (b, dim, _) = xs.dims3()?;
-        let per = dim / CONV_POS_GROUPS;
-        let geometry = ConvGeometry {
-            k: CONV_POS_KERNEL,
-            dilation: 1,
-            pad_left: CONV_POS_KERNEL - 1,
-            pad_right: 0,
-        };
-        let mut items = Vec::with_capacity(b);
-        for bi in 0..b {
-            let item = xs.narrow(0, bi, 1)?;
-            let groups = self
-                .cpu_groups
-                .iter()
-                .enumerate()
-                .map(|(g, (taps, bias))| {
-                    let x = item.narrow(1, g * per, per)?;
-                    crate::hift::cpu::conv1d(
-                        &x,
-                        taps,
-                        bias,
-                        geometry,
-                        None,
-                        crate::hift::cpu::ConvInput::Plain,
-                    )
-                })
-                .collect::<candle::Result<Vec<_>>>()?;
-            items.push(Tensor::cat(&groups, 1)?);
-        }
-        Ok(Some(super::cpu_ops::mish(&Tensor::cat(&items, 0)?)?))
     }
 }
 
@@ -228,8 +177,8 @@ pub struct InputEmbedding {
 impl InputEmbedding {
     /// `u` plus its causal conv position embedding, channel-last: (b, t, dim) → (b, t, dim).
     /// On CUDA both convs (with their Mish, the second with the residual) are Lectern's
-    /// kernel, on the CPU stacked-tap GEMMs ([`CausalGroupConv`]) or, in bf16 on a bf16
-    /// kernel, window products ([`bf16::GroupConvWindows`]); elsewhere
+    /// kernel, on the CPU window products: in f32 ([`WindowConv`]) or, in bf16 on a bf16
+    /// kernel, [`bf16::GroupConvWindows`]; elsewhere
     /// [`Self::position_embedded_by_candle`].
     pub fn position_embedded(&self, u: &Tensor) -> candle::Result<Tensor> {
         let (conv1, conv2) = self.convs();
@@ -247,13 +196,13 @@ impl InputEmbedding {
         {
             return Ok(out);
         }
-        if self.use_kernels {
-            let u_cf = self.conv_input(u)?.transpose(1, 2)?; // (b, dim, t)
-            if let Some(h) = conv1.forward_cpu(&u_cf)?
-                && let Some(pos) = conv2.forward_cpu(&self.conv_input(&h)?)?
-            {
-                return pos.transpose(1, 2)? + u;
-            }
+        if self.use_kernels
+            && self.bf16_convs.is_none()
+            && let (Some(c1), Some(c2)) = (&conv1.cpu_windows, &conv2.cpu_windows)
+            && cpu_ops::applies(u)
+        {
+            let h = cpu_ops::mish(&c1.forward(u)?)?;
+            return cpu_ops::mish(&c2.forward(&h)?)? + u;
         }
         self.position_embedded_by_candle(u)
     }
@@ -654,7 +603,7 @@ impl DiT {
         let transformer_blocks = (0..cfg.depth)
             .map(|i| DiTBlock::new(cfg, &w.pp("transformer_blocks").pp(i)))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self {
+        let mut dit = Self {
             time_embed: TimestepEmbedding::new(cfg.dim, &w.pp("time_embed"))?,
             input_embed: InputEmbedding::new(cfg, &w.pp("input_embed"))?,
             inv_freq,
@@ -663,7 +612,35 @@ impl DiT {
             proj_out: linear(&w.pp("proj_out"), cfg.out_channels, cfg.dim)?,
             cfg: cfg.clone(),
             use_kernels: true,
-        })
+        };
+        dit.set_openblas(cpu_blas::openblas());
+        Ok(dit)
+    }
+
+    /// The blocks' f32 projections on `blas` (the system's OpenBLAS, [`cpu_blas`]) or, with
+    /// `None`, on candle's matmul. Weights not on the CPU, or not f32, stay as they are.
+    pub fn set_openblas(&mut self, blas: Option<&'static OpenBlas>) {
+        for block in &mut self.transformer_blocks {
+            for l in [
+                &mut block.attn.to_qkv,
+                &mut block.attn.to_out,
+                &mut block.ff.ff_0_0,
+                &mut block.ff.ff_2,
+            ] {
+                l.set_openblas(blas);
+            }
+        }
+    }
+
+    /// What a take records for this estimator's matmuls: [`FlowMatmul::name`], or
+    /// `f32+openblas` where the blocks' f32 projections run on OpenBLAS.
+    pub fn matmul_label(&self) -> String {
+        let on_blas =
+            self.transformer_blocks.first().is_some_and(|b| b.attn.to_qkv.uses_openblas());
+        match on_blas {
+            true => "f32+openblas".to_string(),
+            false => self.matmul().name().to_string(),
+        }
     }
 
     pub fn config(&self) -> &DitConfig {

@@ -27,6 +27,7 @@ pub mod cfm;
 pub mod cpu_attention;
 pub mod cpu_ops;
 pub mod dit;
+pub mod group_conv;
 pub mod kernels;
 pub mod tf32x3;
 
@@ -271,6 +272,12 @@ impl CausalMaskedDiffWithDiT {
             self.estimator = Arc::new(self.estimator.with_matmul(matmul)?);
         }
         Ok(())
+    }
+
+    /// The estimator's f32 projections on `blas` (the system's OpenBLAS, chosen at load where
+    /// it helps: [`crate::cpu_blas`]) or, with `None`, on candle's matmul.
+    pub fn set_openblas(&mut self, blas: Option<&'static crate::cpu_blas::OpenBlas>) {
+        Arc::make_mut(&mut self.estimator).set_openblas(blas);
     }
 
     /// Runs the estimator on Lectern's own kernels where they apply (`on`, the default) or on

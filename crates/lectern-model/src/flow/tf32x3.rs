@@ -49,6 +49,18 @@ impl FlowMatmul {
         if device.is_cuda() { Self::Tf32x3 } else { Self::F32 }
     }
 
+    /// What a take records and the workstation shows for this matmul on `device`: its
+    /// [`Self::name`], and for f32 on a CPU whose flow runs on the system's OpenBLAS
+    /// ([`crate::cpu_blas`]) `f32+openblas` (the same math, other last bits).
+    pub fn label(self, device: &candle::Device) -> String {
+        match self {
+            Self::F32 if device.is_cpu() && crate::cpu_blas::openblas().is_some() => {
+                "f32+openblas".to_string()
+            }
+            m => m.name().to_string(),
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::F32 => "f32",

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use candle::{DType, Device, Tensor};
 use lectern_model::config::{ModelConfig, ModelFiles};
+use lectern_model::cpu_blas::OpenBlas;
 use lectern_model::flow::cfm::{cosine_schedule, euler_times};
 use lectern_model::flow::dit::DiT;
 use lectern_model::flow::{
@@ -59,27 +60,54 @@ fn prompt(c: &Tensors) -> FlowPrompt {
     }
 }
 
+/// f32 on candle's matmul (the `gemm` crate), whatever OpenBLAS this machine has.
 #[test]
 fn dit_estimator_matches_upstream() {
-    dit_estimator_matches_upstream_with(FlowMatmul::F32);
+    dit_estimator_matches_upstream_with(FlowMatmul::F32, None);
+}
+
+/// f32 with the blocks' projections on the system's OpenBLAS (`cpu_blas`; CI installs it):
+/// the same gates.
+#[test]
+fn dit_estimator_on_openblas_matches_upstream() {
+    if let Some(blas) = system_openblas() {
+        dit_estimator_matches_upstream_with(FlowMatmul::F32, Some(blas));
+    }
+}
+
+/// The system's OpenBLAS, or `None` (the test skips) where none loads and CI did not ask for it
+/// (`LECTERN_REQUIRE_OPENBLAS`).
+fn system_openblas() -> Option<&'static OpenBlas> {
+    let blas = lectern_model::cpu_blas::system_openblas();
+    if blas.is_none() {
+        assert!(
+            std::env::var_os("LECTERN_REQUIRE_OPENBLAS").is_none(),
+            "LECTERN_REQUIRE_OPENBLAS is set, but no libopenblas loads"
+        );
+        eprintln!("no system OpenBLAS on this machine: skipped");
+    }
+    blas
 }
 
 /// 3xTF32 (`--flow-matmul tf32x3`), its tensor-core products emulated on the CPU: the same
 /// gates.
 #[test]
 fn dit_estimator_as_3xtf32_matches_upstream() {
-    dit_estimator_matches_upstream_with(FlowMatmul::Tf32x3);
+    dit_estimator_matches_upstream_with(FlowMatmul::Tf32x3, None);
 }
 
-fn dit_estimator_matches_upstream_with(matmul: FlowMatmul) {
+fn dit_estimator_matches_upstream_with(matmul: FlowMatmul, blas: Option<&'static OpenBlas>) {
     let cfg = ModelConfig::from_dir(&model_dir()).unwrap();
     let ckpt =
         Arc::new(Checkpoint::load(&ModelFiles::in_dir(&model_dir()).flow, &Device::Cpu).unwrap());
-    let dit = DiT::new(&cfg.flow.dit, &Weights::root(ckpt).pp("decoder.estimator"))
+    let mut dit = DiT::new(&cfg.flow.dit, &Weights::root(ckpt).pp("decoder.estimator"))
         .unwrap()
         .with_matmul(matmul)
         .unwrap();
+    dit.set_openblas(blas);
     assert_eq!(dit.matmul(), matmul);
+    let label = if blas.is_some() { "f32+openblas" } else { matmul.name() };
+    assert_eq!(dit.matmul_label(), label);
     let c = case("dit_block.safetensors");
     let mut taps = Vec::new();
     let out = dit
@@ -218,18 +246,27 @@ fn cosine_grid_reproduces_upstream_euler_times() {
 
 #[test]
 fn flow_inference_matches_upstream() {
-    flow_inference_matches_upstream_with(FlowMatmul::F32);
+    flow_inference_matches_upstream_with(FlowMatmul::F32, None);
+}
+
+/// f32 on the system's OpenBLAS: the same gates at NFE 10 and 4.
+#[test]
+fn flow_inference_on_openblas_matches_upstream() {
+    if let Some(blas) = system_openblas() {
+        flow_inference_matches_upstream_with(FlowMatmul::F32, Some(blas));
+    }
 }
 
 /// 3xTF32 (`--flow-matmul tf32x3`), emulated on the CPU: the same gates at NFE 10 and 4.
 #[test]
 fn flow_inference_as_3xtf32_matches_upstream() {
-    flow_inference_matches_upstream_with(FlowMatmul::Tf32x3);
+    flow_inference_matches_upstream_with(FlowMatmul::Tf32x3, None);
 }
 
-fn flow_inference_matches_upstream_with(matmul: FlowMatmul) {
+fn flow_inference_matches_upstream_with(matmul: FlowMatmul, blas: Option<&'static OpenBlas>) {
     let (mut flow, _) = flow();
     flow.set_matmul(matmul).unwrap();
+    flow.set_openblas(blas);
     let c = case("flow.safetensors");
     let p = prompt(&c);
     let tokens = ids(&c["token"]);

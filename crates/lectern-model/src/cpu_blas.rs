@@ -1,0 +1,358 @@
+//! The system's OpenBLAS for the flow's f32 projections on CPUs with AVX-512.
+//!
+//! Why: on AVX-512 CPUs OpenBLAS's `sgemm` (its SkylakeX kernels) runs the DiT's projection
+//! shapes faster than the `gemm` crate that candle uses, which is what kept the f32 flow
+//! behind PyTorch's (MKL) on Intel Xeons (docs/benchmarks.md, 2026-12-03, third session):
+//! Xeon host of the H200, two cores, 248–314 GFLOP/s against the `gemm` crate's 200–263 and
+//! MKL's 257–321 in the same round; AMD Zen 5, 360–407 against 285–348. End to end the f32
+//! flow gained 3–17 % on AMD and 3 % on average on the Xeon host.
+//!
+//! How:
+//! * Loaded at run time with `dlopen` (`libopenblas.so.0`, Debian's and most distributions'
+//!   name), so Lectern builds and runs without it; nothing links against it.
+//! * Used only on CPUs with AVX-512 (F, BW, DQ, VL, CD), where its kernels were measured to
+//!   win, and only when the library runs one of its AVX-512 cores. A distribution's OpenBLAS
+//!   may predate the CPU (Debian bookworm's 0.3.21 runs its SSE3 "Prescott" kernels on a
+//!   Sapphire Rapids Xeon, at a quarter of the rate): [`prepare_environment`] asks for its
+//!   SkylakeX kernels through `OPENBLAS_CORETYPE` before the library loads, unless the user
+//!   chose a core.
+//! * One call per product on OpenBLAS's own threads, as many as rayon's pool has (Lectern's
+//!   `--threads`): splitting the rows over rayon tasks instead, each a single-threaded call,
+//!   ran no faster than the `gemm` crate (every task packs the whole weight, and 5 tasks on
+//!   2 threads leave one idle a fifth of the time). Its idle threads sleep at once
+//!   (`OPENBLAS_THREAD_TIMEOUT`), so they take no time from the engine's other threads.
+//!   Its products are the same bits on any thread count (tested).
+//! * `LECTERN_OPENBLAS=0` turns it off; `LECTERN_OPENBLAS=/path/to/libopenblas.so` loads that
+//!   file instead.
+//!
+//! The flow's record names the product that ran (`f32+openblas`): its output differs from the
+//! `gemm` crate's in the last bits, within every fixture gate.
+
+use std::ffi::{CStr, c_char, c_float, c_int};
+use std::mem::MaybeUninit;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use candle::{DType, Storage, Tensor};
+
+/// The environment variable that turns the library off (`0`) or names its file.
+pub const ENV_VAR: &str = "LECTERN_OPENBLAS";
+
+/// The file names tried, in order, when [`ENV_VAR`] does not name one.
+const LIBRARY_NAMES: &[&str] = &["libopenblas.so.0", "libopenblas.so"];
+
+/// OpenBLAS cores whose `sgemm` is the AVX-512 one (SkylakeX's kernels; the later cores reuse
+/// them for f32).
+const AVX512_CORES: &[&str] = &["skylakex", "cooperlake", "sapphirerapids"];
+
+/// Fewer rows than this stay with candle's matmul (decode steps, the AdaLN rows).
+const MIN_ROWS: usize = 64;
+
+type Sgemm = unsafe extern "C" fn(
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_float,
+    *const c_float,
+    c_int,
+    *const c_float,
+    c_int,
+    c_float,
+    *mut c_float,
+    c_int,
+);
+type SetThreads = unsafe extern "C" fn(c_int);
+type GetString = unsafe extern "C" fn() -> *const c_char;
+
+// CBLAS's enumerations.
+const ROW_MAJOR: c_int = 101;
+const NO_TRANS: c_int = 111;
+const TRANS: c_int = 112;
+
+/// A loaded OpenBLAS.
+pub struct OpenBlas {
+    sgemm: Sgemm,
+    set_threads: SetThreads,
+    /// The thread count last handed to `openblas_set_num_threads` (0: none yet), so it is set
+    /// again only when rayon's pool differs (a test's own pool).
+    threads: AtomicUsize,
+    /// Its `openblas_get_corename()`, e.g. "SkylakeX".
+    pub core: String,
+    /// Its `openblas_get_config()`, e.g. "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH …".
+    pub config: String,
+    /// Kept loaded for the process's lifetime (the function pointers point into it).
+    _library: libloading::Library,
+}
+
+impl std::fmt::Debug for OpenBlas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenBlas").field("core", &self.core).field("config", &self.config).finish()
+    }
+}
+
+/// Whether this CPU has the AVX-512 subsets OpenBLAS's SkylakeX kernels use.
+#[must_use]
+pub fn cpu_has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx512f")
+            && has!("avx512bw")
+            && has!("avx512dq")
+            && has!("avx512vl")
+            && has!("avx512cd")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Sets OpenBLAS's environment for Lectern's use of it, where the user has not: its idle
+/// threads sleep at once instead of spinning for ~0.1 s after each call (2^4 cycles, its
+/// least), and on an AVX-512 CPU it runs its SkylakeX kernels. Call before any thread starts
+/// (it writes the environment) and before the library loads.
+#[allow(unsafe_code)] // `std::env::set_var` (SAFETY below)
+pub fn prepare_environment() {
+    let mut settings = vec![("OPENBLAS_THREAD_TIMEOUT", "4")];
+    if cpu_has_avx512() {
+        settings.push(("OPENBLAS_CORETYPE", "SkylakeX"));
+    }
+    for (name, value) in settings {
+        if std::env::var_os(name).is_none() {
+            // SAFETY: called first thing in `main`, while the process has no other thread
+            // that could read the environment concurrently.
+            unsafe { std::env::set_var(name, value) };
+        }
+    }
+}
+
+/// The OpenBLAS the flow's f32 projections use, if any: loaded once, on first use. `None` where
+/// [`ENV_VAR`] is `0`, the CPU lacks AVX-512, no library loads, or it runs no AVX-512 core.
+pub fn openblas() -> Option<&'static OpenBlas> {
+    static LOADED: OnceLock<Option<OpenBlas>> = OnceLock::new();
+    LOADED.get_or_init(|| load_from_environment().ok().flatten()).as_ref()
+}
+
+/// The system's OpenBLAS whatever the CPU and its core, for comparisons (`bench --stage
+/// gemm`) and tests: `None` only where no library loads.
+pub fn system_openblas() -> Option<&'static OpenBlas> {
+    static LOADED: OnceLock<Option<OpenBlas>> = OnceLock::new();
+    LOADED.get_or_init(|| LIBRARY_NAMES.iter().find_map(|name| OpenBlas::load(name).ok())).as_ref()
+}
+
+/// A one-line description of the f32 product the flow's projections get on this machine.
+#[must_use]
+pub fn describe() -> String {
+    match openblas() {
+        Some(blas) => format!("OpenBLAS ({}, {})", blas.core, blas.config),
+        None => "the gemm crate".to_string(),
+    }
+}
+
+fn load_from_environment() -> Result<Option<OpenBlas>, String> {
+    let chosen = std::env::var(ENV_VAR).ok();
+    if chosen.as_deref() == Some("0") || !cpu_has_avx512() {
+        return Ok(None);
+    }
+    let names: Vec<&str> = match chosen.as_deref() {
+        Some(path) if !path.is_empty() => vec![path],
+        _ => LIBRARY_NAMES.to_vec(),
+    };
+    for name in names {
+        if let Ok(blas) = OpenBlas::load(name) {
+            return Ok(AVX512_CORES.contains(&blas.core.to_lowercase().as_str()).then_some(blas));
+        }
+    }
+    Ok(None)
+}
+
+impl OpenBlas {
+    /// Loads the library `name` (a file name the dynamic loader resolves, or a path).
+    #[allow(unsafe_code)] // dlopen(3) and the symbols' types (SAFETY below)
+    pub fn load(name: &str) -> Result<Self, String> {
+        // SAFETY: loading runs OpenBLAS's initialiser, which only reads the environment and
+        // allocates its buffers; the symbols below are OpenBLAS's documented C functions with
+        // these signatures (cblas.h, openblas_config.h).
+        unsafe {
+            let library = libloading::Library::new(name).map_err(|e| format!("{name}: {e}"))?;
+            let sgemm = *library.get::<Sgemm>(b"cblas_sgemm\0").map_err(|e| e.to_string())?;
+            let set_threads = *library
+                .get::<SetThreads>(b"openblas_set_num_threads\0")
+                .map_err(|e| e.to_string())?;
+            let core_name =
+                *library.get::<GetString>(b"openblas_get_corename\0").map_err(|e| e.to_string())?;
+            let config_name =
+                *library.get::<GetString>(b"openblas_get_config\0").map_err(|e| e.to_string())?;
+            let text = |f: GetString| {
+                let p = f();
+                if p.is_null() {
+                    String::new()
+                } else {
+                    CStr::from_ptr(p).to_string_lossy().trim().to_string()
+                }
+            };
+            Ok(Self {
+                sgemm,
+                set_threads,
+                threads: AtomicUsize::new(0),
+                core: text(core_name),
+                config: text(config_name),
+                _library: library,
+            })
+        }
+    }
+
+    /// `x·Wᵀ` for `x` `(rows, in)` and `weight` `(out, in)`, both f32 on the CPU: `None` where
+    /// that does not hold or there are fewer than [`MIN_ROWS`] rows.
+    pub fn matmul_t(&self, x: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
+        let (Ok((rows, k)), Ok((n, wk))) = (x.dims2(), weight.dims2()) else { return Ok(None) };
+        let plain = |t: &Tensor| t.device().is_cpu() && t.dtype() == DType::F32;
+        if rows < MIN_ROWS || k != wk || !plain(x) || !plain(weight) {
+            return Ok(None);
+        }
+        let (x, w) = (x.contiguous()?, weight.contiguous()?);
+        let mut y: Vec<f32> = Vec::with_capacity(rows * n);
+        with_slice(&x, |x| {
+            with_slice(&w, |w| {
+                self.product_into(x, w, &mut y.spare_capacity_mut()[..rows * n], (rows, k, n));
+                Ok(())
+            })
+        })?;
+        // SAFETY: `product_into` wrote all `rows · n` values (sgemm with β = 0 writes every
+        // element of its output without reading it).
+        #[allow(unsafe_code)]
+        unsafe {
+            y.set_len(rows * n)
+        };
+        Ok(Some(Tensor::from_vec(y, (rows, n), weight.device())?))
+    }
+
+    /// `y = x·wᵀ`, `x` `(rows, k)`, `w` `(n, k)`, `y` `(rows, n)`, row-major: one `sgemm` on
+    /// as many threads as rayon's pool has.
+    #[allow(unsafe_code)] // cblas_sgemm over slices whose lengths are checked here
+    pub fn product_into(
+        &self,
+        x: &[f32],
+        w: &[f32],
+        y: &mut [MaybeUninit<f32>],
+        (rows, k, n): (usize, usize, usize),
+    ) {
+        assert_eq!(x.len(), rows * k, "x is (rows, k)");
+        assert_eq!(w.len(), n * k, "w is (n, k)");
+        assert_eq!(y.len(), rows * n, "y is (rows, n)");
+        let int = |v: usize| c_int::try_from(v).expect("a dimension beyond C's int");
+        // SAFETY: x is (rows, k), w (n, k) and y (rows, n), row-major (asserted above);
+        // OpenBLAS reads x and w and writes every element of y (β = 0) without reading it.
+        unsafe {
+            let threads = rayon::current_num_threads();
+            if self.threads.swap(threads, Ordering::Relaxed) != threads {
+                (self.set_threads)(int(threads));
+            }
+            (self.sgemm)(
+                ROW_MAJOR,
+                NO_TRANS,
+                TRANS,
+                int(rows),
+                int(n),
+                int(k),
+                1.0,
+                x.as_ptr(),
+                int(k),
+                w.as_ptr(),
+                int(k),
+                0.0,
+                y.as_mut_ptr().cast::<f32>(),
+                int(n),
+            );
+        }
+    }
+}
+
+/// Runs `f` on the f32 slice of a contiguous CPU tensor.
+fn with_slice<T>(x: &Tensor, f: impl FnOnce(&[f32]) -> candle::Result<T>) -> candle::Result<T> {
+    let (g, l) = x.storage_and_layout();
+    let Storage::Cpu(s) = &*g else { candle::bail!("OpenBLAS needs a CPU tensor") };
+    f(&s.as_slice::<f32>()?[l.start_offset()..][..x.elem_count()])
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use candle::Device;
+
+    /// The system's OpenBLAS; where none loads the caller skips, unless
+    /// `LECTERN_REQUIRE_OPENBLAS` is set (CI installs the library and sets it).
+    pub(crate) fn library() -> Option<&'static OpenBlas> {
+        let blas = system_openblas();
+        if blas.is_none() {
+            assert!(
+                std::env::var_os("LECTERN_REQUIRE_OPENBLAS").is_none(),
+                "LECTERN_REQUIRE_OPENBLAS is set, but no libopenblas loads"
+            );
+            eprintln!("no system OpenBLAS on this machine: skipped");
+        }
+        blas
+    }
+
+    fn seeded(shape: (usize, usize), seed: u64) -> Tensor {
+        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let values: Vec<f32> = (0..shape.0 * shape.1)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect();
+        Tensor::from_vec(values, shape, &Device::Cpu).unwrap()
+    }
+
+    fn bits(t: &Tensor) -> Vec<u32> {
+        t.flatten_all().unwrap().to_vec1::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
+    }
+
+    #[test]
+    fn openblas_products_match_candle_and_keep_their_bits_on_any_thread_count() {
+        let Some(blas) = library() else { return };
+        // Large enough for OpenBLAS to thread it; sizes no multiple of any kernel's tile.
+        let (x, w) = (seeded((701, 256), 1), seeded((301, 256), 2));
+        let want = x.matmul(&w.t().unwrap()).unwrap();
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| blas.matmul_t(&x, &w)).unwrap().expect("f32 CPU operands")
+        };
+        let one = on(1);
+        let diff = (&one - &want).unwrap().abs().unwrap().flatten_all().unwrap();
+        let diff = diff.max(0).unwrap().to_scalar::<f32>().unwrap();
+        assert!(diff < 2e-5, "OpenBLAS ({}) is {diff} from candle's product", blas.core);
+        // Only the AVX-512 cores, the ones Lectern uses, promise this: the Haswell core's
+        // results change with the thread count.
+        if !AVX512_CORES.contains(&blas.core.to_lowercase().as_str()) {
+            eprintln!("OpenBLAS runs its {} core: thread-count bits not checked", blas.core);
+            return;
+        }
+        for threads in [2, 3] {
+            let differ = bits(&on(threads)).iter().zip(bits(&one)).filter(|(a, b)| *a != b).count();
+            assert_eq!(differ, 0, "{threads} threads changed {differ} values' bits");
+        }
+    }
+
+    #[test]
+    fn openblas_leaves_few_rows_and_other_operands_to_candle() {
+        let Some(blas) = library() else { return };
+        let w = seeded((16, 32), 3);
+        assert!(blas.matmul_t(&seeded((MIN_ROWS - 1, 32), 4), &w).unwrap().is_none());
+        assert!(blas.matmul_t(&seeded((MIN_ROWS, 31), 4), &w).unwrap().is_none());
+        let f16 = seeded((MIN_ROWS, 32), 4).to_dtype(DType::F16).unwrap();
+        assert!(blas.matmul_t(&f16, &w).unwrap().is_none());
+        assert!(blas.matmul_t(&seeded((MIN_ROWS, 32), 4), &w).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_missing_library_is_an_error_that_names_it() {
+        let err = OpenBlas::load("/nonexistent/libopenblas.so.0").unwrap_err();
+        assert!(err.contains("/nonexistent/libopenblas.so.0"), "{err}");
+    }
+}
