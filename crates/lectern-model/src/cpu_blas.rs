@@ -19,9 +19,9 @@
 //! * One call per product on OpenBLAS's own threads, as many as rayon's pool has (Lectern's
 //!   `--threads`): splitting the rows over rayon tasks instead, each a single-threaded call,
 //!   ran no faster than the `gemm` crate (every task packs the whole weight, and 5 tasks on
-//!   2 threads leave one idle a fifth of the time). Its idle threads sleep at once
-//!   (`OPENBLAS_THREAD_TIMEOUT`), so they take no time from the engine's other threads.
-//!   Its products are the same bits on any thread count (tested).
+//!   2 threads leave one idle a fifth of the time). Its idle threads go to sleep at once
+//!   (`OPENBLAS_THREAD_TIMEOUT`) instead of spinning beside the engine's other threads.
+//!   With its AVX-512 kernels its products are the same bits on any thread count (tested).
 //! * `LECTERN_OPENBLAS=0` turns it off; `LECTERN_OPENBLAS=/path/to/libopenblas.so` loads that
 //!   file instead.
 //!
@@ -134,7 +134,7 @@ pub fn prepare_environment() {
 /// [`ENV_VAR`] is `0`, the CPU lacks AVX-512, no library loads, or it runs no AVX-512 core.
 pub fn openblas() -> Option<&'static OpenBlas> {
     static LOADED: OnceLock<Option<OpenBlas>> = OnceLock::new();
-    LOADED.get_or_init(|| load_from_environment().ok().flatten()).as_ref()
+    LOADED.get_or_init(load_from_environment).as_ref()
 }
 
 /// The system's OpenBLAS whatever the CPU and its core, for comparisons (`bench --stage
@@ -153,21 +153,26 @@ pub fn describe() -> String {
     }
 }
 
-fn load_from_environment() -> Result<Option<OpenBlas>, String> {
-    let chosen = std::env::var(ENV_VAR).ok();
+/// [`openblas`]'s choice. A file named in [`ENV_VAR`] that does not load, or runs no AVX-512
+/// core, is said on stderr once (the flow then runs on the `gemm` crate, as without it).
+fn load_from_environment() -> Option<OpenBlas> {
+    let chosen = std::env::var(ENV_VAR).ok().filter(|v| !v.is_empty());
     if chosen.as_deref() == Some("0") || !cpu_has_avx512() {
-        return Ok(None);
+        return None;
     }
-    let names: Vec<&str> = match chosen.as_deref() {
-        Some(path) if !path.is_empty() => vec![path],
-        _ => LIBRARY_NAMES.to_vec(),
-    };
-    for name in names {
-        if let Ok(blas) = OpenBlas::load(name) {
-            return Ok(AVX512_CORES.contains(&blas.core.to_lowercase().as_str()).then_some(blas));
-        }
+    let loaded = match &chosen {
+        Some(path) => OpenBlas::load(path).map_err(|e| eprintln!("{ENV_VAR}: {e}")).ok(),
+        None => LIBRARY_NAMES.iter().find_map(|name| OpenBlas::load(name).ok()),
+    }?;
+    let avx512 = AVX512_CORES.contains(&loaded.core.to_lowercase().as_str());
+    if !avx512 && chosen.is_some() {
+        eprintln!(
+            "{ENV_VAR}: OpenBLAS runs its {} kernels, not AVX-512 ones: the flow stays on the \
+             gemm crate",
+            loaded.core
+        );
     }
-    Ok(None)
+    avx512.then_some(loaded)
 }
 
 impl OpenBlas {

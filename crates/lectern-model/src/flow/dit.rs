@@ -177,8 +177,9 @@ pub struct InputEmbedding {
 impl InputEmbedding {
     /// `u` plus its causal conv position embedding, channel-last: (b, t, dim) → (b, t, dim).
     /// On CUDA both convs (with their Mish, the second with the residual) are Lectern's
-    /// kernel, on the CPU window products: in f32 ([`WindowConv`]) or, in bf16 on a bf16
-    /// kernel, [`bf16::GroupConvWindows`]; elsewhere
+    /// kernel, on the CPU window products: in bf16 on a bf16 kernel
+    /// [`bf16::GroupConvWindows`], else f32 ones ([`WindowConv`], on rounded operands under
+    /// bf16); elsewhere
     /// [`Self::position_embedded_by_candle`].
     pub fn position_embedded(&self, u: &Tensor) -> candle::Result<Tensor> {
         let (conv1, conv2) = self.convs();
@@ -197,12 +198,12 @@ impl InputEmbedding {
             return Ok(out);
         }
         if self.use_kernels
-            && self.bf16_convs.is_none()
             && let (Some(c1), Some(c2)) = (&conv1.cpu_windows, &conv2.cpu_windows)
             && cpu_ops::applies(u)
         {
-            let h = cpu_ops::mish(&c1.forward(u)?)?;
-            return cpu_ops::mish(&c2.forward(&h)?)? + u;
+            // In bf16 without a bf16 kernel: the rounded weights, the inputs rounded here.
+            let h = cpu_ops::mish(&c1.forward(&self.conv_input(u)?)?)?;
+            return cpu_ops::mish(&c2.forward(&self.conv_input(&h)?)?)? + u;
         }
         self.position_embedded_by_candle(u)
     }
@@ -754,5 +755,51 @@ impl DiT {
             taps.push(("norm_out".into(), xs.clone()));
         }
         self.proj_out.forward(&xs)?.transpose(1, 2)?.contiguous()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_tensors::seeded;
+
+    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+        (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap()
+    }
+
+    /// The position embedding on each CPU route agrees with candle's grouped convs on the same
+    /// operands: f32 window products; under bf16, window products on a bf16 kernel where the
+    /// CPU has one, and without one the f32 window products on rounded operands.
+    #[test]
+    fn position_embedding_routes_match_candle() {
+        let dim = CONV_POS_GROUPS * 4;
+        let conv = |seed| {
+            let weight = seeded(&[dim, 4, CONV_POS_KERNEL], seed);
+            CausalGroupConv::from_tensors(weight, &seeded(&[dim], seed + 1)).unwrap()
+        };
+        let embedding = InputEmbedding {
+            proj: Linear::new(seeded(&[dim, 8], 1), None).unwrap(),
+            conv1: conv(2),
+            conv2: conv(4),
+            bf16_convs: None,
+            use_kernels: true,
+        };
+        let u = seeded(&[2, 40, dim], 6);
+        let check = |e: &InputEmbedding, what: &str| {
+            let d = max_diff(
+                &e.position_embedded(&u).unwrap(),
+                &e.position_embedded_by_candle(&u).unwrap(),
+            );
+            assert!(d < 1e-4, "{what}: max |Δ| {d:e} from candle's convs");
+        };
+        check(&embedding, "f32");
+        let mut bf16 = embedding.with_matmul(FlowMatmul::Bf16).unwrap();
+        check(&bf16, "bf16");
+        let convs = bf16.bf16_convs.as_mut().expect("bf16 convs");
+        (convs.0.windows, convs.1.windows) = (None, None);
+        check(&bf16, "bf16 without a bf16 kernel");
+        // …and that route did round: its output is not the f32 one.
+        let f32_out = embedding.position_embedded(&u).unwrap();
+        assert!(max_diff(&bf16.position_embedded(&u).unwrap(), &f32_out) > 1e-4);
     }
 }
