@@ -1026,6 +1026,7 @@ fn run_config(synth: &SynthArgs, ui: &UiArgs) -> Result<()> {
     println!("themes        {}{}", show(themes.clone()), state(&themes));
     println!("data          {}", show(crate::assets::data_dir()));
     println!("voices        {}", crate::voices::voices_dir().display());
+    println!("cpu f32 flow  {}", cpu_flow_gemm());
     println!();
     for (k, v, s) in eff.lines() {
         println!("{k:<16} {v:<32} ({s})");
@@ -1038,6 +1039,28 @@ fn run_config(synth: &SynthArgs, ui: &UiArgs) -> Result<()> {
         anyhow::bail!("{} error(s) in {}", cfg.errors.len(), show(cfg.path.clone()));
     }
     Ok(())
+}
+
+/// What runs the CPU flow's f32 projections here, with a hint where the system's OpenBLAS
+/// would be used but is missing.
+fn cpu_flow_gemm() -> String {
+    use lectern_model::cpu_blas;
+    let described = cpu_blas::describe();
+    let turned_off = std::env::var(cpu_blas::ENV_VAR).is_ok_and(|v| v == "0");
+    if cpu_blas::openblas().is_some() || !cpu_blas::cpu_has_avx512() || turned_off {
+        return described;
+    }
+    match cpu_blas::system_openblas() {
+        Some(found) => format!(
+            "{described} (the system's OpenBLAS runs its {} kernels, not AVX-512 ones: is \
+             OPENBLAS_CORETYPE set?)",
+            found.core
+        ),
+        None => format!(
+            "{described} (this CPU has AVX-512: with the system's OpenBLAS installed, e.g. \
+             libopenblas0-pthread, the f32 flow runs faster)"
+        ),
+    }
 }
 
 /// What `lectern export` was asked for, besides the project.
