@@ -118,7 +118,14 @@ pub(crate) fn save_group(
     for (_, take) in group {
         check_finite(take)?;
     }
-    let created_ms = now_ms();
+    // Strictly later than every take before it: a rebuild from the take files orders takes by
+    // this time to choose each segment's first take again, and two saves within one
+    // millisecond would otherwise tie (and the rebuilt project choose the other take).
+    let latest: i64 = project
+        .conn
+        .query_row("SELECT COALESCE(MAX(created_ms), 0) FROM takes", [], |r| r.get(0))
+        .map_err(|e| project.sql_err(e))?;
+    let created_ms = now_ms().max(latest + 1);
     let mut hashes = Vec::with_capacity(group.len());
     let mut records = Vec::with_capacity(group.len());
     for (key, take) in group {

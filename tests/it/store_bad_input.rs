@@ -347,6 +347,16 @@ fn a_lost_database_is_rebuilt_from_the_take_files() {
     }
     let before_takes = p.takes_of(segments[1].id).unwrap();
     drop(p);
+    // Saved within one millisecond or not, each take is later than the one before it (the
+    // rebuild chooses each segment's oldest take again; a tie once chose the other).
+    let mut times: Vec<(i64, u64)> = lectern::store::takes::take_files(&dir)
+        .unwrap()
+        .iter()
+        .filter_map(|f| lectern::store::rebuild::read_record(f))
+        .map(|r| (r.created_ms, r.record.seed))
+        .collect();
+    times.sort();
+    assert!(times.windows(2).all(|w| w[0].0 < w[1].0), "{times:?}");
     let export_bytes = |name: &str| {
         let p = Project::open(&dir).unwrap();
         let out = tmp.path().join(name);
