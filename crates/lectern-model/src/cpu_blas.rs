@@ -35,6 +35,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use candle::{DType, Storage, Tensor};
 
+/// What a take records as its flow matmuls when the f32 projections ran here.
+pub const F32_LABEL: &str = "f32+openblas";
+
 /// The environment variable that turns the library off (`0`) or names its file.
 pub const ENV_VAR: &str = "LECTERN_OPENBLAS";
 
@@ -289,18 +292,9 @@ pub(crate) mod tests {
     use super::*;
     use candle::Device;
 
-    /// The system's OpenBLAS; where none loads the caller skips, unless
-    /// `LECTERN_REQUIRE_OPENBLAS` is set (CI installs the library and sets it).
+    /// The system's OpenBLAS, or `None`: the caller skips (fails where CI requires it).
     pub(crate) fn library() -> Option<&'static OpenBlas> {
-        let blas = system_openblas();
-        if blas.is_none() {
-            assert!(
-                std::env::var_os("LECTERN_REQUIRE_OPENBLAS").is_none(),
-                "LECTERN_REQUIRE_OPENBLAS is set, but no libopenblas loads"
-            );
-            eprintln!("no system OpenBLAS on this machine: skipped");
-        }
-        blas
+        lectern_test_support::optional::openblas_or_skip(system_openblas())
     }
 
     fn seeded(shape: (usize, usize), seed: u64) -> Tensor {

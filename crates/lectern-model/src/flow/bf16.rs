@@ -115,17 +115,11 @@ impl GroupConvWindows {
         if !weight.device().is_cpu() || !bf16_gemm::available() {
             return Ok(None);
         }
-        let (dim, per, taps) = weight.dims3()?;
-        if groups == 0 || dim != groups * per {
-            candle::bail!("bf16 group conv: weight {:?} for {groups} groups", weight.dims());
-        }
-        let packed = (0..groups)
-            .map(|g| {
-                let w = weight.narrow(0, g * per, per)?.to_dtype(DType::F32)?; // (o, i, j)
-                let b = w.permute((2, 1, 0))?.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
-                Ok(PackedB::new(&b, taps * per, per, per, 1)) // rows j·c + i, columns o
-            })
-            .collect::<candle::Result<Vec<_>>>()?;
+        let (_, per, taps) = weight.dims3()?;
+        let packed = super::group_conv::tap_major_groups(weight, groups)?
+            .iter()
+            .map(|b| PackedB::new(b, taps * per, per, per, 1)) // rows j·c + i, columns o
+            .collect();
         let bias = bias.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         Ok(Some(Self { groups: packed, bias, taps }))
     }

@@ -143,6 +143,9 @@ impl CausalGroupConv {
         let bias = self.bias.flatten_all()?;
         let mut conv = Self::from_tensors(bf16::round(&self.weight)?, &bias)?;
         conv.windows = bf16::GroupConvWindows::new(&conv.weight, &bias, CONV_POS_GROUPS)?;
+        if conv.windows.is_some() {
+            conv.cpu_windows = None; // the bf16 kernel's windows run instead: no f32 copy kept
+        }
         Ok(conv)
     }
 
@@ -639,7 +642,7 @@ impl DiT {
         let on_blas =
             self.transformer_blocks.first().is_some_and(|b| b.attn.to_qkv.uses_openblas());
         match on_blas {
-            true => "f32+openblas".to_string(),
+            true => cpu_blas::F32_LABEL.to_string(),
             false => self.matmul().name().to_string(),
         }
     }
@@ -795,8 +798,15 @@ mod tests {
         check(&embedding, "f32");
         let mut bf16 = embedding.with_matmul(FlowMatmul::Bf16).unwrap();
         check(&bf16, "bf16");
+        // As `as_bf16` leaves a conv where no bf16 kernel runs: the f32 window products of
+        // the rounded weight, no bf16 windows.
         let convs = bf16.bf16_convs.as_mut().expect("bf16 convs");
-        (convs.0.windows, convs.1.windows) = (None, None);
+        for c in [&mut convs.0, &mut convs.1] {
+            c.windows = None;
+            let bias = c.bias.flatten_all().unwrap();
+            c.cpu_windows = WindowConv::new(&c.weight, &bias, CONV_POS_GROUPS).unwrap();
+            assert!(c.cpu_windows.is_some());
+        }
         check(&bf16, "bf16 without a bf16 kernel");
         // …and that route did round: its output is not the f32 one.
         let f32_out = embedding.position_embedded(&u).unwrap();

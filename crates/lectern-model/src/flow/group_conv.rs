@@ -36,15 +36,7 @@ impl WindowConv {
             return Ok(None);
         }
         let (dim, per, taps) = weight.dims3()?;
-        if groups == 0 || dim != groups * per {
-            candle::bail!("group conv: weight {:?} for {groups} groups", weight.dims());
-        }
-        let groups = (0..groups)
-            .map(|g| {
-                let w = weight.narrow(0, g * per, per)?; // (o, i, j)
-                w.permute((2, 1, 0))?.contiguous()?.flatten_all()?.to_vec1::<f32>()
-            })
-            .collect::<candle::Result<Vec<_>>>()?;
+        let groups = tap_major_groups(weight, groups)?;
         let bias = bias.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         if bias.len() != dim {
             candle::bail!("group conv: bias of {} for {dim} channels", bias.len());
@@ -114,6 +106,23 @@ impl WindowConv {
         drop(guard);
         Tensor::from_vec(out, (b, t, dim), x.device())
     }
+}
+
+/// A grouped conv weight `(dim, dim / groups, taps)` as each group's right operand of a window
+/// product, `(taps · per, per)` row-major: `B[j · per + i, o] = W[g · per + o, i, j]`
+/// (tap-major, then input channel). Shared with the bf16 kernel's packing
+/// ([`super::bf16::GroupConvWindows`]).
+pub(crate) fn tap_major_groups(weight: &Tensor, groups: usize) -> candle::Result<Vec<Vec<f32>>> {
+    let (dim, per, _) = weight.dims3()?;
+    if groups == 0 || dim != groups * per {
+        candle::bail!("group conv: weight {:?} for {groups} groups", weight.dims());
+    }
+    (0..groups)
+        .map(|g| {
+            let w = weight.narrow(0, g * per, per)?.to_dtype(DType::F32)?; // (o, i, j)
+            w.permute((2, 1, 0))?.contiguous()?.flatten_all()?.to_vec1::<f32>()
+        })
+        .collect()
 }
 
 #[cfg(test)]

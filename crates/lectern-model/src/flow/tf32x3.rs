@@ -55,7 +55,7 @@ impl FlowMatmul {
     pub fn label(self, device: &candle::Device) -> String {
         match self {
             Self::F32 if device.is_cpu() && crate::cpu_blas::openblas().is_some() => {
-                "f32+openblas".to_string()
+                crate::cpu_blas::F32_LABEL.to_string()
             }
             m => m.name().to_string(),
         }

@@ -75,18 +75,9 @@ fn dit_estimator_on_openblas_matches_upstream() {
     }
 }
 
-/// The system's OpenBLAS, or `None` (the test skips) where none loads and CI did not ask for it
-/// (`LECTERN_REQUIRE_OPENBLAS`).
+/// The system's OpenBLAS, or `None`: the test skips (fails where CI requires it).
 fn system_openblas() -> Option<&'static OpenBlas> {
-    let blas = lectern_model::cpu_blas::system_openblas();
-    if blas.is_none() {
-        assert!(
-            std::env::var_os("LECTERN_REQUIRE_OPENBLAS").is_none(),
-            "LECTERN_REQUIRE_OPENBLAS is set, but no libopenblas loads"
-        );
-        eprintln!("no system OpenBLAS on this machine: skipped");
-    }
-    blas
+    lectern_test_support::optional::openblas_or_skip(lectern_model::cpu_blas::system_openblas())
 }
 
 /// 3xTF32 (`--flow-matmul tf32x3`), its tensor-core products emulated on the CPU: the same
