@@ -9,93 +9,14 @@
 //!   makes byte-identical takes.
 //! - A workstation killed inside a group's save resumes (through `render`) to the same bytes.
 //!
-//! Needs tmux (`apt-get install -y tmux`); without it the test fails and says so.
+//! Needs tmux (`apt-get install -y tmux`); without it the test fails and says so (see
+//! `tmux_common`).
 
 use crate::cli_common::isolated_env;
+use crate::tmux_common::Tmux;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-const WAIT: Duration = Duration::from_secs(60);
-
-/// A tmux server on its own socket, killed on drop (also when an assertion fails).
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start() -> Self {
-        Self::named("e2e")
-    }
-
-    fn named(tag: &str) -> Self {
-        let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
-        assert!(
-            ok,
-            "tmux is not installed: this end-to-end test drives the workstation in tmux \
-             (apt-get install -y tmux)"
-        );
-        Self { socket: format!("lectern-{tag}-{}", std::process::id()) }
-    }
-
-    fn cmd(&self, args: &[&str]) -> Output {
-        let out = Command::new("tmux").arg("-L").arg(&self.socket).args(args).output().unwrap();
-        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        out
-    }
-
-    fn keys(&self, keys: &str) {
-        self.cmd(&["send-keys", "-t", "e2e", keys]);
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "e2e"]).stdout).into()
-    }
-
-    /// Polls the pane until `done` holds; panics with the last screen after [`WAIT`].
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        self.wait_longer(what, WAIT, done)
-    }
-
-    fn wait_longer(&self, what: &str, wait: Duration, done: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if done(&s) {
-                return s;
-            }
-            assert!(start.elapsed() < wait, "timed out waiting for {what}; screen:\n{s}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Runs `script` in a new pane session `e2e` of `cols`×`rows` in `cwd`.
-    fn open(&self, cwd: &Path, script: &str) {
-        let cwd = cwd.display().to_string();
-        self.cmd(&["new-session", "-d", "-s", "e2e", "-x", "160", "-y", "50", "-c", &cwd, script]);
-    }
-
-    /// The pid of the shell running the pane's script (lectern runs as its child).
-    fn pane_shell_pid(&self) -> String {
-        let out = self.cmd(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"]);
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    /// Waits for the pane's script to print its end marker, then closes the session.
-    fn close_after_exit(&self) -> String {
-        // An aborted workstation leaves its screen behind, and the marker may be printed over
-        // it at a line's end and wrap: look for it across line breaks.
-        let s = self.wait_for("exit", |s| s.replace('\n', "").contains("LECTERN-EXITED"));
-        self.cmd(&["kill-session", "-t", "e2e"]);
-        s
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux").arg("-L").arg(&self.socket).arg("kill-server").output();
-    }
-}
 
 /// The selected segment's take line: (take k, of n, seed, NFE).
 fn take_info(screen: &str) -> Option<(usize, usize, u64, usize)> {
@@ -129,7 +50,7 @@ fn quote(p: &Path) -> String {
 
 #[test]
 fn workstation_in_tmux() {
-    let tmux = Tmux::start();
+    let tmux = Tmux::named("e2e");
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("book.md");
     std::fs::write(&book, "The lamp was lit.\n\nRain fell on the roof.\n\nShe turned the page.\n")
@@ -138,8 +59,7 @@ fn workstation_in_tmux() {
     let status = dir.path().join("status");
     let stty = dir.path().join("stty");
     let script = workstation_script(&book, &wav, &status, &stty);
-    let cwd = dir.path().display().to_string();
-    tmux.cmd(&["new-session", "-d", "-s", "e2e", "-x", "160", "-y", "50", "-c", &cwd, &script]);
+    tmux.open(dir.path(), &script);
 
     let s = tmux.wait_for("three ready segments", |s| ready_rows(s) == 3);
     assert!(s.contains("Lectern · book.md"), "title bar:\n{s}");
@@ -177,8 +97,7 @@ fn workstation_in_tmux() {
     let code = std::fs::read_to_string(&status).unwrap();
     assert_eq!(code.trim(), "0", "exit status; screen:\n{s}");
     // Restored: main screen (no UI left on it), cooked mode with echo.
-    let alt = tmux.cmd(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]);
-    assert_eq!(String::from_utf8_lossy(&alt.stdout).trim(), "0", "still on the alternate screen");
+    assert_eq!(tmux.pane_format("#{alternate_on}"), "0", "still on the alternate screen");
     assert!(!s.contains("manuscript · 3 segments"), "UI left on the main screen:\n{s}");
     let modes = std::fs::read_to_string(&stty).unwrap();
     for flag in ["icanon", "echo", "isig"] {
@@ -422,7 +341,7 @@ fn sigterm_quits_like_q_and_restores_the_terminal() {
     let script = workstation_script(&book, &wav, &status, &stty);
     tmux.open(dir.path(), &script);
     tmux.wait_for("the workstation", |s| s.contains("manuscript · 2 segments"));
-    let shell = tmux.pane_shell_pid();
+    let shell = tmux.pane_format("#{pane_pid}");
     let kill = Command::new("pkill").args(["-TERM", "-P", &shell, "lectern"]).status().unwrap();
     assert!(kill.success(), "no lectern process under the pane's shell {shell}");
     let s = tmux.close_after_exit();
@@ -545,7 +464,7 @@ fn soak_workstation_1000_segments_in_bounded_memory() {
     let script = lectern_script(&[&book], &format!("--fallback-wav {}", quote(&wav)), &status);
     tmux.open(dir.path(), &script);
     tmux.wait_for("the workstation", |s| s.contains("segments"));
-    let shell = tmux.pane_shell_pid();
+    let shell = tmux.pane_format("#{pane_pid}");
     let pid = Command::new("pgrep").args(["-P", &shell, "lectern"]).output().unwrap();
     let pid: u32 = String::from_utf8_lossy(&pid.stdout).trim().parse().expect("lectern's pid");
     let project = dir.path().join("book.lectern");

@@ -9,9 +9,9 @@
 //!
 //! Needs tmux (`apt-get install -y tmux`).
 
+use crate::tmux_common::Tmux;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
 /// A temp home: `HOME`, `XDG_CONFIG_HOME`, `XDG_DATA_HOME` inside it.
 struct Home {
@@ -117,50 +117,10 @@ fn a_copied_binary_runs_from_an_empty_directory() {
     assert_eq!(left, vec!["welcome.wav".to_string()]);
 }
 
-/// A tmux server on its own socket, killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start() -> Self {
-        let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
-        assert!(ok, "tmux is not installed (apt-get install -y tmux)");
-        Self { socket: format!("lectern-install-{}", std::process::id()) }
-    }
-    fn cmd(&self, args: &[&str]) -> Output {
-        let out = Command::new("tmux").arg("-L").arg(&self.socket).args(args).output().unwrap();
-        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        out
-    }
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "w"]).stdout).into()
-    }
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if done(&s) {
-                return s;
-            }
-            assert!(start.elapsed() < Duration::from_secs(60), "timed out: {what}; screen:\n{s}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux").arg("-L").arg(&self.socket).arg("kill-server").output();
-    }
-}
-
 fn quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 
-/// Opens the workstation in tmux, waits for the sample to be rendered and quits it with
-/// `quit_key`; returns the screen before quitting.
 /// Runs the installed workstation in `cwd` until `ready` holds for its screen (or it exits),
 /// then quits it with `quit_key`; returns that screen.
 fn workstation(
@@ -177,19 +137,17 @@ fn workstation(
         env.join(" "),
         quote(bin)
     );
-    let cwd = cwd.display().to_string();
-    tmux.cmd(&["new-session", "-d", "-s", "w", "-x", "160", "-y", "50", "-c", &cwd, &script]);
+    tmux.open(cwd, &script);
     let s = tmux.wait_for("the workstation", |s| ready(s) || s.contains("EXITED"));
-    tmux.cmd(&["send-keys", "-t", "w", quit_key]);
-    let end = tmux.wait_for("exit", |s| s.contains("LECTERN-EXITED"));
-    tmux.cmd(&["kill-session", "-t", "w"]);
+    tmux.keys(quit_key);
+    let end = tmux.close_after_exit();
     assert!(end.contains("LECTERN-EXITED 0"), "{end}");
     s
 }
 
 #[test]
 fn the_installed_workstation_opens_on_the_demo_model_and_writes_its_config() {
-    let tmux = Tmux::start();
+    let tmux = Tmux::named("install");
     let home = Home::new();
     let place = tempfile::tempdir().unwrap();
     let bin = installed_binary(place.path());
