@@ -28,7 +28,9 @@ use lectern_model::flow::cfm::{Estimator, FlowCond};
 use lectern_model::flow::dit::{
     CONV_POS_GROUPS, CONV_POS_KERNEL, DiT, FREQ_EMBED_DIM, attend, attend_materialised, modulate,
 };
-use lectern_model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
+use lectern_model::flow::{
+    CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource, cpu_attention,
+};
 use lectern_model::hift::Hift;
 use lectern_model::{Checkpoint, Weights};
 
@@ -353,6 +355,13 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     } else {
         None
     };
+    // On the CPU in f32: the portable core beside the one `attend` chose (the AVX-512 core
+    // where the CPU has it).
+    let portable = if matmul == FlowMatmul::F32 && dev.is_cpu() {
+        Some(time(dev, reps, || Ok(cpu_attention::attend_portable(&q, &k, &v)?))?)
+    } else {
+        None
+    };
     let ff = time(dev, reps, || Ok(block.ff.forward(&norm)?))?;
     let embed = dit.input_embed();
     let conv = time(dev, reps, || Ok(embed.position_embedded(&xs)?))?;
@@ -393,6 +402,13 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
              largest difference {deviation:.2e} at output magnitudes up to {scale:.2})",
             m * 1e3,
             m / scores
+        );
+    }
+    if let Some(p) = portable {
+        println!(
+            "    (the portable core, the `gemm` crate's products: {:.1} ms; {:.2}× the time)",
+            p * 1e3,
+            p / scores
         );
     }
     println!(
@@ -450,6 +466,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
             "block_s": whole, "attention_s": attention,
             "attention_scores_s": scores,
             "attention_scores_materialised_s": materialised.map(|m| m.0),
+            "attention_scores_portable_s": portable,
             "attention_fused_vs_materialised_max_abs": materialised.map(|m| m.1),
             "feed_forward_s": ff, "modulation_s": modulation,
             "conv_pos_embed_s": conv,

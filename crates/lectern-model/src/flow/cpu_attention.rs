@@ -9,6 +9,11 @@
 //! place, and a second gemm writes the output rows straight into the `(b, t, h·dh)` layout
 //! the output projection reads.
 //!
+//! On CPUs with AVX-512 the f32 core is [`super::attention_avx512`] instead (the same tasks on
+//! register-blocked kernels of its own, the keys packed once per head); this module's portable
+//! core serves the other CPUs, heads wider than 64 values, and the bf16 option's rounded
+//! products where the CPU has no bf16 kernel.
+//!
 //! Same arithmetic as the materialised path (q pre-scaled; max-subtracted exp; f32 sums;
 //! divide by the sum), so the two agree to f32 rounding (tests below; every DiT, flow and
 //! end-to-end fixture gate runs through this path on the CPU).
@@ -29,8 +34,27 @@ pub const QUERY_BLOCK: usize = 64;
 
 /// Softmax attention over all frames on the CPU: q (pre-scaled), k, v `(b, h, t, dh)` f32 →
 /// `(b, t, h·dh)`.
+/// On AVX-512 CPUs, for heads of up to 64 values, [`super::attention_avx512`]; elsewhere
+/// [`attend_portable`].
 pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
-    with_heads(q, k, v, |heads, qs, ks, vs| attend_f32_products(heads, qs, ks, vs, false))
+    with_heads(q, k, v, |heads, qs, ks, vs| {
+        #[cfg(target_arch = "x86_64")]
+        if super::attention_avx512::supported(heads.3) {
+            return super::attention_avx512::attend(heads, qs, ks, vs);
+        }
+        portable_attend(heads, qs, ks, vs)
+    })
+}
+
+/// [`attend`] on the portable core (the `gemm` crate's products) whatever the CPU: the
+/// reference for the AVX-512 core, in the tests and `bench --stage flow`.
+pub fn attend_portable(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
+    with_heads(q, k, v, portable_attend)
+}
+
+/// The portable core on contiguous `(b, h, t, dh)` values.
+pub(super) fn portable_attend(heads: Heads, qs: &[f32], ks: &[f32], vs: &[f32]) -> Vec<f32> {
+    attend_f32_products(heads, qs, ks, vs, false)
 }
 
 /// [`attend`] for `--flow-matmul bf16`: q, k, v and the softmax's probabilities rounded to bf16,
@@ -317,56 +341,20 @@ fn exp_row_to_bf16(row: &mut [f32], probs: &mut [u16]) -> f32 {
 #[cfg(target_arch = "x86_64")]
 mod avx512_weights {
     use std::arch::x86_64::{
-        __m256, __m256bh, __m256i, __m512, _CMP_LT_OQ, _mm_storeu_si128, _mm256_add_ps,
-        _mm256_castpd_ps, _mm256_castsi256_si128, _mm256_setzero_ps, _mm256_storeu_ps,
-        _mm256_storeu_si256, _mm512_add_epi32, _mm512_add_ps, _mm512_castps_pd,
-        _mm512_castps_si512, _mm512_castps512_ps256, _mm512_castsi512_ps, _mm512_cmp_ps_mask,
-        _mm512_cvtneps_pbh, _mm512_extractf64x4_pd, _mm512_loadu_ps, _mm512_mask_blend_ps,
-        _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_mul_ps, _mm512_reduce_max_ps,
-        _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps, _mm512_slli_epi32, _mm512_sub_epi32,
-        _mm512_sub_ps,
+        __m256, __m256bh, __m256i, __m512, _mm_storeu_si128, _mm256_add_ps, _mm256_castpd_ps,
+        _mm256_castsi256_si128, _mm256_setzero_ps, _mm256_storeu_ps, _mm256_storeu_si256,
+        _mm512_castps_pd, _mm512_castps512_ps256, _mm512_cvtneps_pbh, _mm512_extractf64x4_pd,
+        _mm512_loadu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_reduce_max_ps,
+        _mm512_set1_ps, _mm512_sub_ps,
     };
 
     use super::exp_fast;
+    use crate::flow::attention_avx512::exp16;
     use crate::flow::bf16_gemm::bf16_bits;
 
     pub(super) fn supported() -> bool {
         std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bf16")
-    }
-
-    /// [`super::exp_fast`] on 16 lanes, operation for operation.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn exp16(x: __m512) -> __m512 {
-        const ROUND: f32 = 12_582_912.0;
-        let c = _mm512_set1_ps;
-        let xc = _mm512_max_ps(x, c(-87.0));
-        let shifted = _mm512_add_ps(_mm512_mul_ps(xc, c(std::f32::consts::LOG2_E)), c(ROUND));
-        let n = _mm512_sub_ps(shifted, c(ROUND));
-        let r = _mm512_add_ps(
-            _mm512_sub_ps(xc, _mm512_mul_ps(n, c(0.693_359_4))),
-            _mm512_mul_ps(n, c(2.121_944_4e-4)),
-        );
-        let mut p = c(1.987_569_1e-4);
-        for k in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
-            p = _mm512_add_ps(_mm512_mul_ps(p, r), c(k));
-        }
-        let y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), c(1.0));
-        let n_int = _mm512_sub_epi32(
-            _mm512_castps_si512(shifted),
-            _mm512_set1_epi32(ROUND.to_bits() as i32),
-        );
-        let two_n = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
-            n_int,
-            _mm512_set1_epi32(127),
-        )));
-        let scaled = _mm512_mul_ps(y, two_n);
-        _mm512_mask_blend_ps(
-            _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, c(-87.0)),
-            scaled,
-            _mm512_setzero_ps(),
-        )
     }
 
     /// 16 bf16 values as plain bits.

@@ -21,6 +21,8 @@
 //! bit, record its [`GroupRecord`] (all segment token counts of the group, the segment's place
 //! in it, NFE, noise source and CFG rate) alongside the tokens and the voice prompt.
 
+#[cfg(target_arch = "x86_64")]
+mod attention_avx512;
 pub mod bf16;
 pub mod bf16_gemm;
 pub mod cfm;

@@ -1,0 +1,409 @@
+//! The f32 attention core on AVX-512F: [`super::cpu_attention::attend`]'s route where the CPU
+//! has AVX-512 and a head is 16, 32, 48 or 64 values wide (the DiT's is 64).
+//!
+//! The portable core runs each query block's two products through the `gemm` crate, which
+//! packs the head's keys (and values) again for every block of 64 queries and dispatches per
+//! call (a seventh of the attention core's time at a 1208-frame group on Zen 5, `perf`), and
+//! its softmax makes four passes over each row of scores (a fifth). Here a task packs its
+//! head's `Kᵀ` once, in panels of 32 keys, and runs:
+//!
+//! * `S = Q·Kᵀ` on an 8-query × 32-key register block (16 accumulators, a broadcast of `q`
+//!   and two loads of `Kᵀ` per step of `dh`);
+//! * the softmax's weights `exp(s − max)` written in place and summed in the same pass (16
+//!   lane sums), unnormalised;
+//! * `O = P·V` on a 4-query × `dh` block, reading `V`'s rows in place, each output row divided
+//!   by its weights' sum as it is stored (as flash attention does; the portable core divides
+//!   the weights instead — the two differ by rounding only, tests below).
+//!
+//! The same operations as the portable core otherwise: `q` carries the softmax scale, the
+//! exponential is [`exp16`] (= [`super::cpu_attention::exp_fast`] per lane), sums are f32.
+
+// AVX-512 intrinsics on raw pointers into the tasks' scratch and the shared output (SAFETY
+// notes at each use).
+#![allow(unsafe_code)]
+
+use std::arch::x86_64::{
+    __m512, _CMP_LT_OQ, _mm512_add_epi32, _mm512_add_ps, _mm512_castps_si512, _mm512_castsi512_ps,
+    _mm512_cmp_ps_mask, _mm512_div_ps, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_mask_add_ps,
+    _mm512_mask_blend_ps, _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps,
+    _mm512_mul_ps, _mm512_reduce_add_ps, _mm512_reduce_max_ps, _mm512_set1_epi32, _mm512_set1_ps,
+    _mm512_setzero_ps, _mm512_slli_epi32, _mm512_storeu_ps, _mm512_sub_epi32, _mm512_sub_ps,
+};
+
+use rayon::prelude::*;
+
+use crate::shared_out::OutPtr;
+
+/// Keys per packed panel of `Kᵀ` (two vectors: the score kernel's columns).
+const PANEL: usize = 32;
+/// Queries per score block and per P·V block (the kernels' rows).
+const SCORE_ROWS: usize = 8;
+const PV_ROWS: usize = 4;
+/// Queries per block: 64 × 1208 scores × 4 B = 309 KB, with the head's packed keys (as much
+/// again) in a core's L2.
+const QUERY_BLOCK: usize = 64;
+
+/// Whether this core serves heads of `dh` values on this CPU.
+pub(super) fn supported(dh: usize) -> bool {
+    std::arch::is_x86_feature_detected!("avx512f") && dh % 16 == 0 && (16..=64).contains(&dh)
+}
+
+/// q (pre-scaled), k, v `(b, h, t, dh)` contiguous f32 → `(b, t, h·dh)`.
+///
+/// # Panics
+/// If [`supported`] does not hold for `dh` or the slices are not `b·h·t·dh` long.
+pub(super) fn attend(
+    (b, h, t, dh): (usize, usize, usize, usize),
+    qs: &[f32],
+    ks: &[f32],
+    vs: &[f32],
+) -> Vec<f32> {
+    assert!(supported(dh), "AVX-512 attention: no AVX512F here, or dh {dh}");
+    let n = b * h * t * dh;
+    assert!(qs.len() == n && ks.len() == n && vs.len() == n, "AVX-512 attention: sizes");
+    let mut out = vec![0f32; n];
+    if n == 0 {
+        return out;
+    }
+    let out_ptr = OutPtr::new(&mut out);
+    let blocks = t.div_ceil(QUERY_BLOCK);
+    // Enough tasks to balance the threads; each packs its head's keys once.
+    let per_head = (4 * rayon::current_num_threads()).div_ceil(b * h).clamp(1, blocks);
+    let head = Head { t, dh, t_pad: t.next_multiple_of(PANEL), row_stride: h * dh };
+    (0..b * h * per_head).into_par_iter().for_each_init(
+        || Scratch::new(&head),
+        |scratch, task| {
+            let (bh, part) = (task / per_head, task % per_head);
+            let (bi, hi) = (bh / h, bh % h);
+            let at = bh * t * dh;
+            let (q, k, v) = (&qs[at..at + t * dh], &ks[at..at + t * dh], &vs[at..at + t * dh]);
+            scratch.pack_keys(&head, k);
+            let out_head = (bi * t * h + hi) * dh; // row 0 of this head in (b, t, h·dh)
+            for block in part * blocks / per_head..(part + 1) * blocks / per_head {
+                let r0 = block * QUERY_BLOCK;
+                let rows = QUERY_BLOCK.min(t - r0);
+                // SAFETY: AVX512F is present (asserted above); this task alone writes rows
+                // r0..r0 + rows of this head's dh columns of `out` (b·t·h·dh values, alive
+                // until after the loop).
+                unsafe {
+                    scratch.block(
+                        &head,
+                        &q[r0 * dh..(r0 + rows) * dh],
+                        v,
+                        out_ptr,
+                        out_head + r0 * head.row_stride,
+                    )
+                };
+            }
+        },
+    );
+    out
+}
+
+/// One head's sizes.
+struct Head {
+    t: usize,
+    dh: usize,
+    /// `t` rounded up to whole key panels: the row stride of the scores.
+    t_pad: usize,
+    /// Values from one output row to the next in `(b, t, h·dh)`.
+    row_stride: usize,
+}
+
+/// A task's buffers: the head's packed `Kᵀ`, a query block (zero rows past its end) and its
+/// scores.
+struct Scratch {
+    keys: Vec<f32>,
+    q: Vec<f32>,
+    scores: Vec<f32>,
+}
+
+impl Scratch {
+    fn new(head: &Head) -> Self {
+        Self {
+            keys: vec![0.0; head.t_pad * head.dh],
+            q: vec![0.0; QUERY_BLOCK * head.dh],
+            scores: vec![0.0; QUERY_BLOCK * head.t_pad],
+        }
+    }
+
+    /// `Kᵀ` in panels: panel `p`, step `d`, lane `c` holds `k[32p + c][d]` (0 past `t`).
+    fn pack_keys(&mut self, head: &Head, k: &[f32]) {
+        let (t, dh) = (head.t, head.dh);
+        for (p, panel) in self.keys.chunks_exact_mut(dh * PANEL).enumerate() {
+            for (c, key) in (p * PANEL..(p * PANEL + PANEL).min(t)).enumerate() {
+                for (d, &x) in k[key * dh..(key + 1) * dh].iter().enumerate() {
+                    panel[d * PANEL + c] = x;
+                }
+            }
+        }
+    }
+
+    /// One query block: scores, weights, `P·V` divided by the sums, into `out` at `out_at`.
+    ///
+    /// # Safety
+    /// AVX512F is present; `out` holds `rows` rows of `dh` values at `out_at`, rows
+    /// `head.row_stride` apart, written by this task alone.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn block(&mut self, head: &Head, q: &[f32], v: &[f32], out: OutPtr, out_at: usize) {
+        let (t, dh, t_pad) = (head.t, head.dh, head.t_pad);
+        let rows = q.len() / dh;
+        let score_rows = rows.next_multiple_of(SCORE_ROWS);
+        self.q[..q.len()].copy_from_slice(q);
+        self.q[q.len()..score_rows * dh].fill(0.0);
+        for r0 in (0..score_rows).step_by(SCORE_ROWS) {
+            for p in 0..t_pad / PANEL {
+                // SAFETY: q rows r0..r0 + 8 (≤ QUERY_BLOCK) × dh, panel p of the packed keys,
+                // scores rows r0..r0 + 8 × columns 32p..32p + 32 (≤ t_pad).
+                unsafe {
+                    scores_8x32(
+                        self.q.as_ptr().add(r0 * dh),
+                        self.keys.as_ptr().add(p * dh * PANEL),
+                        dh,
+                        self.scores.as_mut_ptr().add(r0 * t_pad + p * PANEL),
+                        t_pad,
+                    )
+                };
+            }
+        }
+        let mut sums = [1f32; QUERY_BLOCK];
+        for (r, sum) in sums.iter_mut().take(rows).enumerate() {
+            *sum = weights_in_place(&mut self.scores[r * t_pad..r * t_pad + t]);
+        }
+        let pv_rows = rows.next_multiple_of(PV_ROWS);
+        for r in rows..pv_rows {
+            self.scores[r * t_pad..r * t_pad + t].fill(0.0);
+        }
+        for r0 in (0..pv_rows).step_by(PV_ROWS) {
+            let store = (rows - r0.min(rows)).min(PV_ROWS);
+            let args = PvArgs {
+                p: self.scores[r0 * t_pad..].as_ptr(),
+                p_stride: t_pad,
+                v: v.as_ptr(),
+                dh,
+                t,
+                sums: &sums[r0..r0 + PV_ROWS],
+                rows: store,
+                // SAFETY: rows r0.. of the block are within the caller's `rows` rows.
+                out: unsafe { out.get().add(out_at + r0 * head.row_stride) },
+                out_stride: head.row_stride,
+            };
+            // SAFETY: P rows r0..r0 + 4 × t (scores, t_pad apart), V t × dh, and `store`
+            // output rows, as the caller grants.
+            unsafe {
+                match dh / 16 {
+                    1 => pv_4::<1>(&args),
+                    2 => pv_4::<2>(&args),
+                    3 => pv_4::<3>(&args),
+                    _ => pv_4::<4>(&args),
+                }
+            }
+        }
+    }
+}
+
+/// `S[r][c] = Σ_d q[r][d] · Kᵀ[d][c]` for 8 query rows and one 32-key panel.
+///
+/// # Safety
+/// AVX512F; `q` 8 rows × dh, `keys` dh × 32, `s` 8 rows (`s_stride` apart) × 32, in bounds.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn scores_8x32(q: *const f32, keys: *const f32, dh: usize, s: *mut f32, s_stride: usize) {
+    let mut acc = [[_mm512_setzero_ps(); 2]; SCORE_ROWS];
+    for d in 0..dh {
+        // SAFETY: step d of the panel (32 values) and q[r][d], r < 8, as the caller grants.
+        let (lo, hi) = unsafe {
+            (_mm512_loadu_ps(keys.add(d * PANEL)), _mm512_loadu_ps(keys.add(d * PANEL + 16)))
+        };
+        for (r, acc) in acc.iter_mut().enumerate() {
+            let x = _mm512_set1_ps(unsafe { *q.add(r * dh + d) });
+            acc[0] = _mm512_fmadd_ps(x, lo, acc[0]);
+            acc[1] = _mm512_fmadd_ps(x, hi, acc[1]);
+        }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        // SAFETY: row r's 32 scores, as the caller grants.
+        unsafe {
+            _mm512_storeu_ps(s.add(r * s_stride), acc[0]);
+            _mm512_storeu_ps(s.add(r * s_stride + 16), acc[1]);
+        }
+    }
+}
+
+/// The operands of one P·V block.
+struct PvArgs<'a> {
+    p: *const f32,
+    p_stride: usize,
+    v: *const f32,
+    dh: usize,
+    t: usize,
+    sums: &'a [f32],
+    /// Output rows to store (the block's others are padding).
+    rows: usize,
+    out: *mut f32,
+    out_stride: usize,
+}
+
+/// `O[r] = (Σ_j P[r][j] · V[j]) / sum[r]` for 4 query rows and `Z`·16 = dh values.
+///
+/// # Safety
+/// AVX512F; `p` 4 rows × t, `v` t × dh, `out` `rows` rows × dh, in bounds.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn pv_4<const Z: usize>(a: &PvArgs) {
+    let mut acc = [[_mm512_setzero_ps(); Z]; PV_ROWS];
+    for j in 0..a.t {
+        let mut vj = [_mm512_setzero_ps(); Z];
+        for (z, vz) in vj.iter_mut().enumerate() {
+            // SAFETY: V row j, values 16z..16z + 16 < dh.
+            *vz = unsafe { _mm512_loadu_ps(a.v.add(j * a.dh + 16 * z)) };
+        }
+        for (r, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: P row r, column j < t.
+            let w = _mm512_set1_ps(unsafe { *a.p.add(r * a.p_stride + j) });
+            for z in 0..Z {
+                acc[z] = _mm512_fmadd_ps(w, vj[z], acc[z]);
+            }
+        }
+    }
+    for (r, acc) in acc.iter().enumerate().take(a.rows) {
+        let sum = _mm512_set1_ps(a.sums[r]);
+        for (z, &o) in acc.iter().enumerate() {
+            // SAFETY: output row r < rows, values 16z..16z + 16 < dh.
+            unsafe {
+                _mm512_storeu_ps(a.out.add(r * a.out_stride + 16 * z), _mm512_div_ps(o, sum))
+            };
+        }
+    }
+}
+
+/// The softmax's weights `exp(s − max)` of one row of scores, in place; returns their sum
+/// (16 lane sums, then across the lanes).
+#[target_feature(enable = "avx512f")]
+fn weights_in_place(row: &mut [f32]) -> f32 {
+    let n = row.len();
+    let ptr = row.as_mut_ptr();
+    let tail = n % 16;
+    let tail_mask: u16 = ((1u32 << tail) - 1) as u16;
+    let body = n - tail;
+    let mut vmax = _mm512_set1_ps(f32::NEG_INFINITY);
+    // SAFETY (every load and store below): lanes i..i + 16 with i + 16 ≤ n, or the tail's
+    // lanes body..n under `tail_mask`.
+    for i in (0..body).step_by(16) {
+        vmax = _mm512_max_ps(vmax, unsafe { _mm512_loadu_ps(ptr.add(i)) });
+    }
+    let last = unsafe { _mm512_maskz_loadu_ps(tail_mask, ptr.add(body)) };
+    vmax = _mm512_mask_blend_ps(tail_mask, vmax, _mm512_max_ps(vmax, last));
+    let max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+    let mut sum = _mm512_setzero_ps();
+    for i in (0..body).step_by(16) {
+        let e = exp16(_mm512_sub_ps(unsafe { _mm512_loadu_ps(ptr.add(i)) }, max));
+        unsafe { _mm512_storeu_ps(ptr.add(i), e) };
+        sum = _mm512_add_ps(sum, e);
+    }
+    if tail > 0 {
+        let e = exp16(_mm512_sub_ps(last, max));
+        unsafe { _mm512_mask_storeu_ps(ptr.add(body), tail_mask, e) };
+        sum = _mm512_mask_add_ps(sum, tail_mask, sum, e);
+    }
+    _mm512_reduce_add_ps(sum)
+}
+
+/// [`super::cpu_attention::exp_fast`] on 16 lanes, operation for operation.
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(super) fn exp16(x: __m512) -> __m512 {
+    const ROUND: f32 = 12_582_912.0;
+    let c = _mm512_set1_ps;
+    let xc = _mm512_max_ps(x, c(-87.0));
+    let shifted = _mm512_add_ps(_mm512_mul_ps(xc, c(std::f32::consts::LOG2_E)), c(ROUND));
+    let n = _mm512_sub_ps(shifted, c(ROUND));
+    let r = _mm512_add_ps(
+        _mm512_sub_ps(xc, _mm512_mul_ps(n, c(0.693_359_4))),
+        _mm512_mul_ps(n, c(2.121_944_4e-4)),
+    );
+    let mut p = c(1.987_569_1e-4);
+    for k in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
+        p = _mm512_add_ps(_mm512_mul_ps(p, r), c(k));
+    }
+    let y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), c(1.0));
+    let n_int =
+        _mm512_sub_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(ROUND.to_bits() as i32));
+    let two_n = _mm512_castsi512_ps(_mm512_slli_epi32::<23>(_mm512_add_epi32(
+        n_int,
+        _mm512_set1_epi32(127),
+    )));
+    let scaled = _mm512_mul_ps(y, two_n);
+    _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, c(-87.0)), scaled, _mm512_setzero_ps())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::cpu_attention::{exp_fast, portable_attend};
+
+    fn seeded(len: usize, seed: u64, scale: f32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..len)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
+            })
+            .collect()
+    }
+
+    /// Against the portable core (the `gemm` crate's products, the weights divided): the same
+    /// values to f32 rounding, on every head width it serves and on lengths that are not whole
+    /// panels or query blocks.
+    #[test]
+    fn matches_the_portable_core() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("skipped: this CPU has no AVX512F");
+            return;
+        }
+        for &(b, h, t, dh) in
+            &[(2, 3, 77, 16), (1, 2, 5, 64), (2, 2, 65, 32), (1, 2, 300, 48), (2, 2, 131, 64)]
+        {
+            for (scale, tol) in [(1.0 / (dh as f32).sqrt(), 2e-6), (1.5, 1e-5)] {
+                let n = b * h * t * dh;
+                let (q, k, v) = (seeded(n, 1, scale), seeded(n, 2, 1.0), seeded(n, 3, 1.0));
+                let ours = attend((b, h, t, dh), &q, &k, &v);
+                let portable = portable_attend((b, h, t, dh), &q, &k, &v);
+                let worst =
+                    ours.iter().zip(&portable).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+                assert!(worst < tol, "({b}, {h}, {t}, {dh}) scale {scale}: max |Δ| {worst:e}");
+                assert!(ours.iter().any(|&x| x != 0.0));
+            }
+        }
+    }
+
+    /// Unsupported widths are refused, not computed wrongly.
+    #[test]
+    fn serves_whole_vectors_up_to_64() {
+        for dh in [8, 24, 80, 128] {
+            assert!(!supported(dh), "dh {dh}");
+        }
+    }
+
+    #[test]
+    fn weights_and_exp16_follow_exp_fast() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("skipped: this CPU has no AVX512F");
+            return;
+        }
+        for len in [1usize, 15, 16, 17, 33, 1208] {
+            let row: Vec<f32> =
+                (0..len).map(|i| ((i * 7919) % 1000) as f32 / 9.0 - 100.0).collect();
+            let mut ours = row.clone();
+            // SAFETY: AVX512F is present (checked above).
+            let sum = unsafe { weights_in_place(&mut ours) };
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let want: Vec<f32> = row.iter().map(|&x| exp_fast(x - max)).collect();
+            assert_eq!(ours, want, "row of {len}: exp16 differs from exp_fast");
+            let plain: f32 = want.iter().sum();
+            assert!((sum - plain).abs() <= 1e-5 * plain, "row of {len}: sum {sum} vs {plain}");
+        }
+    }
+}
