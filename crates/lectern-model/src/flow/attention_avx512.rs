@@ -379,6 +379,27 @@ mod tests {
         }
     }
 
+    /// A query block's values come from one task whatever the threads: the same bits on 1, 2
+    /// and 3 threads (a take does not depend on `--threads`).
+    #[test]
+    fn the_same_bits_on_any_thread_count() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("skipped: this CPU has no AVX512F");
+            return;
+        }
+        let (b, h, t, dh) = (2, 3, 2 * QUERY_BLOCK + 5, 64);
+        let n = b * h * t * dh;
+        let (q, k, v) = (seeded(n, 4, 0.125), seeded(n, 5, 1.0), seeded(n, 6, 1.0));
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let out = pool.install(|| attend((b, h, t, dh), &q, &k, &v));
+            out.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        };
+        let one = on(1);
+        assert_eq!(one, on(2));
+        assert_eq!(one, on(3));
+    }
+
     /// Unsupported widths are refused, not computed wrongly.
     #[test]
     fn serves_whole_vectors_up_to_64() {

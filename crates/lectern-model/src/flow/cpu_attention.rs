@@ -516,20 +516,49 @@ mod tests {
         Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
     }
 
-    /// Largest |fused − materialised| over a few seeds. The two paths run the same f32
-    /// arithmetic in different orders (gemm blocking, exp within 2 ulp), so they differ by
-    /// rounding, which grows with the size of the scores.
+    /// Largest |fused − materialised| over a few seeds, for [`attend`] (the AVX-512 core where
+    /// the CPU has it) and for the portable core. The paths run the same f32 arithmetic in
+    /// different orders (gemm blocking, exp within 2 ulp, the division before or after `P·V`),
+    /// so they differ by rounding, which grows with the size of the scores.
     fn deviation(shape: (usize, usize, usize, usize), q_scale: f32) -> f32 {
         let mut worst = 0f32;
         for seed in 0..4 {
             let q = seeded(shape, 3 * seed, q_scale);
             let (k, v) = (seeded(shape, 3 * seed + 1, 1.0), seeded(shape, 3 * seed + 2, 1.0));
-            let fused = attend(&q, &k, &v).unwrap();
             let reference = attend_materialised(&q, &k, &v, FlowMatmul::F32, true).unwrap();
-            assert_eq!(fused.dims(), reference.dims());
-            worst = worst.max(max_abs_diff(&fused, &reference));
+            for fused in [attend(&q, &k, &v).unwrap(), attend_portable(&q, &k, &v).unwrap()] {
+                assert_eq!(fused.dims(), reference.dims());
+                worst = worst.max(max_abs_diff(&fused, &reference));
+            }
         }
         worst
+    }
+
+    /// On a CPU with AVX-512 `attend` runs the AVX-512 core: its bits, not the portable
+    /// core's (they differ in the last bits: the division comes after `P·V`).
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn attend_runs_the_avx512_core_where_the_cpu_has_it() {
+        use crate::flow::attention_avx512;
+        let shape = (2, 4, QUERY_BLOCK + 9, 64);
+        if !attention_avx512::supported(shape.3) {
+            eprintln!("skipped: this CPU has no AVX512F");
+            return;
+        }
+        let q = seeded(shape, 7, 0.125);
+        let (k, v) = (seeded(shape, 8, 1.0), seeded(shape, 9, 1.0));
+        let bits = |t: &Tensor| -> Vec<u32> {
+            t.flatten_all().unwrap().to_vec1::<f32>().unwrap().iter().map(|x| x.to_bits()).collect()
+        };
+        let values = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        let direct = attention_avx512::attend(shape, &values(&q), &values(&k), &values(&v));
+        let routed = bits(&attend(&q, &k, &v).unwrap());
+        assert_eq!(routed, direct.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+        assert_ne!(
+            routed,
+            bits(&attend_portable(&q, &k, &v).unwrap()),
+            "the same bits as the portable core"
+        );
     }
 
     #[test]
