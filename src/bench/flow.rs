@@ -355,9 +355,9 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     } else {
         None
     };
-    // On the CPU in f32: the portable core beside the one `attend` chose (the AVX-512 core
-    // where the CPU has it).
-    let portable = if matmul == FlowMatmul::F32 && dev.is_cpu() {
+    // On the CPU in f32, where `attend` runs the AVX-512 core: the portable core beside it.
+    let core = cpu_attention::f32_core(cfg.dit.dim_head);
+    let portable = if matmul == FlowMatmul::F32 && dev.is_cpu() && core != "portable" {
         Some(time(dev, reps, || Ok(cpu_attention::attend_portable(&q, &k, &v)?))?)
     } else {
         None
@@ -406,7 +406,8 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     }
     if let Some(p) = portable {
         println!(
-            "    (the portable core, the `gemm` crate's products: {:.1} ms; {:.2}× the time)",
+            "    (the {core} core; the portable one, the `gemm` crate's products: {:.1} ms, {:.2}× \
+             the time)",
             p * 1e3,
             p / scores
         );
@@ -467,6 +468,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
             "attention_scores_s": scores,
             "attention_scores_materialised_s": materialised.map(|m| m.0),
             "attention_scores_portable_s": portable,
+            "attention_cpu_f32_core": (dev.is_cpu() && matmul == FlowMatmul::F32).then_some(core),
             "attention_fused_vs_materialised_max_abs": materialised.map(|m| m.1),
             "feed_forward_s": ff, "modulation_s": modulation,
             "conv_pos_embed_s": conv,

@@ -46,6 +46,17 @@ pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
     })
 }
 
+/// Which core [`attend`] runs for heads of `dh` values on this CPU: `"avx512"` or
+/// `"portable"` (what `bench --stage flow` reports).
+pub fn f32_core(dh: usize) -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    if super::attention_avx512::supported(dh) {
+        return "avx512";
+    }
+    let _ = dh;
+    "portable"
+}
+
 /// [`attend`] on the portable core (the `gemm` crate's products) whatever the CPU: the
 /// reference for the AVX-512 core, in the tests and `bench --stage flow`.
 pub fn attend_portable(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
