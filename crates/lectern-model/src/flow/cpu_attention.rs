@@ -15,8 +15,9 @@
 //! products where the CPU has no bf16 kernel.
 //!
 //! Same arithmetic as the materialised path (q pre-scaled; max-subtracted exp; f32 sums;
-//! divide by the sum), so the two agree to f32 rounding (tests below; every DiT, flow and
-//! end-to-end fixture gate runs through this path on the CPU).
+//! divide by the sum), so the two agree to f32 rounding (tests below; on CPUs without AVX-512
+//! every DiT, flow and end-to-end fixture gate runs through this path, on the others through
+//! the AVX-512 core).
 
 // Raw views into candle CPU storage for the fused attention (each use has a SAFETY note).
 #![allow(unsafe_code)]
@@ -34,6 +35,7 @@ pub const QUERY_BLOCK: usize = 64;
 
 /// Softmax attention over all frames on the CPU: q (pre-scaled), k, v `(b, h, t, dh)` f32 →
 /// `(b, t, h·dh)`.
+///
 /// On AVX-512 CPUs, for heads of up to 64 values, [`super::attention_avx512`]; elsewhere
 /// [`attend_portable`].
 pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
@@ -53,7 +55,7 @@ pub fn f32_core(dh: usize) -> &'static str {
     if super::attention_avx512::supported(dh) {
         return "avx512";
     }
-    let _ = dh;
+    let _ = dh; // read by the AVX-512 check only
     "portable"
 }
 
