@@ -33,7 +33,9 @@ use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use candle::{DType, Storage, Tensor};
+use candle::{DType, Tensor};
+
+use crate::cpu_slice::with_f32_slice;
 
 /// What a take records as its flow matmuls when the f32 projections ran here.
 pub const F32_LABEL: &str = "f32+openblas";
@@ -224,8 +226,8 @@ impl OpenBlas {
         }
         let (x, w) = (x.contiguous()?, weight.contiguous()?);
         let mut y: Vec<f32> = Vec::with_capacity(rows * n);
-        with_slice(&x, |x| {
-            with_slice(&w, |w| {
+        with_f32_slice(&x, |x| {
+            with_f32_slice(&w, |w| {
                 self.product_into(x, w, &mut y.spare_capacity_mut()[..rows * n], (rows, k, n));
                 Ok(())
             })
@@ -280,32 +282,14 @@ impl OpenBlas {
     }
 }
 
-/// Runs `f` on the f32 slice of a contiguous CPU tensor.
-fn with_slice<T>(x: &Tensor, f: impl FnOnce(&[f32]) -> candle::Result<T>) -> candle::Result<T> {
-    let (g, l) = x.storage_and_layout();
-    let Storage::Cpu(s) = &*g else { candle::bail!("OpenBLAS needs a CPU tensor") };
-    f(&s.as_slice::<f32>()?[l.start_offset()..][..x.elem_count()])
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use candle::Device;
+    use crate::test_tensors::seeded;
 
     /// The system's OpenBLAS, or `None`: the caller skips (fails where CI requires it).
     pub(crate) fn library() -> Option<&'static OpenBlas> {
         lectern_test_support::optional::openblas_or_skip(system_openblas())
-    }
-
-    fn seeded(shape: (usize, usize), seed: u64) -> Tensor {
-        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let values: Vec<f32> = (0..shape.0 * shape.1)
-            .map(|_| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect();
-        Tensor::from_vec(values, shape, &Device::Cpu).unwrap()
     }
 
     fn bits(t: &Tensor) -> Vec<u32> {
@@ -316,7 +300,7 @@ pub(crate) mod tests {
     fn openblas_products_match_candle_and_keep_their_bits_on_any_thread_count() {
         let Some(blas) = library() else { return };
         // Large enough for OpenBLAS to thread it; sizes no multiple of any kernel's tile.
-        let (x, w) = (seeded((701, 256), 1), seeded((301, 256), 2));
+        let (x, w) = (seeded(&[701, 256], 1), seeded(&[301, 256], 2));
         let want = x.matmul(&w.t().unwrap()).unwrap();
         let on = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
@@ -341,12 +325,12 @@ pub(crate) mod tests {
     #[test]
     fn openblas_leaves_few_rows_and_other_operands_to_candle() {
         let Some(blas) = library() else { return };
-        let w = seeded((16, 32), 3);
-        assert!(blas.matmul_t(&seeded((MIN_ROWS - 1, 32), 4), &w).unwrap().is_none());
-        assert!(blas.matmul_t(&seeded((MIN_ROWS, 31), 4), &w).unwrap().is_none());
-        let f16 = seeded((MIN_ROWS, 32), 4).to_dtype(DType::F16).unwrap();
+        let w = seeded(&[16, 32], 3);
+        assert!(blas.matmul_t(&seeded(&[MIN_ROWS - 1, 32], 4), &w).unwrap().is_none());
+        assert!(blas.matmul_t(&seeded(&[MIN_ROWS, 31], 4), &w).unwrap().is_none());
+        let f16 = seeded(&[MIN_ROWS, 32], 4).to_dtype(DType::F16).unwrap();
         assert!(blas.matmul_t(&f16, &w).unwrap().is_none());
-        assert!(blas.matmul_t(&seeded((MIN_ROWS, 32), 4), &w).unwrap().is_some());
+        assert!(blas.matmul_t(&seeded(&[MIN_ROWS, 32], 4), &w).unwrap().is_some());
     }
 
     #[test]

@@ -65,6 +65,7 @@
 
 pub mod config;
 pub mod cpu_blas;
+mod cpu_slice;
 pub mod flow;
 pub mod hift;
 pub mod kernel_checks;

@@ -342,16 +342,10 @@ mod tests {
     use super::*;
     use crate::flow::cpu_attention::{exp_fast, portable_attend};
 
+    /// `len` values uniform in [−scale, scale), reproducible from `seed`.
     fn seeded(len: usize, seed: u64, scale: f32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..len)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * scale
-            })
-            .collect()
+        let values = crate::test_tensors::seeded(&[len], seed).to_vec1::<f32>().unwrap();
+        values.into_iter().map(|x| x * scale).collect()
     }
 
     /// Against the portable core (the `gemm` crate's products, the weights divided): the same

@@ -12,10 +12,11 @@
 //! end-to-end fixture gate runs through this path on the CPU). The row loops are compiled for
 //! AVX-512 and AVX2 too (`crate::simd`), with the same results.
 
-use candle::{DType, Device, Storage, Tensor};
+use candle::{DType, Device, Tensor};
 use rayon::prelude::*;
 
 use super::cpu_attention::exp_fast;
+use crate::cpu_slice::with_f32_slice;
 
 /// Whether these ops serve `x` (CPU, f32, contiguous).
 pub fn applies(x: &Tensor) -> bool {
@@ -24,13 +25,6 @@ pub fn applies(x: &Tensor) -> bool {
 
 /// Rows per rayon task (a few hundred KB of activations).
 const ROWS_PER_TASK: usize = 32;
-
-/// Runs `f` on the f32 slice of a contiguous CPU tensor.
-fn with_slice<T>(x: &Tensor, f: impl FnOnce(&[f32]) -> candle::Result<T>) -> candle::Result<T> {
-    let (g, l) = x.storage_and_layout();
-    let Storage::Cpu(s) = &*g else { candle::bail!("cpu op needs a CPU tensor") };
-    f(&s.as_slice::<f32>()?[l.start_offset()..][..x.elem_count()])
-}
 
 /// The rows `(b, dim)` of a per-batch vector (a view into the modulation vector: row stride
 /// of its own, unit stride along `dim`), copied out.
@@ -63,7 +57,7 @@ pub fn modulate(xs: &Tensor, scale: &Tensor, shift: &Tensor, eps: f32) -> candle
     let (b, t, dim) = xs.dims3()?;
     let (scale, shift) = (batch_rows(scale, b, dim)?, batch_rows(shift, b, dim)?);
     let mut out = vec![0f32; b * t * dim];
-    with_slice(xs, |x| {
+    with_f32_slice(xs, |x| {
         out.par_chunks_mut(dim * ROWS_PER_TASK).enumerate().for_each(|(task, ys)| {
             let rows = Rows { first: task * ROWS_PER_TASK, t, dim };
             modulate_rows(ys, x, rows, &scale, &shift, eps);
@@ -152,7 +146,7 @@ fn mish_fast(z: f32) -> f32 {
 pub fn mish(x: &Tensor) -> candle::Result<Tensor> {
     let x = x.contiguous()?;
     let mut out = vec![0f32; x.elem_count()];
-    with_slice(&x, |xs| {
+    with_f32_slice(&x, |xs| {
         out.par_chunks_mut(1 << 14)
             .zip(xs.par_chunks(1 << 14))
             .for_each(|(o, x)| mish_values(o, x));
@@ -176,8 +170,8 @@ pub fn gated_residual(
     let bias = bias.contiguous()?.to_vec1::<f32>()?;
     let y = y.contiguous()?;
     let mut out = vec![0f32; b * t * dim];
-    with_slice(x, |xs| {
-        with_slice(&y, |ys| {
+    with_f32_slice(x, |xs| {
+        with_f32_slice(&y, |ys| {
             out.par_chunks_mut(dim * ROWS_PER_TASK).enumerate().for_each(|(task, o)| {
                 let rows = Rows { first: task * ROWS_PER_TASK, t, dim };
                 gated_rows(o, xs, ys, rows, &bias, &gate);
@@ -211,7 +205,7 @@ pub fn bias_gelu(x: &Tensor, bias: &Tensor) -> candle::Result<Tensor> {
         candle::bail!("cpu bias gelu: bias of {} for rows of {dim}", bias.len());
     }
     let mut out = vec![0f32; x.elem_count()];
-    with_slice(x, |xs| {
+    with_f32_slice(x, |xs| {
         out.par_chunks_mut(dim * ROWS_PER_TASK)
             .zip(xs.par_chunks(dim * ROWS_PER_TASK))
             .for_each(|(o, xr)| bias_gelu_rows(o, xr, &bias));
@@ -241,7 +235,7 @@ pub fn qkv_bias_rope(
     let hd = heads * dh;
     // out[which][bb][head][tt][d]: task = (which, bb, head), each a contiguous (t, dh) plane.
     let mut out = vec![0f32; 3 * b * hd * t];
-    with_slice(qkv, |src| {
+    with_f32_slice(qkv, |src| {
         out.par_chunks_mut(t * dh).enumerate().for_each(|(plane, dst)| {
             let (which, bb, head) = (plane / (b * heads), (plane / heads) % b, plane % heads);
             let col0 = which * hd + head * dh;

@@ -12,10 +12,11 @@
 //! the input and output: 216 ms for both convs at 1208 frames on two Xeon cores against
 //! oneDNN's 104 ms in PyTorch (docs/benchmarks.md, 2026-12-03, third session).
 
-use candle::{DType, Storage, Tensor};
+use candle::{DType, Tensor};
 use gemm::{Parallelism, gemm};
 use rayon::prelude::*;
 
+use crate::cpu_slice::with_f32_slice;
 use crate::shared_out::OutPtr;
 
 /// A causal grouped convolution as window products (see the module docs).
@@ -45,7 +46,6 @@ impl WindowConv {
     }
 
     /// `x (b, t, dim)` (CPU f32) → conv + bias `(b, t, dim)`, causal (left padding `taps − 1`).
-    #[allow(unsafe_code)] // gemm over raw strided views; each task writes its own columns
     pub fn forward(&self, x: &Tensor) -> candle::Result<Tensor> {
         let (b, t, dim) = x.dims3()?;
         let (groups, per, taps) = (self.groups.len(), self.per, self.taps);
@@ -53,58 +53,71 @@ impl WindowConv {
             candle::bail!("group conv: input {:?} for {groups} groups of {per}", x.dims());
         }
         let x = x.contiguous()?;
-        let (guard, layout) = x.storage_and_layout();
-        let Storage::Cpu(storage) = &*guard else { candle::bail!("group conv needs the CPU") };
-        let xs = &storage.as_slice::<f32>()?[layout.start_offset()..][..x.elem_count()];
-        let lead = (taps - 1) * per;
         let mut out = vec![0f32; b * t * dim];
         let out_ptr = OutPtr::new(&mut out);
-        (0..b * groups).into_par_iter().for_each_init(
-            || vec![0f32; lead + t * per],
-            |frames, task| {
-                let (bi, g) = (task / groups, task % groups);
-                // taps − 1 frames of zeros (filled once per buffer), then the group's frames.
-                let item = &xs[bi * t * dim..][..t * dim];
-                for (dst, src) in frames[lead..].chunks_exact_mut(per).zip(item.chunks_exact(dim)) {
-                    dst.copy_from_slice(&src[g * per..][..per]);
-                }
-                let first = (bi * t) * dim + g * per;
-                let bias = &self.bias[g * per..][..per];
-                // SAFETY: this task alone writes columns g·per..(g+1)·per of batch item bi's
-                // rows of `out` (b·t·dim values, alive until after the loop). The left operand
-                // reads rows r·per .. r·per + taps·per of `frames` for r < t: in bounds, as
-                // `frames` holds (taps − 1 + t)·per values; the right one is (taps·per, per).
-                unsafe {
-                    let dst = out_ptr.get().add(first);
-                    for r in 0..t {
-                        std::ptr::copy_nonoverlapping(bias.as_ptr(), dst.add(r * dim), per);
-                    }
-                    gemm(
-                        t,
-                        per,
-                        taps * per,
-                        dst,
-                        1,
-                        dim as isize,
-                        true,
-                        frames.as_ptr(),
-                        1,
-                        per as isize,
-                        self.groups[g].as_ptr(),
-                        1,
-                        per as isize,
-                        1.0,
-                        1.0,
-                        false,
-                        false,
-                        false,
-                        Parallelism::None,
-                    );
-                }
-            },
-        );
-        drop(guard);
+        with_f32_slice(&x, |xs| {
+            (0..b * groups).into_par_iter().for_each_init(
+                // taps − 1 frames of zeros (written once per buffer), then a group's frames.
+                || vec![0f32; (taps - 1 + t) * per],
+                |frames, task| {
+                    self.group_product(xs, t, (task / groups, task % groups), frames, out_ptr)
+                },
+            );
+            Ok(())
+        })?;
         Tensor::from_vec(out, (b, t, dim), x.device())
+    }
+
+    /// Group `g` of batch item `bi` of `xs` `(b, t, dim)`: its frames copied after the zero
+    /// lead of `frames`, then one window product into its columns of `out`.
+    #[allow(unsafe_code)] // gemm over raw strided views; each task writes its own columns
+    fn group_product(
+        &self,
+        xs: &[f32],
+        t: usize,
+        (bi, g): (usize, usize),
+        frames: &mut [f32],
+        out: OutPtr,
+    ) {
+        let (per, taps) = (self.per, self.taps);
+        let dim = self.groups.len() * per;
+        let item = &xs[bi * t * dim..][..t * dim];
+        let lead = (taps - 1) * per;
+        for (dst, src) in frames[lead..].chunks_exact_mut(per).zip(item.chunks_exact(dim)) {
+            dst.copy_from_slice(&src[g * per..][..per]);
+        }
+        let bias = &self.bias[g * per..][..per];
+        // SAFETY: this task alone writes columns g·per..(g+1)·per of batch item bi's rows of
+        // `out` (b·t·dim values, alive until every task has ended). The left operand reads rows
+        // r·per .. r·per + taps·per of `frames` for r < t: in bounds, as `frames` holds
+        // (taps − 1 + t)·per values; the right one is (taps·per, per).
+        unsafe {
+            let dst = out.get().add(bi * t * dim + g * per);
+            for r in 0..t {
+                std::ptr::copy_nonoverlapping(bias.as_ptr(), dst.add(r * dim), per);
+            }
+            gemm(
+                t,
+                per,
+                taps * per,
+                dst,
+                1,
+                dim as isize,
+                true,
+                frames.as_ptr(),
+                1,
+                per as isize,
+                self.groups[g].as_ptr(),
+                1,
+                per as isize,
+                1.0,
+                1.0,
+                false,
+                false,
+                false,
+                Parallelism::None,
+            );
+        }
     }
 }
 
