@@ -340,7 +340,7 @@ pub(super) fn exp16(x: __m512) -> __m512 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::cpu_attention::{exp_fast, portable_attend};
+    use crate::flow::cpu_attention::{exp_fast, portable_core};
 
     /// `len` values uniform in [−scale, scale), reproducible from `seed`.
     fn seeded(len: usize, seed: u64, scale: f32) -> Vec<f32> {
@@ -364,7 +364,7 @@ mod tests {
                 let n = b * h * t * dh;
                 let (q, k, v) = (seeded(n, 1, scale), seeded(n, 2, 1.0), seeded(n, 3, 1.0));
                 let ours = attend((b, h, t, dh), &q, &k, &v);
-                let portable = portable_attend((b, h, t, dh), &q, &k, &v);
+                let portable = portable_core((b, h, t, dh), &q, &k, &v);
                 let worst =
                     ours.iter().zip(&portable).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
                 assert!(worst < tol, "({b}, {h}, {t}, {dh}) scale {scale}: max |Δ| {worst:e}");

@@ -44,7 +44,7 @@ pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
         if super::attention_avx512::supported(heads.3) {
             return super::attention_avx512::attend(heads, qs, ks, vs);
         }
-        portable_attend(heads, qs, ks, vs)
+        portable_core(heads, qs, ks, vs)
     })
 }
 
@@ -62,11 +62,11 @@ pub fn f32_core(dh: usize) -> &'static str {
 /// [`attend`] on the portable core (the `gemm` crate's products) whatever the CPU: the
 /// reference for the AVX-512 core, in the tests and `bench --stage flow`.
 pub fn attend_portable(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
-    with_heads(q, k, v, portable_attend)
+    with_heads(q, k, v, portable_core)
 }
 
 /// The portable core on contiguous `(b, h, t, dh)` values.
-pub(super) fn portable_attend(heads: Heads, qs: &[f32], ks: &[f32], vs: &[f32]) -> Vec<f32> {
+pub(super) fn portable_core(heads: Heads, qs: &[f32], ks: &[f32], vs: &[f32]) -> Vec<f32> {
     attend_f32_products(heads, qs, ks, vs, false)
 }
 
