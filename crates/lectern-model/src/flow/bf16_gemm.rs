@@ -14,12 +14,15 @@
 //! two cores of the H200's Xeon host where oneDNN reaches 580–875 (docs/refutations.md). Here
 //! the AMX micro-kernel holds a 2 × 2 block of accumulator tiles (32 × 32 outputs: each A and B
 //! tile loaded serves two products) and walks `k` in chunks that keep its operands in L1/L2
-//! (537–590 GFLOP/s, docs/benchmarks.md), `X` is rounded to bf16 once in a vectorised pass and
-//! read by the tile loads in place, and `B` is laid out tile by tile at pack time. AMX
-//! intrinsics are nightly-only, so that micro-kernel is `asm!` (stable); the AVX512-BF16 one is
-//! stable intrinsics. Everything around them — packing, padding, blocking, the tasks — is plain
-//! Rust, and the tests run it through an emulation of the tile instructions on every machine,
-//! and through the real kernels where the CPU has them.
+//! (537–590 GFLOP/s, docs/benchmarks.md); for `k` of 64 values (the attention's `Q·Kᵀ` over
+//! 64-value heads: two tile steps, so the 2 × 2 block loaded as many tiles as it multiplied) a
+//! second AMX kernel holds a 32-row block's four A tiles and walks the column tiles under them.
+//! `X` is rounded to bf16 once in a vectorised pass and read by the tile loads in place, and
+//! `B` is laid out tile by tile at pack time. AMX intrinsics are nightly-only, so the AMX
+//! micro-kernels are `asm!` (stable); the AVX512-BF16 one is stable intrinsics. Everything
+//! around them — packing, padding, blocking, the tasks — is plain Rust, and the tests run it
+//! through an emulation of the tile instructions on every machine, and through the real kernels
+//! where the CPU has them.
 //!
 //! Tiles (palette 1): every tile is 16 rows × 64 bytes. An A tile is 16 rows of `X` × 32 bf16
 //! values of `k`; a B tile is 16 "pair rows" × 16 columns × 2 (`B[2r + p, j]` at row `r`, value
@@ -173,26 +176,70 @@ impl std::fmt::Debug for PackedB {
 }
 
 impl PackedB {
-    /// Packs `B` whose element `(i, j)` is `src[i · row_stride + j · col_stride]`.
+    /// Packs `B` whose element `(i, j)` is `src[i · row_stride + j · col_stride]`, with one of
+    /// the strides 1: `B`'s columns contiguous (a weight `W (n, k)` read as `Wᵀ`, the
+    /// attention's keys as `Kᵀ`) or its rows (the attention's values, a convolution's taps).
+    ///
+    /// # Panics
+    /// Where neither stride is 1.
     pub fn new(src: &[f32], k: usize, n: usize, row_stride: usize, col_stride: usize) -> Self {
         let k_blocks = k.div_ceil(TILE_K);
         let n_pad = n.div_ceil(BLOCK) * BLOCK;
-        let mut tiles = vec![0u16; n_pad / TILE * k_blocks * TILE_VALUES];
-        for (t, tile) in tiles.chunks_exact_mut(TILE_VALUES).enumerate() {
-            let (cb, kb) = (t / k_blocks, t % k_blocks);
-            for (pr, row) in tile.chunks_exact_mut(2 * TILE).enumerate() {
-                for (jj, pair) in row.chunks_exact_mut(2).enumerate() {
-                    let j = cb * TILE + jj;
-                    for (p, v) in pair.iter_mut().enumerate() {
-                        let i = kb * TILE_K + 2 * pr + p;
-                        if i < k && j < n {
-                            *v = bf16_bits(src[i * row_stride + j * col_stride]);
-                        }
-                    }
+        let tiles = vec![0u16; n_pad / TILE * k_blocks * TILE_VALUES];
+        let mut packed = Self { tiles, k, n, k_blocks, n_pad };
+        if k == 0 || n == 0 {
+            return packed;
+        }
+        if row_stride == 1 {
+            packed.fill_by_columns(src, col_stride);
+        } else {
+            assert_eq!(col_stride, 1, "bf16 pack: strides {row_stride} and {col_stride}");
+            packed.fill_by_row_pairs(src, row_stride);
+        }
+        packed
+    }
+
+    /// The tiles from `B`'s columns, `col_stride` apart: each column rounded to bf16 in one
+    /// vectorised pass, then its pairs of `k` values copied to their places, a pair row of
+    /// each of the column's tiles. (Value by value, with the index arithmetic and bounds
+    /// checks of both layouts, the packing of the attention's keys and values was 6 of its 42
+    /// ms at 1208 frames on the Xeon host.)
+    fn fill_by_columns(&mut self, src: &[f32], col_stride: usize) {
+        let k_pad = self.k_pad();
+        let mut column = vec![0u16; k_pad];
+        for j in 0..self.n {
+            rows_to_bf16_into(&mut column, &src[j * col_stride..], col_stride, self.k, k_pad);
+            let (cb, jj) = (j / TILE, j % TILE);
+            for (kb, chunk) in column.chunks_exact(TILE_K).enumerate() {
+                let tile = &mut self.tiles[(cb * self.k_blocks + kb) * TILE_VALUES..];
+                for (pr, pair) in chunk.chunks_exact(2).enumerate() {
+                    tile[pr * 2 * TILE + 2 * jj..][..2].copy_from_slice(pair);
                 }
             }
         }
-        Self { tiles, k, n, k_blocks, n_pad }
+    }
+
+    /// The tiles from `B`'s rows, `row_stride` apart: each pair of rows rounded to bf16, then
+    /// interleaved into one pair row of every column block's tile.
+    fn fill_by_row_pairs(&mut self, src: &[f32], row_stride: usize) {
+        let n_pad = self.n_pad;
+        let mut rows = vec![0u16; 2 * n_pad];
+        for i0 in (0..self.k).step_by(2) {
+            let present = (self.k - i0).min(2);
+            let x = &src[i0 * row_stride..];
+            rows_to_bf16_into(&mut rows[..present * n_pad], x, row_stride, self.n, n_pad);
+            rows[present * n_pad..].fill(0);
+            let (kb, pr) = (i0 / TILE_K, i0 % TILE_K / 2);
+            let (even, odd) = rows.split_at(n_pad);
+            for cb in 0..n_pad / TILE {
+                let at = (cb * self.k_blocks + kb) * TILE_VALUES + pr * 2 * TILE;
+                let tile_row = &mut self.tiles[at..][..2 * TILE];
+                let columns = even[cb * TILE..][..TILE].iter().zip(&odd[cb * TILE..][..TILE]);
+                for (pair, (&e, &o)) in tile_row.chunks_exact_mut(2).zip(columns) {
+                    pair.copy_from_slice(&[e, o]);
+                }
+            }
+        }
     }
 
     /// A projection's weight `W (out, in)` row-major, for `Y = X·Wᵀ` (`B = Wᵀ`: k = in).
@@ -250,8 +297,13 @@ impl PackedB {
             self.k,
             self.n
         );
+        // With one or two column blocks (the attention's `P·V`: 64 outputs) B is a few tiles per
+        // step and gains nothing from a chunk of `k` kept in L2, while each chunk costs the
+        // outputs a round trip: all of `k` at once (on AMX, 17 → 15 thread-ms at 1208 frames:
+        // docs/benchmarks.md, "2026-12-03 (sixth session)").
+        let k_chunk = if self.n_pad <= 2 * BLOCK { self.k_blocks.max(1) } else { K_CHUNK };
         // Rows a_stride apart that do not overlap: the general case's special one.
-        self.product_windows_with(a, self.a_stride(), c, kernel);
+        self.product_windows_with(a, self.a_stride(), c, kernel, k_chunk);
     }
 
     /// `C = A·B` on this thread where the rows of `A` are `a_stride` values apart and may
@@ -265,11 +317,19 @@ impl PackedB {
     /// Where the buffers do not have those sizes.
     pub fn product_windows(&self, a: &[u16], a_stride: usize, c: &mut [f32]) -> Option<()> {
         let kernel = MicroKernel::native()?;
-        self.product_windows_with(a, a_stride, c, kernel);
+        self.product_windows_with(a, a_stride, c, kernel, K_CHUNK);
         Some(())
     }
 
-    fn product_windows_with(&self, a: &[u16], a_stride: usize, c: &mut [f32], kernel: MicroKernel) {
+    /// [`Self::product_windows`] on `kernel`, `k` in chunks of `k_chunk` tile steps.
+    fn product_windows_with(
+        &self,
+        a: &[u16],
+        a_stride: usize,
+        c: &mut [f32],
+        kernel: MicroKernel,
+        k_chunk: usize,
+    ) {
         let rows_pad = c.len() / self.n_pad.max(1);
         assert!(
             rows_pad % BLOCK == 0
@@ -287,7 +347,7 @@ impl PackedB {
         }
         let c = OutPtr::new(c);
         // SAFETY: `a` and `c` have the sizes the task reads and writes (asserted above).
-        unsafe { self.task(a, a_stride, c, (0, rows_pad), (0, self.n_pad), kernel) };
+        unsafe { self.task(a, a_stride, c, (0, rows_pad), (0, self.n_pad), (kernel, k_chunk)) };
     }
 
     /// `X (rows, k) · B` → `(rows, n)` row-major. `None` where no bf16 micro-kernel runs here.
@@ -322,7 +382,9 @@ impl PackedB {
             let cols = TASK_COLS.min(self.n_pad - c0);
             // SAFETY: this task alone writes rows r0..r0+rows, columns c0..c0+cols of `y`
             // (rows_pad × n_pad, alive until `run` returns); `a` holds rows_pad rows.
-            unsafe { self.task(a, self.a_stride(), out, (r0, rows), (c0, cols), kernel) };
+            unsafe {
+                self.task(a, self.a_stride(), out, (r0, rows), (c0, cols), (kernel, K_CHUNK))
+            };
         });
     }
 
@@ -330,8 +392,9 @@ impl PackedB {
     /// `c0..c0+cols` (multiples of 32), rows outermost: a row block's A tiles stay in L1 while
     /// the B tiles, 1 KB each and contiguous, stream from L2 (rows inside, so that B stayed in
     /// L1 and the strided A rows streamed, measured ~20 % slower on AMX and the same on
-    /// AVX512-BF16: docs/benchmarks.md, "2026-12-02 (third session)"). `A`'s rows are
-    /// `a_stride` values apart.
+    /// AVX512-BF16: docs/benchmarks.md, "2026-12-02 (third session)"), `k` in chunks of
+    /// `k_chunk` tile steps. `A`'s rows are `a_stride` values apart. For `k` of two tile steps
+    /// on the tile kernels, [`tiles::rows_k64`] instead, each 32-row block's A tiles held.
     ///
     /// # Safety
     /// As in [`Self::run`].
@@ -342,12 +405,30 @@ impl PackedB {
         out: OutPtr,
         (r0, rows): (usize, usize),
         (c0, cols): (usize, usize),
-        kernel: MicroKernel,
+        (kernel, k_chunk): (MicroKernel, usize),
     ) {
         let tiles_per_column_block = self.k_blocks * TILE_VALUES;
         kernel.begin();
-        for kc in (0..self.k_blocks).step_by(K_CHUNK) {
-            let steps = K_CHUNK.min(self.k_blocks - kc);
+        if self.k_blocks == 2 && kernel.holds_a() {
+            for r in (r0..r0 + rows).step_by(BLOCK) {
+                let args = RowArgs {
+                    a: a[r * a_stride..].as_ptr(),
+                    a_stride: a_stride * 2,
+                    b: self.tiles[c0 / TILE * tiles_per_column_block..].as_ptr(),
+                    col_tiles: cols / TILE,
+                    // SAFETY: r < rows_pad, c0 < n_pad: in bounds of `y`.
+                    c: unsafe { out.get().add(r * self.n_pad + c0) },
+                    c_stride: self.n_pad * 4,
+                };
+                // SAFETY: the pointers address 32 rows of A (64 values each), the two tiles of
+                // each of the `cols / 16` column tiles from c0, and 32 rows × `cols` of `y`.
+                unsafe { kernel.rows_k64(&args) };
+            }
+            kernel.end();
+            return;
+        }
+        for kc in (0..self.k_blocks).step_by(k_chunk) {
+            let steps = k_chunk.min(self.k_blocks - kc);
             for r in (r0..r0 + rows).step_by(BLOCK) {
                 for c in (c0..c0 + cols).step_by(BLOCK) {
                     let b0 = &self.tiles[c / TILE * tiles_per_column_block + kc * TILE_VALUES..];
@@ -390,6 +471,21 @@ struct BlockArgs {
     c_stride: usize,
 }
 
+/// One call of the held-A kernel: the 32 rows of `C = A·B` over `col_tiles` column tiles, for
+/// `k` of two tile steps (64 values).
+struct RowArgs {
+    /// 32 rows of 64 bf16 values, `a_stride` bytes apart.
+    a: *const u16,
+    a_stride: usize,
+    /// The packed tiles of the first column tile: its two `k` tiles, then the next column
+    /// tile's.
+    b: *const u16,
+    col_tiles: usize,
+    /// 32 rows of `16 · col_tiles` f32 values, `c_stride` bytes apart.
+    c: *mut f32,
+    c_stride: usize,
+}
+
 /// The tile instructions, `VDPBF16PS`, or (tests) a scalar emulation of the tile instructions
 /// on the same memory, which checks everything around the kernels on any machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -423,6 +519,31 @@ impl MicroKernel {
         }
     }
 
+    /// Whether [`Self::rows_k64`] runs: the tile kernels. (On AVX512-BF16 the 2 × 2 blocks
+    /// hold their A pairs in registers already.)
+    fn holds_a(self) -> bool {
+        match self {
+            Self::Amx => true,
+            Self::DotBf16 => false,
+            #[cfg(test)]
+            Self::Emulated => true,
+        }
+    }
+
+    /// # Safety
+    /// `args` must address memory as [`RowArgs`] says; for `Amx`, after [`Self::begin`] on this
+    /// thread, on a CPU where [`kernel`] is `Amx`. Not for `DotBf16` ([`Self::holds_a`]).
+    unsafe fn rows_k64(self, args: &RowArgs) {
+        match self {
+            // SAFETY: forwarded from the caller.
+            Self::Amx => unsafe { tiles::rows_k64(args) },
+            Self::DotBf16 => unreachable!("the AVX512-BF16 kernel does not hold A"),
+            // SAFETY: forwarded from the caller.
+            #[cfg(test)]
+            Self::Emulated => unsafe { emulated_rows_k64(args) },
+        }
+    }
+
     /// # Safety
     /// `args` must address memory as [`BlockArgs`] says; for `Amx`, after [`Self::begin`] on
     /// this thread, on a CPU where [`kernel`] is `Amx`; for `DotBf16`, where it is either.
@@ -442,7 +563,7 @@ impl MicroKernel {
 mod tiles {
     use std::arch::asm;
 
-    use super::BlockArgs;
+    use super::{BlockArgs, RowArgs};
 
     /// `LDTILECFG`'s 64 bytes: palette 1, tiles 0–7 of 16 rows × 64 bytes.
     #[repr(C, align(64))]
@@ -474,6 +595,56 @@ mod tiles {
     pub(super) fn release() {
         // SAFETY: only reached after `load_config`, so AMX is available.
         unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    }
+
+    /// tmm4–7: the block's four A tiles (rows 0–15 / 16–31 × `k` 0–31 / 32–63), loaded once;
+    /// per column tile, tmm2–3 its two B tiles and tmm0–1 its two C tiles (rows 0–15 / 16–31),
+    /// stored after two steps. The 2 × 2 kernel instead reloads A and B for every 32 × 32
+    /// block, which at `k` = 64 is as many tile loads as products, plus the prefetches.
+    ///
+    /// # Safety
+    /// See [`super::MicroKernel::rows_k64`].
+    pub(super) unsafe fn rows_k64(p: &RowArgs) {
+        let a1 = p.a.wrapping_byte_add(16 * p.a_stride);
+        let c1 = p.c.wrapping_byte_add(16 * p.c_stride);
+        if p.col_tiles == 0 {
+            return;
+        }
+        // SAFETY: the caller's contract; tile state is configured on this thread.
+        unsafe {
+            asm!(
+                "tileloadd tmm4, [{a0} + {sa}*1]",
+                "tileloadd tmm5, [{a0} + {sa}*1 + 64]",
+                "tileloadd tmm6, [{a1} + {sa}*1]",
+                "tileloadd tmm7, [{a1} + {sa}*1 + 64]",
+                "2:",
+                "tileloadd tmm2, [{b} + {sb}*1]",
+                "tileloadd tmm3, [{b} + {sb}*1 + 1024]",
+                "tilezero tmm0",
+                "tilezero tmm1",
+                "tdpbf16ps tmm0, tmm4, tmm2",
+                "tdpbf16ps tmm1, tmm6, tmm2",
+                "tdpbf16ps tmm0, tmm5, tmm3",
+                "tdpbf16ps tmm1, tmm7, tmm3",
+                "tilestored [{c0} + {sc}*1], tmm0",
+                "tilestored [{c1} + {sc}*1], tmm1",
+                "add {b}, 2048",
+                "add {c0}, 64",
+                "add {c1}, 64",
+                "dec {n}",
+                "jnz 2b",
+                a0 = in(reg) p.a,
+                a1 = in(reg) a1,
+                sa = in(reg) p.a_stride,
+                b = inout(reg) p.b => _,
+                sb = in(reg) 64usize,
+                c0 = inout(reg) p.c => _,
+                c1 = inout(reg) c1 => _,
+                sc = in(reg) p.c_stride,
+                n = inout(reg) p.col_tiles => _,
+                options(nostack),
+            );
+        }
     }
 
     /// tmm0–3: the four C tiles (rows 0–15 / 16–31 × columns 0–15 / 16–31); tmm4–5: the A
@@ -553,7 +724,7 @@ mod tiles {
 
 #[cfg(not(target_arch = "x86_64"))]
 mod tiles {
-    use super::BlockArgs;
+    use super::{BlockArgs, RowArgs};
 
     pub(super) fn load_config() {
         unreachable!("AMX is x86-64 only: `kernel` is None here")
@@ -562,6 +733,10 @@ mod tiles {
     pub(super) fn release() {}
 
     pub(super) unsafe fn block_2x2(_: &BlockArgs) {
+        unreachable!("AMX is x86-64 only: `kernel` is None here")
+    }
+
+    pub(super) unsafe fn rows_k64(_: &RowArgs) {
         unreachable!("AMX is x86-64 only: `kernel` is None here")
     }
 }
@@ -687,6 +862,32 @@ unsafe fn emulated_block_2x2(p: &BlockArgs) {
             // SAFETY: a 32 × 32 block of C, within the caller's contract.
             unsafe { *p.c.byte_add(m * p.c_stride).add(j) = v };
         }
+    }
+}
+
+/// What `rows_k64` computes: the 2 × 2 emulation over each pair of column tiles, from zero
+/// (column tiles come in pairs: `n` is padded to 32).
+///
+/// # Safety
+/// As [`MicroKernel::rows_k64`].
+#[cfg(test)]
+unsafe fn emulated_rows_k64(p: &RowArgs) {
+    for pair in 0..p.col_tiles / 2 {
+        // SAFETY: column tiles 2·pair and 2·pair + 1, two `k` tiles each, and their 32 columns
+        // of C: within the caller's contract.
+        let b0 = unsafe { p.b.add(2 * pair * 2 * TILE_VALUES) };
+        let args = BlockArgs {
+            a: p.a,
+            a_stride: p.a_stride,
+            b0,
+            b1: unsafe { b0.add(2 * TILE_VALUES) },
+            k_blocks: 2,
+            accumulate: false,
+            c: unsafe { p.c.add(pair * BLOCK) },
+            c_stride: p.c_stride,
+        };
+        // SAFETY: as above.
+        unsafe { emulated_block_2x2(&args) };
     }
 }
 
@@ -884,7 +1085,7 @@ mod tests {
             let mut a = vec![0u16; len.max(x.len())];
             a.iter_mut().zip(&x).for_each(|(a, &v)| *a = bf16_bits(v));
             let mut c = vec![f32::NAN; rows_pad * packed.n_pad()];
-            packed.product_windows_with(&a, channels, &mut c, kernel);
+            packed.product_windows_with(&a, channels, &mut c, kernel, K_CHUNK);
             let windows: Vec<f32> =
                 (0..frames).flat_map(|r| x[r * channels..][..k].iter().copied()).collect();
             let want = reference(&windows, &b, frames, k, n);

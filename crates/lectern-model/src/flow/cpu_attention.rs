@@ -331,7 +331,7 @@ crate::simd::multiversioned! {
 }
 
 /// [`exp_row_to_bf16_into`]: returns the sum. On AVX512-BF16 (every CPU with AMX has it) the
-/// same bits in one pass ([`avx512_weights::exp_row_to_bf16`]).
+/// same weights to within one bf16 step ([`avx512_weights::exp_row_to_bf16`]).
 fn exp_row_to_bf16(row: &mut [f32], probs: &mut [u16]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if avx512_weights::supported() {
@@ -343,27 +343,33 @@ fn exp_row_to_bf16(row: &mut [f32], probs: &mut [u16]) -> f32 {
     sum[0]
 }
 
-/// The bf16 softmax weights of a row in one pass of AVX-512 code: each weight `exp(s − max)`
-/// is computed, added to the sum and stored as bf16 (`VCVTNEPS2BF16`) while in a register,
-/// where the portable loop makes separate passes for the exponentials, the sum and the
-/// rounding, the last in integer operations, and finds the maximum one element at a time (a
-/// reduction the vectoriser leaves scalar). On the Xeon host this pass was the larger part of
-/// the bf16 attention core. Bit for bit the portable result: the same float operations in the
-/// same order for every weight, and the sum's eight partial sums filled in the same order
-/// (tested).
+/// The bf16 softmax weights of a row in AVX-512 code: each weight `exp(s − max)` is computed,
+/// added to the sum and stored as bf16 (`VCVTNEPS2BF16`) while in a register, where the
+/// portable loop makes separate passes for the exponentials, the sum and the rounding, the last
+/// in integer operations, and finds the maximum one element at a time (a reduction the
+/// vectoriser leaves scalar).
+///
+/// On the Xeon host this pass was the largest part of the bf16 attention core (33 of 70
+/// thread-ms at 1208 frames, docs/benchmarks.md "2026-12-03 (sixth session)"), for two reasons
+/// the code below removes:
+/// * the maximum and the sum were each one chain of dependent vector operations (a maximum, or
+///   two additions, per 16 weights, each waiting for the last): four chains now;
+/// * the exponential was [`super::attention_avx512::exp16`], which repeats the portable
+///   [`exp_fast`]'s separate multiplies and adds and its integer scaling so that the f32 core
+///   stays bit for bit the portable one. The weights are rounded to bf16 (2⁻⁹ relative)
+///   anyway, so here [`exp16_fma`]: the same reduction and polynomial in fused multiply-adds,
+///   scaled by `VSCALEFPS`; a few f32 ulps from `exp_fast`, which can move a weight's bf16
+///   rounding by one bf16 step (tested against f64 below; the core's largest deviation from
+///   the f32 core at 1208 frames stayed 1.15e-3 on the Xeon host).
 #[cfg(target_arch = "x86_64")]
 mod avx512_weights {
     use std::arch::x86_64::{
-        __m256, __m256bh, __m256i, __m512, _mm_storeu_si128, _mm256_add_ps, _mm256_castpd_ps,
-        _mm256_castsi256_si128, _mm256_setzero_ps, _mm256_storeu_ps, _mm256_storeu_si256,
-        _mm512_castps_pd, _mm512_castps512_ps256, _mm512_cvtneps_pbh, _mm512_extractf64x4_pd,
-        _mm512_loadu_ps, _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_reduce_max_ps,
-        _mm512_set1_ps, _mm512_sub_ps,
+        __m256bh, __m256i, __m512, _mm256_storeu_si256, _mm512_add_ps, _mm512_cvtneps_pbh,
+        _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_mask_add_ps, _mm512_mask_max_ps,
+        _mm512_maskz_loadu_ps, _mm512_max_ps, _mm512_mul_ps, _mm512_reduce_add_ps,
+        _mm512_reduce_max_ps, _mm512_roundscale_ps, _mm512_scalef_ps, _mm512_set1_ps,
+        _mm512_setzero_ps, _mm512_sub_ps,
     };
-
-    use super::exp_fast;
-    use crate::flow::attention_avx512::exp16;
-    use crate::flow::bf16_gemm::bf16_bits;
 
     pub(super) fn supported() -> bool {
         std::arch::is_x86_feature_detected!("avx512f")
@@ -376,11 +382,25 @@ mod avx512_weights {
         unsafe { std::mem::transmute::<__m256bh, __m256i>(v) }
     }
 
-    /// The upper eight lanes.
+    /// `eˣ` for `x ≤ 0` on 16 lanes: [`super::exp_fast`]'s reduction `x = n·ln2 + r` and
+    /// polynomial, in fused multiply-adds, and `p · 2ⁿ` in one `VSCALEFPS`, which also takes
+    /// the results below f32's normal range smoothly to 0 (the input is clamped at −100, where
+    /// `eˣ` is 0 in f32 and in bf16).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn upper(v: __m512) -> __m256 {
-        _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)))
+    pub(super) fn exp16_fma(x: __m512) -> __m512 {
+        let c = _mm512_set1_ps;
+        let xc = _mm512_max_ps(x, c(-100.0));
+        // Round to nearest (imm 0: nearest even, integer; bit 3: no inexact exception).
+        let n = _mm512_roundscale_ps::<0x08>(_mm512_mul_ps(xc, c(std::f32::consts::LOG2_E)));
+        let r = _mm512_fmadd_ps(n, c(-0.693_359_4), xc);
+        let r = _mm512_fmadd_ps(n, c(2.121_944_4e-4), r);
+        let mut p = c(1.987_569_1e-4);
+        // The polynomial's coefficients, then 1 + r + r²·p as two more steps of Horner's rule.
+        for k in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5, 1.0, 1.0] {
+            p = _mm512_fmadd_ps(p, r, c(k));
+        }
+        _mm512_scalef_ps(p, n)
     }
 
     /// The weights `exp(s − max)` of `row` rounded to bf16 into `probs` (its padding after the
@@ -392,42 +412,59 @@ mod avx512_weights {
     pub(super) unsafe fn exp_row_to_bf16(row: &[f32], probs: &mut [u16]) -> f32 {
         let n = row.len();
         assert!(probs.len() >= n, "bf16 weights: {} slots for {n} weights", probs.len());
+        let (body, tail) = (n - n % 16, n % 16);
+        let tail_mask = ((1u32 << tail) - 1) as u16;
         let (src, dst) = (row.as_ptr(), probs.as_mut_ptr());
-        // SAFETY (every load and store below): lanes i..i + 16 (or + 8) with i + 16 ≤ n (or
-        // i + 8 ≤ n) of `row` and `probs`, both at least n long.
-        let mut vmax = _mm512_set1_ps(f32::NEG_INFINITY);
+        // SAFETY (every load and store below): lanes i..i + 16 with i + 16 ≤ body ≤ n of `row`
+        // and `probs` (both at least n long), or the tail's lanes body..n under `tail_mask`.
+        let load = |i: usize| unsafe { _mm512_loadu_ps(src.add(i)) };
+        let last = unsafe { _mm512_maskz_loadu_ps(tail_mask, src.add(body)) };
+        let mut m = [_mm512_set1_ps(f32::NEG_INFINITY); 4];
         let mut i = 0;
-        while i + 16 <= n {
-            vmax = _mm512_max_ps(vmax, unsafe { _mm512_loadu_ps(src.add(i)) });
+        while i + 64 <= body {
+            for (j, m) in m.iter_mut().enumerate() {
+                *m = _mm512_max_ps(*m, load(i + 16 * j));
+            }
+            i += 64;
+        }
+        while i < body {
+            m[0] = _mm512_max_ps(m[0], load(i));
             i += 16;
         }
-        let max = row[i..].iter().fold(_mm512_reduce_max_ps(vmax), |m, &x| m.max(x));
-        let vm = _mm512_set1_ps(max);
-        // Eight partial sums, each chunk of eight weights added in turn (`sum_f32`'s order).
-        let mut acc = _mm256_setzero_ps();
+        m[1] = _mm512_mask_max_ps(m[1], tail_mask, m[1], last);
+        let max = _mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3]));
+        let vm = _mm512_set1_ps(_mm512_reduce_max_ps(max));
+        let weights = |x: __m512| exp16_fma(_mm512_sub_ps(x, vm));
+        let store = |i: usize, e: __m512| unsafe {
+            _mm256_storeu_si256(dst.add(i).cast(), bits(_mm512_cvtneps_pbh(e)))
+        };
+        let mut acc = [_mm512_setzero_ps(); 4];
         let mut i = 0;
-        while i + 16 <= n {
-            let e = exp16(_mm512_sub_ps(unsafe { _mm512_loadu_ps(src.add(i)) }, vm));
-            acc = _mm256_add_ps(_mm256_add_ps(acc, _mm512_castps512_ps256(e)), upper(e));
-            unsafe { _mm256_storeu_si256(dst.add(i).cast(), bits(_mm512_cvtneps_pbh(e))) };
+        while i + 64 <= body {
+            for (j, acc) in acc.iter_mut().enumerate() {
+                let e = weights(load(i + 16 * j));
+                *acc = _mm512_add_ps(*acc, e);
+                store(i + 16 * j, e);
+            }
+            i += 64;
+        }
+        while i < body {
+            let e = weights(load(i));
+            acc[0] = _mm512_add_ps(acc[0], e);
+            store(i, e);
             i += 16;
         }
-        if i + 8 <= n {
-            let e = exp16(_mm512_sub_ps(unsafe { _mm512_maskz_loadu_ps(0x00ff, src.add(i)) }, vm));
-            acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
-            let bf = _mm256_castsi256_si128(bits(_mm512_cvtneps_pbh(e)));
-            unsafe { _mm_storeu_si128(dst.add(i).cast(), bf) };
-            i += 8;
-        }
-        let mut tail = [0f32; 8];
-        for (j, &x) in row[i..].iter().enumerate() {
-            tail[j] = exp_fast(x - max);
-            probs[i + j] = bf16_bits(tail[j]);
+        if tail > 0 {
+            let e = weights(last);
+            acc[1] = _mm512_mask_add_ps(acc[1], tail_mask, acc[1], e);
+            let mut lanes = [0u16; 16];
+            // SAFETY: 16 bf16 values into a 16-value array.
+            unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), bits(_mm512_cvtneps_pbh(e))) };
+            probs[body..n].copy_from_slice(&lanes[..tail]);
         }
         probs[n..].fill(0);
-        let mut lanes = [0f32; 8];
-        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), acc) };
-        lanes.iter().sum::<f32>() + tail[..n - i].iter().sum::<f32>()
+        let total = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+        _mm512_reduce_add_ps(total)
     }
 }
 
@@ -610,26 +647,54 @@ mod tests {
         }
     }
 
-    /// The one-pass AVX-512 weights give the portable passes' bits: every bf16 weight (some
-    /// below the exponential's range, so 0), the zeroed padding and the sum.
-    #[test]
-    #[cfg(target_arch = "x86_64")]
-    fn avx512_weights_are_bit_identical_to_the_portable_passes() {
-        if !avx512_weights::supported() {
-            eprintln!("skipped: this CPU has no AVX512-BF16");
-            return;
+    /// Checks bf16 weights and their sum against `exp(s − max)` in f64: each weight the exact
+    /// one rounded to bf16 (at most half a bf16 step, 2⁻⁹ relative, plus the exponential's few
+    /// f32 ulps: one step at most where the two roundings differ), near f32's normal range 0
+    /// or tiny, the padding zeroed, the sum to f32 rounding.
+    fn check_weights(row: &[f32], probs: &[u16], sum: f32, what: &str) {
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let exact: Vec<f64> = row.iter().map(|&x| (f64::from(x) - f64::from(max)).exp()).collect();
+        for (i, (&p, &e)) in probs.iter().zip(&exact).enumerate() {
+            let w = f64::from(f32::from_bits(u32::from(p) << 16));
+            let bound = e * (2f64.powi(-8) + 1e-6) + 2f64.powi(-124);
+            assert!((w - e).abs() <= bound, "{what}, weight {i} of {}: {w:e} for {e:e}", row.len());
         }
-        for len in [1usize, 7, 8, 9, 15, 16, 17, 24, 31, 1208, 1213] {
+        assert!(probs[row.len()..].iter().all(|&p| p == 0), "{what}: padding not zeroed");
+        let want: f64 = exact.iter().sum();
+        let rel = (f64::from(sum) - want).abs() / want;
+        assert!(rel < 2e-6, "{what}: sum {sum} for {want} (relative {rel:e})");
+    }
+
+    /// Rows of every length around the 16-lane vectors and the four-vector steps (and the
+    /// Xeon's 1208 frames), whose scores span 110 (some weights below the exponential's
+    /// range): through the portable passes and, where the CPU has AVX512-BF16, the AVX-512
+    /// pass.
+    #[test]
+    fn weights_are_exp_rounded_to_bf16() {
+        let lengths = [1usize, 7, 8, 9, 15, 16, 17, 24, 31, 63, 64, 65, 80, 127, 1208, 1213];
+        #[cfg(target_arch = "x86_64")]
+        let native = avx512_weights::supported();
+        #[cfg(not(target_arch = "x86_64"))]
+        let native = false;
+        if !native {
+            eprintln!("this CPU has no AVX512-BF16: the portable passes only");
+        }
+        for len in lengths {
             let row: Vec<f32> =
                 (0..len).map(|i| ((i * 7919) % 1000) as f32 / 9.0 - 100.0).collect();
-            let (mut portable, mut native) = (vec![7u16; len + 5], vec![7u16; len + 5]);
+            let mut probs = vec![7u16; len + 5];
             let mut sum = [0f32];
-            exp_row_to_bf16_into(&mut row.clone(), &mut portable, &mut sum);
-            // SAFETY: the CPU has AVX512-BF16 (checked above).
-            let native_sum = unsafe { avx512_weights::exp_row_to_bf16(&row, &mut native) };
-            assert_eq!(portable, native, "row of {len}");
-            assert_eq!(sum[0].to_bits(), native_sum.to_bits(), "sum of a row of {len}");
-            assert!(len < 16 || portable.contains(&0), "some weights underflow to 0");
+            exp_row_to_bf16_into(&mut row.clone(), &mut probs, &mut sum);
+            check_weights(&row, &probs, sum[0], "portable");
+            assert!(len < 16 || probs.contains(&0), "some weights underflow to 0");
+            #[cfg(target_arch = "x86_64")]
+            if native {
+                let mut probs = vec![7u16; len + 5];
+                // SAFETY: the CPU has AVX512-BF16 (checked above).
+                let sum = unsafe { avx512_weights::exp_row_to_bf16(&row, &mut probs) };
+                check_weights(&row, &probs, sum, "avx512");
+                assert!(len < 16 || probs.contains(&0), "some weights underflow to 0");
+            }
         }
     }
 
