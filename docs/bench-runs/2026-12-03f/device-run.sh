@@ -69,4 +69,27 @@ final)
   done
   pack
   ;;
+three)
+  xz -dc $D/model-test.xz > mt; chmod +x mt
+  START=$(date +%s)
+  for i in 1 2; do
+    RAYON_NUM_THREADS=2 taskset -c 2,3 ./mt profile_pack --ignored --nocapture 2>&1 | grep -E "pack|panic" >> $OUT/prof-pack.txt
+    RAYON_NUM_THREADS=2 taskset -c 2,3 ./mt profile_weights --ignored --nocapture 2>&1 | grep -E "weights|panic" >> $OUT/prof-weights.txt
+    RAYON_NUM_THREADS=2 taskset -c 2,3 ./mt profile_bf16 --ignored --nocapture 2>&1 | grep -E "variant|panic" >> $OUT/prof-new.txt
+  done
+  echo "prof $(( $(date +%s) - START )) s" >> $OUT/timing.txt
+  pack
+  xz -dc $D/lectern.xz > lectern; chmod +x lectern
+  setup_py
+  for r in 1 2; do
+    [ $(( $(date +%s) - START )) -gt 100 ] && break
+    if [ $r = 2 ]; then A=4,5; U=6,7; UB=2,3; else A=2,3; U=4,5; UB=6,7; fi
+    le $A r$r-le-bf16 --flow-matmul bf16 &
+    taskset -c $U $PY $D/refbench/upstream_bench.py --workload smoke --threads 2 > $OUT/r$r-up-f32.json 2> $OUT/r$r-up-f32.err &
+    taskset -c $UB $PY $D/refbench/upstream_bench_bf16flow.py --workload smoke --threads 2 > $OUT/r$r-up-bf16.json 2> $OUT/r$r-up-bf16.err &
+    wait; pack
+    echo "round $r done $(( $(date +%s) - START )) s" >> $OUT/timing.txt
+  done
+  pack
+  ;;
 esac
