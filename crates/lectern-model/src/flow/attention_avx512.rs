@@ -32,6 +32,7 @@ use std::arch::x86_64::{
 
 use rayon::prelude::*;
 
+use super::cpu_attention::{EXP_POLY, LN2_HI, LN2_LO};
 use crate::shared_out::OutPtr;
 
 /// Keys per packed panel of `Kᵀ` (two vectors: the score kernel's columns).
@@ -318,12 +319,10 @@ pub(super) fn exp16(x: __m512) -> __m512 {
     let xc = _mm512_max_ps(x, c(-87.0));
     let shifted = _mm512_add_ps(_mm512_mul_ps(xc, c(std::f32::consts::LOG2_E)), c(ROUND));
     let n = _mm512_sub_ps(shifted, c(ROUND));
-    let r = _mm512_add_ps(
-        _mm512_sub_ps(xc, _mm512_mul_ps(n, c(0.693_359_4))),
-        _mm512_mul_ps(n, c(2.121_944_4e-4)),
-    );
-    let mut p = c(1.987_569_1e-4);
-    for k in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5] {
+    let r =
+        _mm512_add_ps(_mm512_sub_ps(xc, _mm512_mul_ps(n, c(LN2_HI))), _mm512_mul_ps(n, c(LN2_LO)));
+    let mut p = c(EXP_POLY[0]);
+    for &k in &EXP_POLY[1..] {
         p = _mm512_add_ps(_mm512_mul_ps(p, r), c(k));
     }
     let y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), c(1.0));

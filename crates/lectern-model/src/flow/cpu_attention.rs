@@ -371,6 +371,8 @@ mod avx512_weights {
         _mm512_setzero_ps, _mm512_sub_ps,
     };
 
+    use super::{EXP_POLY, LN2_HI, LN2_LO};
+
     pub(super) fn supported() -> bool {
         std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512bf16")
@@ -393,11 +395,11 @@ mod avx512_weights {
         let xc = _mm512_max_ps(x, c(-100.0));
         // Round to nearest (imm 0: nearest even, integer; bit 3: no inexact exception).
         let n = _mm512_roundscale_ps::<0x08>(_mm512_mul_ps(xc, c(std::f32::consts::LOG2_E)));
-        let r = _mm512_fmadd_ps(n, c(-0.693_359_4), xc);
-        let r = _mm512_fmadd_ps(n, c(2.121_944_4e-4), r);
-        let mut p = c(1.987_569_1e-4);
-        // The polynomial's coefficients, then 1 + r + r²·p as two more steps of Horner's rule.
-        for k in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5, 1.0, 1.0] {
+        let r = _mm512_fmadd_ps(n, c(-LN2_HI), xc);
+        let r = _mm512_fmadd_ps(n, c(LN2_LO), r);
+        let mut p = c(EXP_POLY[0]);
+        // The polynomial, then 1 + r + r²·p as two more steps of Horner's rule.
+        for &k in EXP_POLY[1..].iter().chain(&[1.0, 1.0]) {
             p = _mm512_fmadd_ps(p, r, c(k));
         }
         _mm512_scalef_ps(p, n)
@@ -514,6 +516,15 @@ fn sum_f32(xs: &[f32]) -> f32 {
     acc.iter().sum::<f32>() + tail
 }
 
+/// `ln 2 = LN2_HI − LN2_LO` (Cody–Waite): `n · LN2_HI` is exact for every `n` of f32's
+/// exponent range, so `x − n·LN2_HI + n·LN2_LO` loses nothing to the reduction.
+pub(crate) const LN2_HI: f32 = 0.693_359_4;
+pub(crate) const LN2_LO: f32 = 2.121_944_4e-4;
+/// Cephes' polynomial `p(r)` with `eʳ ≈ 1 + r + r²·p(r)` for |r| ≤ ln2/2, highest degree
+/// first: [`exp_fast`] and its AVX-512 forms evaluate it by Horner's rule.
+pub(crate) const EXP_POLY: [f32; 6] =
+    [1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5];
+
 /// `eˣ` for `x ≤ 88` (max-subtracted scores, Mish's clamped input), branch-free so the loops
 /// using it vectorise;
 /// libm's `expf` is a call per element and was a quarter of the attention time. Cody–Waite
@@ -527,13 +538,11 @@ pub(crate) fn exp_fast(x: f32) -> f32 {
     let xc = x.max(-87.0);
     let shifted = xc * std::f32::consts::LOG2_E + ROUND;
     let n = shifted - ROUND;
-    let r = xc - n * 0.693_359_4 + n * 2.121_944_4e-4;
-    let mut p = 1.987_569_1e-4f32;
-    p = p * r + 1.398_199_9e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 0.5;
+    let r = xc - n * LN2_HI + n * LN2_LO;
+    let mut p = EXP_POLY[0];
+    for c in &EXP_POLY[1..] {
+        p = p * r + c;
+    }
     let y = p * r * r + r + 1.0;
     // n (−126 ≤ n ≤ 127) in the low mantissa bits of `shifted`: its bits minus ROUND's.
     let n_int = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
