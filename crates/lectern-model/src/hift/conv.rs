@@ -1,8 +1,11 @@
 //! Causal 1-D convolutions of the vocoder (spec/COSYVOICE3.md §8 conventions): explicit zero
 //! padding on one side, then a padding-free `Conv1d`. Weight norm is folded once at load.
 
+use std::sync::OnceLock;
+
 use candle::Tensor;
 
+use super::conv_direct::{self, Kernel, Panels};
 use super::cpu::{self, ConvInput};
 use super::kernels::{self, ConvGeometry};
 use crate::weights::{Result, Weights};
@@ -22,6 +25,10 @@ pub struct CausalConv1d {
     pad_right: usize,
     /// Lectern's conv kernels (CUDA, CPU) where they apply; candle's ops otherwise.
     pub(super) use_kernels: bool,
+    /// The [`conv_direct`] kernel its stride-1 CPU convs run on (none: the stacked-tap path).
+    pub(super) direct: Option<Kernel>,
+    /// The stride-1 weights packed for [`conv_direct`], on first use.
+    panels: OnceLock<Panels>,
 }
 
 impl CausalConv1d {
@@ -44,6 +51,8 @@ impl CausalConv1d {
             pad_left: (k - 1) * dilation,
             pad_right: 0,
             use_kernels: true,
+            direct: conv_direct::vocoder_default(),
+            panels: OnceLock::new(),
         })
     }
 
@@ -60,6 +69,8 @@ impl CausalConv1d {
             pad_left: 0,
             pad_right: k - 1,
             use_kernels: true,
+            direct: conv_direct::vocoder_default(),
+            panels: OnceLock::new(),
         })
     }
 
@@ -76,6 +87,8 @@ impl CausalConv1d {
             pad_left: u - 1,
             pad_right: 0,
             use_kernels: true,
+            direct: conv_direct::vocoder_default(),
+            panels: OnceLock::new(),
         })
     }
 
@@ -100,6 +113,7 @@ impl CausalConv1d {
                     geometry,
                     residual,
                     ConvInput::Plain,
+                    self.direct_panels()?,
                 )?);
             }
         }
@@ -123,7 +137,24 @@ impl CausalConv1d {
             return Ok(None);
         }
         let (geometry, stacked) = (self.padded_geometry()?, self.stacked()?);
-        Ok(Some(cpu::conv1d(x, &stacked, &self.bias, geometry, residual, input)?))
+        let direct = self.direct_panels()?;
+        Ok(Some(cpu::conv1d(x, &stacked, &self.bias, geometry, residual, input, direct)?))
+    }
+
+    /// This conv's [`conv_direct`] kernel and its weights packed for it, where it has one and
+    /// its weights are on the CPU (packed on first use and kept: a pass over every weight, too
+    /// costly to repeat per call on short segments).
+    fn direct_panels(&self) -> Result<Option<(Kernel, &Panels)>> {
+        let Some(kernel) = self.direct.filter(|k| k.runs_here()) else { return Ok(None) };
+        if !self.weight_taps.device().is_cpu() {
+            return Ok(None);
+        }
+        if self.panels.get().is_none() {
+            let (k, out, c_in) = self.weight_taps.dims3()?;
+            let stacked = self.weight_taps.flatten_all()?.to_vec1::<f32>()?;
+            let _ = self.panels.set(Panels::pack(&stacked, k, out, c_in));
+        }
+        Ok(self.panels.get().map(|panels| (kernel, panels)))
     }
 
     /// The tap weights as one `(k·out, in)` matrix (a view).
@@ -161,6 +192,7 @@ impl CausalConv1d {
                 geometry,
                 None,
                 ConvInput::Plain,
+                self.direct_panels()?,
             )?);
         }
         // Stride 1: a sum of per-tap matmuls on shifted views beats candle's im2col conv1d at

@@ -35,6 +35,7 @@ use candle::{DType, Device, Storage, Tensor};
 use gemm::{Parallelism, gemm};
 use rayon::prelude::*;
 
+use super::conv_direct::{self, Kernel, Panels};
 use super::kernels::ConvGeometry;
 use crate::shared_out::OutPtr;
 
@@ -73,7 +74,7 @@ pub enum ConvInput<'a> {
 
 impl ConvInput<'_> {
     /// Frames the conv reads from an `x` of `t` frames.
-    fn frames(&self, t: usize) -> usize {
+    pub(super) fn frames(&self, t: usize) -> usize {
         match self {
             Self::LeakyReluRepeat { times, .. } => t * times,
             Self::Plain | Self::Snake(_) => t,
@@ -85,6 +86,10 @@ impl ConvInput<'_> {
 /// `(k·out, in)` (tap-major), `bias` `(out,)`, `residual` `(1, out, t_out)`, where
 /// `t_out = pad_left + t + pad_right − (k − 1)·dilation` → `(1, out, t_out)`, `t` the frames of
 /// `input` (zero padding is added to `input`'s frames, as upstream pads them).
+///
+/// With `direct` (a kernel this CPU runs, the same weights packed for it), the conv is
+/// [`conv_direct`]'s direct convolution instead of the stacked-tap GEMM and tap sum.
+#[allow(clippy::too_many_arguments)]
 pub fn conv1d(
     x: &Tensor,
     stacked: &Tensor,
@@ -92,6 +97,7 @@ pub fn conv1d(
     geometry: ConvGeometry,
     residual: Option<&Tensor>,
     input: ConvInput,
+    direct: Option<(Kernel, &Panels)>,
 ) -> candle::Result<Tensor> {
     let ConvGeometry { k, dilation, pad_left, pad_right } = geometry;
     let (batch, c_in, x_frames) = x.dims3()?;
@@ -139,6 +145,14 @@ pub fn conv1d(
     };
 
     let mut y = vec![0f32; out * t_out];
+    if let Some((kernel, panels)) = direct {
+        if (panels.out(), panels.c_in(), panels.k()) != (out, c_in, k) {
+            candle::bail!("cpu conv: panels {panels:?} for weights {:?}", stacked.dims());
+        }
+        conv_direct::conv1d(kernel, xs, x_frames, panels, bs, geometry, rs, input, &mut y);
+        drop((xg, wg, bg, rg));
+        return Tensor::from_vec(y, (1, out, t_out), &Device::Cpu);
+    }
     let y_ptr = OutPtr::new(&mut y);
     let block = (TAPS_BUDGET_FLOATS / rows).max(MIN_BLOCK).min(t_out.max(1));
     let blocks = t_out.div_ceil(block);
@@ -242,7 +256,13 @@ struct Scratch {
 
 /// Frames `first .. first + dst.len()` of `leaky_relu(x_row, slope)` with every frame repeated
 /// `times` times: `dst[c] = lrelu(x_row[(first + c) / times])`.
-fn leaky_relu_repeat_row(dst: &mut [f32], x_row: &[f32], first: usize, times: usize, slope: f32) {
+pub(super) fn leaky_relu_repeat_row(
+    dst: &mut [f32],
+    x_row: &[f32],
+    first: usize,
+    times: usize,
+    slope: f32,
+) {
     let (mut c, mut frame) = (0, first / times);
     let mut copies = times - first % times; // of `frame`, still to write
     while c < dst.len() {
@@ -346,7 +366,7 @@ pub fn snake(x: &Tensor, params: SnakeParams) -> candle::Result<Tensor> {
 crate::simd::multiversioned! {
     /// Snake over one channel's frames: `y = z + sin(a·z)²·ia`. Where an argument is beyond
     /// [`SIN_FAST_LIMIT`] (or not finite), the row is computed again with libm's `sinf`.
-    fn snake_row(y: &mut [f32], x: &[f32], a: f32, ia: f32) {
+    pub(super) fn snake_row(y: &mut [f32], x: &[f32], a: f32, ia: f32) {
         for (y, &z) in y.iter_mut().zip(x) {
             let s = sin_fast(z * a);
             *y = z + (s * s) * ia;
@@ -511,10 +531,10 @@ mod tests {
             let r = res.then(|| seeded(&[1, out, t + pl - (k - 1) * d], seed + 3));
             let params = SnakeParams { alpha: &alpha, inv_alpha: &inv };
             let fused =
-                conv1d(&x, &stacked, &bias, g, r.as_ref(), ConvInput::Snake(params)).unwrap();
+                conv1d(&x, &stacked, &bias, g, r.as_ref(), ConvInput::Snake(params), None).unwrap();
             let activated = snake(&x, params).unwrap();
             let two_steps =
-                conv1d(&activated, &stacked, &bias, g, r.as_ref(), ConvInput::Plain).unwrap();
+                conv1d(&activated, &stacked, &bias, g, r.as_ref(), ConvInput::Plain, None).unwrap();
             assert_eq!(max_abs_diff(&fused, &two_steps), 0.0, "case {i}");
         }
     }
@@ -532,7 +552,7 @@ mod tests {
             let bias = seeded(&[out], seed + 2);
             let g = ConvGeometry { k, dilation: 1, pad_left: k - 1, pad_right: 0 };
             let input = ConvInput::LeakyReluRepeat { slope: 0.1, times };
-            let fused = conv1d(&x, &stacked, &bias, g, None, input).unwrap();
+            let fused = conv1d(&x, &stacked, &bias, g, None, input, None).unwrap();
             let activated = x.maximum(&(&x * 0.1).unwrap()).unwrap();
             let upsampled = activated
                 .unsqueeze(3)
@@ -541,7 +561,8 @@ mod tests {
                 .unwrap()
                 .reshape((1, c_in, t * times))
                 .unwrap();
-            let three_ops = conv1d(&upsampled, &stacked, &bias, g, None, ConvInput::Plain).unwrap();
+            let three_ops =
+                conv1d(&upsampled, &stacked, &bias, g, None, ConvInput::Plain, None).unwrap();
             assert_eq!(fused.dims(), [1, out, t * times], "case {i}");
             assert_eq!(max_abs_diff(&fused, &three_ops), 0.0, "case {i}");
         }
@@ -562,7 +583,7 @@ mod tests {
         let x = seeded(&[2, 4, 30], 400);
         let g = ConvGeometry { k: 3, dilation: 1, pad_left: 2, pad_right: 0 };
         let (stacked, bias) = (seeded(&[3 * 5, 4], 401), seeded(&[5], 402));
-        assert!(conv1d(&x, &stacked, &bias, g, None, ConvInput::Plain).is_err());
+        assert!(conv1d(&x, &stacked, &bias, g, None, ConvInput::Plain, None).is_err());
     }
 
     #[test]
@@ -587,7 +608,7 @@ mod tests {
             let r = res.then(|| seeded(&[1, out, t_out], seed + 3));
             let stacked =
                 w.permute((2, 0, 1)).unwrap().contiguous().unwrap().flatten_to(1).unwrap();
-            let got = conv1d(&x, &stacked, &bias, g, r.as_ref(), ConvInput::Plain).unwrap();
+            let got = conv1d(&x, &stacked, &bias, g, r.as_ref(), ConvInput::Plain, None).unwrap();
             let want = reference(&x, &w, &bias, g, r.as_ref());
             assert_eq!(got.dims(), want.dims(), "case {i}");
             let diff = max_abs_diff(&got, &want);

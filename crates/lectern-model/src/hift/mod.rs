@@ -6,6 +6,7 @@
 //! channels are log-magnitude and "phase" of an n_fft 16 / hop 4 iSTFT.
 
 pub mod conv;
+pub mod conv_direct;
 pub mod cpu;
 pub mod f0;
 pub mod kernels;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use candle::{D, Device, Tensor};
 
 use self::conv::CausalConv1d;
+use self::conv_direct::Kernel;
 use self::f0::{ConvRnnF0Predictor, F0_LOOKAHEAD_FRAMES};
 use self::source::{SourceModuleHnNsf, SourceOutput};
 use self::stft::Stft;
@@ -112,6 +114,12 @@ impl ResBlock {
             rb.activations2.push(Snake::new(&w.pp(format!("activations2.{j}")), c)?);
         }
         Ok(rb)
+    }
+
+    fn set_direct_conv(&mut self, kernel: Option<Kernel>) {
+        for conv in self.convs1.iter_mut().chain(&mut self.convs2) {
+            conv.direct = kernel;
+        }
     }
 
     fn set_kernels(&mut self, on: bool) {
@@ -267,6 +275,19 @@ impl Hift {
         }
         for block in self.resblocks.iter_mut().chain(&mut self.source_resblocks) {
             block.set_kernels(on);
+        }
+    }
+
+    /// Runs the stride-1 CPU convs on `kernel` of [`conv_direct`], or (none) on the stacked-tap
+    /// path ([`cpu::conv1d`]); the default is [`conv_direct::vocoder_default`]. Benchmarks
+    /// compare them; within the fixture gates either way.
+    pub fn set_direct_conv(&mut self, kernel: Option<Kernel>) {
+        let convs = [&mut self.conv_pre, &mut self.conv_post].into_iter();
+        for conv in convs.chain(&mut self.ups).chain(&mut self.source_downs) {
+            conv.direct = kernel;
+        }
+        for block in self.resblocks.iter_mut().chain(&mut self.source_resblocks) {
+            block.set_direct_conv(kernel);
         }
     }
 
