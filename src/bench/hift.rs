@@ -118,8 +118,7 @@ fn kernel_comparison(hift: &mut Hift, mel: &Tensor, device: &Device) -> anyhow::
     };
     let (candle_s, by_candle) = timed(false)?;
     let (kernel_s, by_kernels) = timed(true)?;
-    let deviation =
-        by_candle.iter().zip(&by_kernels).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    let deviation = largest_difference(&by_candle, &by_kernels);
     println!(
         "\n10 s of audio with Lectern's vocoder kernels: {kernel_s:.4} s; candle's ops: \
          {candle_s:.4} s ({:.2}×); largest waveform difference {deviation:.2e}",
@@ -131,6 +130,11 @@ fn kernel_comparison(hift: &mut Hift, mel: &Tensor, device: &Device) -> anyhow::
 /// Timed calls per way in [`conv_comparison`]; the fastest counts (this VM's neighbours move
 /// single calls by ±30 %).
 const CONV_CALLS: usize = 3;
+
+/// The largest sample-by-sample difference of two waveforms.
+fn largest_difference(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max)
+}
 
 /// The 10 s call with its CPU convs on the stacked-tap path and on each direct-conv kernel this
 /// CPU runs, alternated, fastest of two each; time and the largest waveform difference from the
@@ -158,7 +162,7 @@ fn direct_conv_comparison(hift: &mut Hift, mel: &Tensor, device: &Device) -> any
     let mut rows = Vec::new();
     for (i, way) in ways.iter().enumerate() {
         let name = way.map_or("stacked-tap".to_string(), |k| format!("direct {k:?}"));
-        let diff = waves[0].iter().zip(&waves[i]).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        let diff = largest_difference(&waves[0], &waves[i]);
         println!(
             "{name:>14}: {:.4} s ({:.2}× the stacked-tap path's speed), largest waveform \
              difference from it {diff:.2e}",

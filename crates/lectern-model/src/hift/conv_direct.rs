@@ -72,11 +72,6 @@ impl Kernel {
     }
 }
 
-/// Whether this CPU can run the direct convolution.
-pub fn supported() -> bool {
-    Kernel::widest().is_some()
-}
-
 /// The kernel the vocoder's stride-1 CPU convs run on by default: the widest this CPU runs.
 /// Measured against the stacked-tap path on the whole vocoder (10 s of audio, 2 cores):
 /// 1.17–1.30× as fast with the AVX2 kernel on Zen 3, 1.23–1.30× with the AVX-512 kernel on a
@@ -494,20 +489,7 @@ mod tests {
 
     #[test]
     fn direct_conv_is_the_convolution_within_rounding() {
-        // (in, out, t, k, dilation, pad_left, pad_right, residual): left-causal dilated, look-
-        // ahead, unpadded (streaming), a 1-tap conv, outputs that are not whole blocks of 4
-        // channels (conv_post's 18) or 24 frames, inputs not whole chunks of 32 channels (the
-        // mel's 80), and many tasks with halos.
-        let cases = [
-            (8, 6, 50, 3, 1, 2, 0, false),
-            (8, 8, 300, 11, 5, 50, 0, true),
-            (5, 7, 40, 5, 1, 0, 4, false),
-            (6, 6, 60, 7, 3, 0, 0, true),
-            (18, 4, 33, 1, 1, 0, 0, false),
-            (80, 18, 97, 5, 1, 0, 4, true),
-            (64, 64, 9000, 7, 3, 18, 0, true),
-            (3, 2, 4, 3, 1, 2, 0, false),
-        ];
+        let cases = cpu::CONV_TEST_CASES;
         for (kernel, (i, &(c_in, out, t, k, d, pl, pr, res))) in
             kernels().into_iter().flat_map(|kr| cases.iter().enumerate().map(move |c| (kr, c)))
         {

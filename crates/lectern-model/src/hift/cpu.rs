@@ -410,6 +410,26 @@ pub fn sin_fast(x: f32) -> f32 {
     if quadrant & 2 == 0 { v } else { -v }
 }
 
+/// `(in, out, t, k, dilation, pad_left, pad_right, residual)`.
+#[cfg(test)]
+pub(super) type ConvTestCase = (usize, usize, usize, usize, usize, usize, usize, bool);
+
+/// Convs both CPU paths' tests run, `(in, out, t, k, dilation, pad_left, pad_right,
+/// residual)`: left-causal dilated, look-ahead, unpadded (streaming), a 1-tap conv, outputs that
+/// are not whole blocks of 4 channels (conv_post's 18) or 24 frames, inputs not whole chunks of
+/// 32 channels (the mel's 80), fewer frames than the taps' span, and many tasks with halos.
+#[cfg(test)]
+pub(super) const CONV_TEST_CASES: [ConvTestCase; 8] = [
+    (8, 6, 50, 3, 1, 2, 0, false),
+    (8, 8, 300, 11, 5, 50, 0, true),
+    (5, 7, 40, 5, 1, 0, 4, false),
+    (6, 6, 60, 7, 3, 0, 0, true),
+    (18, 4, 33, 1, 1, 0, 0, false),
+    (80, 18, 97, 5, 1, 0, 4, true),
+    (64, 64, 9000, 7, 3, 18, 0, true),
+    (3, 2, 4, 3, 1, 2, 0, false),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -588,17 +608,7 @@ mod tests {
 
     #[test]
     fn matches_the_tap_major_path() {
-        // (in, out, t, k, dilation, pad_left, pad_right, residual): left-causal dilated,
-        // look-ahead, unpadded (streaming), a 1-tap conv, and blocks of several tasks.
-        let cases = [
-            (8, 6, 50, 3, 1, 2, 0, false),
-            (8, 8, 300, 11, 5, 50, 0, true),
-            (5, 7, 40, 5, 1, 0, 4, false),
-            (6, 6, 60, 7, 3, 0, 0, true),
-            (18, 4, 33, 1, 1, 0, 0, false),
-            (64, 64, 9000, 7, 3, 18, 0, true),
-        ];
-        for (i, &(c_in, out, t, k, d, pl, pr, res)) in cases.iter().enumerate() {
+        for (i, &(c_in, out, t, k, d, pl, pr, res)) in CONV_TEST_CASES.iter().enumerate() {
             let seed = 10 * i as u64;
             let x = seeded(&[1, c_in, t], seed);
             let w = seeded(&[out, c_in, k], seed + 1);

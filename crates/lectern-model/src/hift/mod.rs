@@ -116,16 +116,12 @@ impl ResBlock {
         Ok(rb)
     }
 
-    fn set_direct_conv(&mut self, kernel: Option<Kernel>) {
-        for conv in self.convs1.iter_mut().chain(&mut self.convs2) {
-            conv.direct = kernel;
-        }
+    fn convs_mut(&mut self) -> impl Iterator<Item = &mut CausalConv1d> {
+        self.convs1.iter_mut().chain(&mut self.convs2)
     }
 
     fn set_kernels(&mut self, on: bool) {
-        for conv in self.convs1.iter_mut().chain(&mut self.convs2) {
-            conv.use_kernels = on;
-        }
+        self.convs_mut().for_each(|conv| conv.use_kernels = on);
         for snake in self.activations1.iter_mut().chain(&mut self.activations2) {
             snake.use_kernels = on;
         }
@@ -269,12 +265,9 @@ impl Hift {
     /// the default), or candle's ops only (benchmarks compare the two; within the fixture
     /// gates either way).
     pub fn set_kernels(&mut self, on: bool) {
-        let convs = [&mut self.conv_pre, &mut self.conv_post].into_iter();
-        for conv in convs.chain(&mut self.ups).chain(&mut self.source_downs) {
-            conv.use_kernels = on;
-        }
+        self.convs_mut().for_each(|conv| conv.use_kernels = on);
         for block in self.resblocks.iter_mut().chain(&mut self.source_resblocks) {
-            block.set_kernels(on);
+            block.set_kernels(on); // and their Snakes
         }
     }
 
@@ -282,13 +275,18 @@ impl Hift {
     /// path ([`cpu::conv1d`]); the default is [`conv_direct::vocoder_default`]. Benchmarks
     /// compare them; within the fixture gates either way.
     pub fn set_direct_conv(&mut self, kernel: Option<Kernel>) {
-        let convs = [&mut self.conv_pre, &mut self.conv_post].into_iter();
-        for conv in convs.chain(&mut self.ups).chain(&mut self.source_downs) {
-            conv.direct = kernel;
-        }
-        for block in self.resblocks.iter_mut().chain(&mut self.source_resblocks) {
-            block.set_direct_conv(kernel);
-        }
+        self.convs_mut().for_each(|conv| conv.direct = kernel);
+    }
+
+    /// Every conv of the generator (the f32 ones; the f0 predictor's run in f64 on candle's ops),
+    /// the residual blocks' included.
+    fn convs_mut(&mut self) -> impl Iterator<Item = &mut CausalConv1d> {
+        let single = [&mut self.conv_pre, &mut self.conv_post].into_iter();
+        let blocks = self.resblocks.iter_mut().chain(&mut self.source_resblocks);
+        single
+            .chain(&mut self.ups)
+            .chain(&mut self.source_downs)
+            .chain(blocks.flat_map(ResBlock::convs_mut))
     }
 
     pub fn set_noise_buffer(&mut self, buffer: Vec<f32>) {
