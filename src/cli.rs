@@ -1045,7 +1045,7 @@ fn run_config(synth: &SynthArgs, ui: &UiArgs) -> Result<()> {
 /// would be used but is missing.
 fn cpu_flow_gemm() -> String {
     use lectern_model::cpu_blas;
-    let described = cpu_blas::describe();
+    let described = lectern_model::cpu_gemm::describe();
     let turned_off = std::env::var(cpu_blas::ENV_VAR).is_ok_and(|v| v == "0");
     if cpu_blas::openblas().is_some() || !cpu_blas::cpu_has_avx512() || turned_off {
         return described;

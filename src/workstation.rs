@@ -208,10 +208,11 @@ mod tests {
     #[test]
     fn the_backend_label_names_the_flow_matmuls_unless_plain_f32() {
         let cpu = Device::Cpu;
-        // Plain f32 shows as the device alone, unless this machine's flow runs on OpenBLAS.
-        let f32_label = match lectern_model::cpu_blas::openblas() {
-            Some(_) => "cpu · f32+openblas",
-            None => "cpu",
+        // Plain f32 shows as the device alone, unless this machine's flow runs on OpenBLAS or
+        // on Lectern's AVX2 GEMM.
+        let f32_label = match lectern_model::cpu_gemm::F32Gemm::for_flow() {
+            Some(gemm) => format!("cpu · {}", gemm.label()),
+            None => "cpu".to_string(),
         };
         assert_eq!(backend_label(&cpu, None), f32_label);
         assert_eq!(backend_label(&cpu, Some(FlowMatmul::F32)), f32_label);

@@ -18,8 +18,8 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::BenchOptions;
-use lectern_model::cpu_blas;
 use lectern_model::flow::bf16::{self, Bf16Weight};
+use lectern_model::{cpu_blas, cpu_gemm};
 
 /// The DiT's projections: (name, in, out).
 const SHAPES: [(&str, usize, usize); 4] =
@@ -54,14 +54,14 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
          the f32 flow runs on {}",
         candle::utils::get_num_threads(),
         bf16::backend(&opts.device),
-        cpu_blas::describe()
+        cpu_gemm::describe()
     );
     if let Some(b) = blas {
         println!("openblas column: {} ({})", b.core, b.config);
     }
     println!(
-        "{:>6} {:>5} {:>6} {:>6} {:>12} {:>12} {:>12}",
-        "name", "rows", "in", "out", "candle GF/s", "openblas", "bf16 GF/s"
+        "{:>6} {:>5} {:>6} {:>6} {:>12} {:>12} {:>12} {:>12}",
+        "name", "rows", "in", "out", "candle GF/s", "openblas", "own avx2", "bf16 GF/s"
     );
     let mut out = Vec::new();
     for &rows in rows_list {
@@ -86,6 +86,21 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
                 }
                 None => (None, None),
             };
+            let (t_avx2, avx2_diff) = match cpu_gemm::runs_here() {
+                true => {
+                    let (xs, ws) =
+                        (x.flatten_all()?.to_vec1::<f32>()?, w.flatten_all()?.to_vec1::<f32>()?);
+                    let mut ys = vec![0f32; rows * outd];
+                    let t = best(reps, || {
+                        cpu_gemm::product_into(&xs, &ws, &mut ys, (rows, inp, outd));
+                        Ok(())
+                    })?;
+                    let got = Tensor::from_vec(ys, (rows, outd), &Device::Cpu)?;
+                    let d = (&got - &want)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+                    (Some(t), Some(d))
+                }
+                false => (None, None),
+            };
             let wb = Bf16Weight::new(&w)?;
             let t_bf16 = best(reps, || {
                 wb.matmul_t(&x)?;
@@ -100,8 +115,9 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
                 (&got - rounded)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
             let gf = |t: f64| flop / t / 1e9;
             let blas_column = t_blas.map_or_else(|| "-".to_string(), |t| format!("{:.1}", gf(t)));
+            let avx2_column = t_avx2.map_or_else(|| "-".to_string(), |t| format!("{:.1}", gf(t)));
             println!(
-                "{name:>6} {rows:>5} {inp:>6} {outd:>6} {:>12.1} {blas_column:>12} {:>12.1}",
+                "{name:>6} {rows:>5} {inp:>6} {outd:>6} {:>12.1} {blas_column:>12} {avx2_column:>12} {:>12.1}",
                 gf(t_candle),
                 gf(t_bf16)
             );
@@ -110,6 +126,8 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
                 "candle_s": t_candle, "candle_gflops": gf(t_candle),
                 "openblas_s": t_blas, "openblas_gflops": t_blas.map(gf),
                 "openblas_max_abs_vs_candle": blas_diff,
+                "avx2_s": t_avx2, "avx2_gflops": t_avx2.map(gf),
+                "avx2_max_abs_vs_candle": avx2_diff,
                 "bf16_s": t_bf16, "bf16_gflops": gf(t_bf16),
                 "bf16_max_abs_vs_f32": bf16_diff,
                 "bf16_max_abs_vs_rounded_f32": bf16_vs_rounded,
@@ -120,7 +138,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     Ok(json!({
         "stage": "gemm", "threads": candle::utils::get_num_threads(),
         "bf16_backend": bf16::backend(&opts.device), "reps": reps,
-        "f32_flow_product": cpu_blas::describe(),
+        "f32_flow_product": cpu_gemm::describe(),
         "openblas": blas.map(|b| json!({"core": b.core, "config": b.config})),
         "shapes": out,
     }))

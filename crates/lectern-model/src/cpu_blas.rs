@@ -149,15 +149,6 @@ pub fn system_openblas() -> Option<&'static OpenBlas> {
     LOADED.get_or_init(|| LIBRARY_NAMES.iter().find_map(|name| OpenBlas::load(name).ok())).as_ref()
 }
 
-/// A one-line description of the f32 product the flow's projections get on this machine.
-#[must_use]
-pub fn describe() -> String {
-    match openblas() {
-        Some(blas) => format!("OpenBLAS ({}, {})", blas.core, blas.config),
-        None => "the gemm crate".to_string(),
-    }
-}
-
 /// [`openblas`]'s choice. A file named in [`ENV_VAR`] that does not load, or runs no AVX-512
 /// core, is said on stderr once (the flow then runs on the `gemm` crate, as without it).
 fn load_from_environment() -> Option<OpenBlas> {

@@ -65,6 +65,7 @@
 
 pub mod config;
 pub mod cpu_blas;
+pub mod cpu_gemm;
 mod cpu_slice;
 pub mod flow;
 pub mod hift;

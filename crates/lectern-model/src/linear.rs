@@ -9,7 +9,7 @@
 use candle::quantized::{GgmlDType, QMatMul, QTensor};
 use candle::{D, DType, Module, Tensor};
 
-use crate::cpu_blas::{self, OpenBlas};
+use crate::cpu_gemm::F32Gemm;
 use crate::flow::bf16::Bf16Weight;
 use crate::flow::tf32x3::{self, FlowMatmul};
 use crate::lm::LmPrecision;
@@ -46,9 +46,10 @@ pub struct Linear {
     /// Lectern's kernels where they apply (the LM's rows kernel, the 3xTF32 split): on unless
     /// the stage turns them off ([`Linear::set_kernels`]).
     kernels: bool,
-    /// The flow's f32 projections on CPUs where the system's OpenBLAS runs its AVX-512 kernels
-    /// ([`cpu_blas`]); `None` elsewhere.
-    blas: Option<&'static OpenBlas>,
+    /// The flow's f32 projections where they run on other than candle's matmul: the system's
+    /// OpenBLAS on AVX-512 CPUs, Lectern's AVX2 GEMM on AVX2 CPUs without AVX-512
+    /// ([`F32Gemm::for_flow`]); `None` elsewhere.
+    f32_gemm: Option<F32Gemm>,
 }
 
 impl Linear {
@@ -62,7 +63,7 @@ impl Linear {
             out_dim,
             decode_rows: false,
             kernels: true,
-            blas: None,
+            f32_gemm: None,
         })
     }
 
@@ -131,7 +132,7 @@ impl Linear {
             FlowMatmul::Bf16 => Product::Bf16(Bf16Weight::new(&weight)?),
         };
         let mut layer = Self { product, ..self.clone() };
-        layer.set_openblas(cpu_blas::openblas());
+        layer.set_f32_gemm(F32Gemm::for_flow());
         Ok(layer)
     }
 
@@ -141,18 +142,18 @@ impl Linear {
         })
     }
 
-    /// This layer's product on `blas` where it is a dense f32 CPU weight (a flow projection),
+    /// This layer's product on `gemm` where it is a dense f32 CPU weight (a flow projection),
     /// on candle's matmul with `None`.
-    pub fn set_openblas(&mut self, blas: Option<&'static OpenBlas>) {
-        self.blas = match &self.product {
-            Product::Dense(w) if w.dtype() == DType::F32 && w.device().is_cpu() => blas,
+    pub fn set_f32_gemm(&mut self, gemm: Option<F32Gemm>) {
+        self.f32_gemm = match &self.product {
+            Product::Dense(w) if w.dtype() == DType::F32 && w.device().is_cpu() => gemm,
             _ => None,
         };
     }
 
-    /// Whether this layer's product runs on the system's OpenBLAS ([`cpu_blas`]).
-    pub fn uses_openblas(&self) -> bool {
-        self.blas.is_some()
+    /// What this layer's f32 product runs on where not on candle's matmul.
+    pub fn f32_gemm(&self) -> Option<F32Gemm> {
+        self.f32_gemm
     }
 
     /// Lectern's kernels on (the default) or candle's ops only.
@@ -168,12 +169,13 @@ impl Linear {
     pub fn product(&self, xs: &Tensor) -> candle::Result<Tensor> {
         let (flat, out_dims) = self.flatten(xs)?;
         let ys = match &self.product {
-            Product::Dense(w) if w.dtype() == DType::F32 => match (self.decode_rows, self.blas) {
+            Product::Dense(w) if w.dtype() == DType::F32 => match (self.decode_rows, self.f32_gemm)
+            {
                 (true, _) => {
                     few_rows_product(&flat, w)?.map_or_else(|| flat.matmul(&w.t()?), Ok)?
                 }
-                (false, Some(blas)) if self.kernels => {
-                    blas.matmul_t(&flat, w)?.map_or_else(|| flat.matmul(&w.t()?), Ok)?
+                (false, Some(gemm)) if self.kernels => {
+                    gemm.matmul_t(&flat, w)?.map_or_else(|| flat.matmul(&w.t()?), Ok)?
                 }
                 (false, _) => flat.matmul(&w.t()?)?,
             },
@@ -353,8 +355,8 @@ mod tests {
         let (w, x) = (seeded((192, 1024), 1), seeded((300, 1024), 2));
         let mut layer = Linear::new(w.clone(), None).unwrap();
         let on_candle = layer.product(&x).unwrap();
-        layer.set_openblas(Some(blas));
-        assert!(layer.uses_openblas());
+        layer.set_f32_gemm(Some(F32Gemm::OpenBlas(blas)));
+        assert!(matches!(layer.f32_gemm(), Some(F32Gemm::OpenBlas(_))));
         let on_blas = layer.product(&x).unwrap();
         let direct = blas.matmul_t(&x, &w).unwrap().expect("f32 CPU operands");
         let bits = |t: &Tensor| {
@@ -371,11 +373,38 @@ mod tests {
         let diff = (&on_blas - &on_candle).unwrap().abs().unwrap().flatten_all().unwrap();
         assert!(diff.max(0).unwrap().to_scalar::<f32>().unwrap() < 1e-4);
         let mut lm = Linear::new(w, None).unwrap().for_lm(LmPrecision::F32).unwrap();
-        lm.set_openblas(Some(blas));
+        lm.set_f32_gemm(Some(F32Gemm::OpenBlas(blas)));
         let row = x.narrow(0, 0, 2).unwrap();
         assert_eq!(
             bits(&lm.product(&row).unwrap()),
             bits(&few_rows_product(&row, lm.weight.as_ref().unwrap()).unwrap().unwrap())
         );
+    }
+
+    /// The same for Lectern's AVX2 GEMM: a flow layer set on it computes its product there.
+    #[test]
+    fn a_flow_layer_on_the_avx2_gemm_runs_there() {
+        if !crate::cpu_gemm::runs_here() {
+            return;
+        }
+        let (w, x) = (seeded((192, 1024), 1), seeded((300, 1024), 2));
+        let mut layer = Linear::new(w.clone(), None).unwrap();
+        let on_candle = layer.product(&x).unwrap();
+        layer.set_f32_gemm(Some(F32Gemm::Avx2));
+        let on_gemm = layer.product(&x).unwrap();
+        let direct = crate::cpu_gemm::matmul_t(&x, &w).unwrap().expect("f32 CPU operands");
+        let bits = |t: &Tensor| {
+            t.flatten_all()
+                .unwrap()
+                .to_vec1::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(&on_gemm), bits(&direct));
+        assert_ne!(bits(&on_gemm), bits(&on_candle), "the product stayed on candle's matmul");
+        let diff = (&on_gemm - &on_candle).unwrap().abs().unwrap().flatten_all().unwrap();
+        assert!(diff.max(0).unwrap().to_scalar::<f32>().unwrap() < 1e-4);
     }
 }

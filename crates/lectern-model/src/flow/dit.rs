@@ -17,7 +17,7 @@ use super::group_conv::WindowConv;
 use super::tf32x3::{self, FlowMatmul};
 use super::{bf16, cpu_ops, kernels};
 use crate::config::DitConfig;
-use crate::cpu_blas::{self, OpenBlas};
+use crate::cpu_gemm::F32Gemm;
 use crate::linear::Linear;
 use crate::weights::{Result, Weights};
 
@@ -617,13 +617,14 @@ impl DiT {
             cfg: cfg.clone(),
             use_kernels: true,
         };
-        dit.set_openblas(cpu_blas::openblas());
+        dit.set_f32_gemm(F32Gemm::for_flow());
         Ok(dit)
     }
 
-    /// The blocks' f32 projections on `blas` (the system's OpenBLAS, [`cpu_blas`]) or, with
-    /// `None`, on candle's matmul. Weights not on the CPU, or not f32, stay as they are.
-    pub fn set_openblas(&mut self, blas: Option<&'static OpenBlas>) {
+    /// The blocks' f32 projections on `gemm` ([`F32Gemm`]: the system's OpenBLAS or Lectern's
+    /// AVX2 GEMM) or, with `None`, on candle's matmul. Weights not on the CPU, or not f32, stay
+    /// as they are.
+    pub fn set_f32_gemm(&mut self, gemm: Option<F32Gemm>) {
         for block in &mut self.transformer_blocks {
             for l in [
                 &mut block.attn.to_qkv,
@@ -631,19 +632,18 @@ impl DiT {
                 &mut block.ff.ff_0_0,
                 &mut block.ff.ff_2,
             ] {
-                l.set_openblas(blas);
+                l.set_f32_gemm(gemm);
             }
         }
     }
 
     /// What a take records for this estimator's matmuls: [`FlowMatmul::name`], or
-    /// `f32+openblas` where the blocks' f32 projections run on OpenBLAS.
+    /// [`F32Gemm::label`] (`f32+openblas`, `f32+avx2`) where the blocks' f32 projections run
+    /// there.
     pub fn matmul_label(&self) -> String {
-        let on_blas =
-            self.transformer_blocks.first().is_some_and(|b| b.attn.to_qkv.uses_openblas());
-        match on_blas {
-            true => cpu_blas::F32_LABEL.to_string(),
-            false => self.matmul().name().to_string(),
+        match self.transformer_blocks.first().and_then(|b| b.attn.to_qkv.f32_gemm()) {
+            Some(gemm) => gemm.label().to_string(),
+            None => self.matmul().name().to_string(),
         }
     }
 

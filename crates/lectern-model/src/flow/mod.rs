@@ -276,10 +276,10 @@ impl CausalMaskedDiffWithDiT {
         Ok(())
     }
 
-    /// The estimator's f32 projections on `blas` (the system's OpenBLAS, chosen at load where
-    /// it helps: [`crate::cpu_blas`]) or, with `None`, on candle's matmul.
-    pub fn set_openblas(&mut self, blas: Option<&'static crate::cpu_blas::OpenBlas>) {
-        Arc::make_mut(&mut self.estimator).set_openblas(blas);
+    /// The estimator's f32 projections on `gemm` (chosen at load where it helps:
+    /// [`crate::cpu_gemm::F32Gemm::for_flow`]) or, with `None`, on candle's matmul.
+    pub fn set_f32_gemm(&mut self, gemm: Option<crate::cpu_gemm::F32Gemm>) {
+        Arc::make_mut(&mut self.estimator).set_f32_gemm(gemm);
     }
 
     /// Runs the estimator on Lectern's own kernels where they apply (`on`, the default) or on

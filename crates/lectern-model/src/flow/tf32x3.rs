@@ -50,14 +50,13 @@ impl FlowMatmul {
     }
 
     /// What a take records and the workstation shows for this matmul on `device`: its
-    /// [`Self::name`], and for f32 on a CPU whose flow runs on the system's OpenBLAS
-    /// ([`crate::cpu_blas`]) `f32+openblas` (the same math, other last bits).
+    /// [`Self::name`], and for f32 on a CPU whose flow runs on the system's OpenBLAS or on
+    /// Lectern's AVX2 GEMM ([`crate::cpu_gemm::F32Gemm`]) `f32+openblas` or `f32+avx2` (the same
+    /// math, other last bits).
     pub fn label(self, device: &candle::Device) -> String {
-        match self {
-            Self::F32 if device.is_cpu() && crate::cpu_blas::openblas().is_some() => {
-                crate::cpu_blas::F32_LABEL.to_string()
-            }
-            m => m.name().to_string(),
+        match (self, crate::cpu_gemm::F32Gemm::for_flow()) {
+            (Self::F32, Some(gemm)) if device.is_cpu() => gemm.label().to_string(),
+            (m, _) => m.name().to_string(),
         }
     }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use candle::{DType, Device, Tensor};
 use lectern_model::config::{ModelConfig, ModelFiles};
 use lectern_model::cpu_blas::OpenBlas;
+use lectern_model::cpu_gemm::{self, F32Gemm};
 use lectern_model::flow::cfm::{cosine_schedule, euler_times};
 use lectern_model::flow::dit::DiT;
 use lectern_model::flow::{
@@ -71,7 +72,16 @@ fn dit_estimator_matches_upstream() {
 #[test]
 fn dit_estimator_on_openblas_matches_upstream() {
     if let Some(blas) = system_openblas() {
-        dit_estimator_matches_upstream_with(FlowMatmul::F32, Some(blas));
+        dit_estimator_matches_upstream_with(FlowMatmul::F32, Some(F32Gemm::OpenBlas(blas)));
+    }
+}
+
+/// f32 with the blocks' projections on Lectern's AVX2 GEMM (`cpu_gemm`; every x86-64 CPU CI
+/// runs on has AVX2), whatever the CPU's widest kernels: the same gates.
+#[test]
+fn dit_estimator_on_the_avx2_gemm_matches_upstream() {
+    if cpu_gemm::runs_here() {
+        dit_estimator_matches_upstream_with(FlowMatmul::F32, Some(F32Gemm::Avx2));
     }
 }
 
@@ -87,7 +97,7 @@ fn dit_estimator_as_3xtf32_matches_upstream() {
     dit_estimator_matches_upstream_with(FlowMatmul::Tf32x3, None);
 }
 
-fn dit_estimator_matches_upstream_with(matmul: FlowMatmul, blas: Option<&'static OpenBlas>) {
+fn dit_estimator_matches_upstream_with(matmul: FlowMatmul, gemm: Option<F32Gemm>) {
     let cfg = ModelConfig::from_dir(&model_dir()).unwrap();
     let ckpt =
         Arc::new(Checkpoint::load(&ModelFiles::in_dir(&model_dir()).flow, &Device::Cpu).unwrap());
@@ -95,9 +105,9 @@ fn dit_estimator_matches_upstream_with(matmul: FlowMatmul, blas: Option<&'static
         .unwrap()
         .with_matmul(matmul)
         .unwrap();
-    dit.set_openblas(blas);
+    dit.set_f32_gemm(gemm);
     assert_eq!(dit.matmul(), matmul);
-    let label = if blas.is_some() { "f32+openblas" } else { matmul.name() };
+    let label = gemm.map_or(matmul.name(), F32Gemm::label);
     assert_eq!(dit.matmul_label(), label);
     let c = case("dit_block.safetensors");
     let mut taps = Vec::new();
@@ -244,7 +254,15 @@ fn flow_inference_matches_upstream() {
 #[test]
 fn flow_inference_on_openblas_matches_upstream() {
     if let Some(blas) = system_openblas() {
-        flow_inference_matches_upstream_with(FlowMatmul::F32, Some(blas));
+        flow_inference_matches_upstream_with(FlowMatmul::F32, Some(F32Gemm::OpenBlas(blas)));
+    }
+}
+
+/// f32 on Lectern's AVX2 GEMM: the same gates at NFE 10 and 4.
+#[test]
+fn flow_inference_on_the_avx2_gemm_matches_upstream() {
+    if cpu_gemm::runs_here() {
+        flow_inference_matches_upstream_with(FlowMatmul::F32, Some(F32Gemm::Avx2));
     }
 }
 
@@ -254,10 +272,10 @@ fn flow_inference_as_3xtf32_matches_upstream() {
     flow_inference_matches_upstream_with(FlowMatmul::Tf32x3, None);
 }
 
-fn flow_inference_matches_upstream_with(matmul: FlowMatmul, blas: Option<&'static OpenBlas>) {
+fn flow_inference_matches_upstream_with(matmul: FlowMatmul, gemm: Option<F32Gemm>) {
     let (mut flow, _) = flow();
     flow.set_matmul(matmul).unwrap();
-    flow.set_openblas(blas);
+    flow.set_f32_gemm(gemm);
     let c = case("flow.safetensors");
     let p = prompt(&c);
     let tokens = ids(&c["token"]);
