@@ -345,33 +345,34 @@ mod tests {
         assert!(few_rows_product(&seeded((17, 16), 3), &seeded((8, 16), 4)).unwrap().is_none());
     }
 
-    /// A flow layer set on OpenBLAS computes its product there: the same bits as the library's
-    /// own call, within f32 rounding of candle's (at an inner width of 1024 the two block the
-    /// sum differently, so the bits differ: the product did not silently stay on candle's).
-    /// An LM layer's decode rows keep their own route.
-    #[test]
-    fn a_flow_layer_on_openblas_runs_there() {
-        let Some(blas) = crate::cpu_blas::tests::library() else { return };
+    fn bits(t: &Tensor) -> Vec<u32> {
+        t.flatten_all().unwrap().to_vec1::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
+    }
+
+    /// A flow layer set on `gemm` computes its product there: the same bits as `gemm`'s own
+    /// call, within f32 rounding of candle's (at an inner width of 1024 the two block the sum
+    /// differently, so the bits differ: the product did not silently stay on candle's).
+    /// Returns the operands, for further checks.
+    fn assert_a_flow_layer_runs_on(gemm: F32Gemm) -> (Tensor, Tensor) {
         let (w, x) = (seeded((192, 1024), 1), seeded((300, 1024), 2));
         let mut layer = Linear::new(w.clone(), None).unwrap();
         let on_candle = layer.product(&x).unwrap();
-        layer.set_f32_gemm(Some(F32Gemm::OpenBlas(blas)));
-        assert!(matches!(layer.f32_gemm(), Some(F32Gemm::OpenBlas(_))));
-        let on_blas = layer.product(&x).unwrap();
-        let direct = blas.matmul_t(&x, &w).unwrap().expect("f32 CPU operands");
-        let bits = |t: &Tensor| {
-            t.flatten_all()
-                .unwrap()
-                .to_vec1::<f32>()
-                .unwrap()
-                .iter()
-                .map(|v| v.to_bits())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(bits(&on_blas), bits(&direct));
-        assert_ne!(bits(&on_blas), bits(&on_candle), "the product stayed on candle's matmul");
-        let diff = (&on_blas - &on_candle).unwrap().abs().unwrap().flatten_all().unwrap();
+        layer.set_f32_gemm(Some(gemm));
+        assert!(layer.f32_gemm().is_some_and(|g| g.label() == gemm.label()));
+        let on_gemm = layer.product(&x).unwrap();
+        let direct = gemm.matmul_t(&x, &w).unwrap().expect("f32 CPU operands");
+        assert_eq!(bits(&on_gemm), bits(&direct));
+        assert_ne!(bits(&on_gemm), bits(&on_candle), "the product stayed on candle's matmul");
+        let diff = (&on_gemm - &on_candle).unwrap().abs().unwrap().flatten_all().unwrap();
         assert!(diff.max(0).unwrap().to_scalar::<f32>().unwrap() < 1e-4);
+        (w, x)
+    }
+
+    /// On OpenBLAS; an LM layer's decode rows keep their own route.
+    #[test]
+    fn a_flow_layer_on_openblas_runs_there() {
+        let Some(blas) = crate::cpu_blas::tests::library() else { return };
+        let (w, x) = assert_a_flow_layer_runs_on(F32Gemm::OpenBlas(blas));
         let mut lm = Linear::new(w, None).unwrap().for_lm(LmPrecision::F32).unwrap();
         lm.set_f32_gemm(Some(F32Gemm::OpenBlas(blas)));
         let row = x.narrow(0, 0, 2).unwrap();
@@ -381,30 +382,11 @@ mod tests {
         );
     }
 
-    /// The same for Lectern's AVX2 GEMM: a flow layer set on it computes its product there.
+    /// On Lectern's AVX2 GEMM.
     #[test]
     fn a_flow_layer_on_the_avx2_gemm_runs_there() {
-        if !crate::cpu_gemm::runs_here() {
-            return;
+        if crate::cpu_gemm::runs_here() {
+            assert_a_flow_layer_runs_on(F32Gemm::Avx2);
         }
-        let (w, x) = (seeded((192, 1024), 1), seeded((300, 1024), 2));
-        let mut layer = Linear::new(w.clone(), None).unwrap();
-        let on_candle = layer.product(&x).unwrap();
-        layer.set_f32_gemm(Some(F32Gemm::Avx2));
-        let on_gemm = layer.product(&x).unwrap();
-        let direct = crate::cpu_gemm::matmul_t(&x, &w).unwrap().expect("f32 CPU operands");
-        let bits = |t: &Tensor| {
-            t.flatten_all()
-                .unwrap()
-                .to_vec1::<f32>()
-                .unwrap()
-                .iter()
-                .map(|v| v.to_bits())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(bits(&on_gemm), bits(&direct));
-        assert_ne!(bits(&on_gemm), bits(&on_candle), "the product stayed on candle's matmul");
-        let diff = (&on_gemm - &on_candle).unwrap().abs().unwrap().flatten_all().unwrap();
-        assert!(diff.max(0).unwrap().to_scalar::<f32>().unwrap() < 1e-4);
     }
 }
