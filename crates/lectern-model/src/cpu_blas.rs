@@ -33,8 +33,9 @@ use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use candle::{DType, Tensor};
+use candle::Tensor;
 
+use crate::cpu_gemm::{ProjectionOperands, projection_operands};
 use crate::cpu_slice::with_f32_slice;
 
 /// What a take records as its flow matmuls when the f32 projections ran here.
@@ -49,9 +50,6 @@ const LIBRARY_NAMES: &[&str] = &["libopenblas.so.0", "libopenblas.so"];
 /// OpenBLAS cores whose `sgemm` is the AVX-512 one (SkylakeX's kernels; the later cores reuse
 /// them for f32).
 const AVX512_CORES: &[&str] = &["skylakex", "cooperlake", "sapphirerapids"];
-
-/// Fewer rows than this stay with candle's matmul (decode steps, the AdaLN rows).
-const MIN_ROWS: usize = 64;
 
 type Sgemm = unsafe extern "C" fn(
     c_int,
@@ -208,14 +206,13 @@ impl OpenBlas {
     }
 
     /// `x·Wᵀ` for `x` `(rows, in)` and `weight` `(out, in)`, both f32 on the CPU: `None` where
-    /// that does not hold or there are fewer than [`MIN_ROWS`] rows.
+    /// that does not hold or there are fewer than [`crate::cpu_gemm::MIN_ROWS`] rows.
     pub fn matmul_t(&self, x: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
-        let (Ok((rows, k)), Ok((n, wk))) = (x.dims2(), weight.dims2()) else { return Ok(None) };
-        let plain = |t: &Tensor| t.device().is_cpu() && t.dtype() == DType::F32;
-        if rows < MIN_ROWS || k != wk || !plain(x) || !plain(weight) {
+        let Some(ProjectionOperands { x, w, shape: (rows, k, n) }) =
+            projection_operands(x, weight)?
+        else {
             return Ok(None);
-        }
-        let (x, w) = (x.contiguous()?, weight.contiguous()?);
+        };
         let mut y: Vec<f32> = Vec::with_capacity(rows * n);
         with_f32_slice(&x, |x| {
             with_f32_slice(&w, |w| {
@@ -276,7 +273,9 @@ impl OpenBlas {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::cpu_gemm::MIN_ROWS;
     use crate::test_tensors::seeded;
+    use candle::DType;
 
     /// The system's OpenBLAS, or `None`: the caller skips (fails where CI requires it).
     pub(crate) fn library() -> Option<&'static OpenBlas> {

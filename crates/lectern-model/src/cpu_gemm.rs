@@ -109,14 +109,41 @@ pub fn describe() -> String {
     }
 }
 
-/// [`F32Gemm::matmul_t`] on this module's GEMM.
-pub fn matmul_t(x: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
+/// The operands of a flow projection `x·Wᵀ` as the CPU products take them: `x` `(rows, in)`
+/// and `weight` `(out, in)` contiguous, with `(rows, in, out)`; `None` where they are not both
+/// f32 on the CPU, their inner widths differ, or there are fewer than [`MIN_ROWS`] rows.
+pub(crate) fn projection_operands(
+    x: &Tensor,
+    weight: &Tensor,
+) -> candle::Result<Option<ProjectionOperands>> {
     let (Ok((rows, k)), Ok((n, wk))) = (x.dims2(), weight.dims2()) else { return Ok(None) };
     let plain = |t: &Tensor| t.device().is_cpu() && t.dtype() == DType::F32;
-    if rows < MIN_ROWS || k != wk || !plain(x) || !plain(weight) || !runs_here() {
+    if rows < MIN_ROWS || k != wk || !plain(x) || !plain(weight) {
         return Ok(None);
     }
-    let (x, w) = (x.contiguous()?, weight.contiguous()?);
+    Ok(Some(ProjectionOperands {
+        x: x.contiguous()?,
+        w: weight.contiguous()?,
+        shape: (rows, k, n),
+    }))
+}
+
+/// What [`projection_operands`] gives: both operands contiguous, and `(rows, in, out)`.
+pub(crate) struct ProjectionOperands {
+    pub x: Tensor,
+    pub w: Tensor,
+    pub shape: (usize, usize, usize),
+}
+
+/// [`F32Gemm::matmul_t`] on this module's GEMM.
+pub fn matmul_t(x: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
+    let Some(ProjectionOperands { x, w, shape: (rows, k, n) }) = projection_operands(x, weight)?
+    else {
+        return Ok(None);
+    };
+    if !runs_here() {
+        return Ok(None);
+    }
     let mut y = vec![0f32; rows * n];
     with_f32_slice(&x, |x| {
         with_f32_slice(&w, |w| {
@@ -127,15 +154,9 @@ pub fn matmul_t(x: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
     Ok(Some(Tensor::from_vec(y, (rows, n), weight.device())?))
 }
 
-/// Whether this CPU runs the kernel (AVX2 and FMA; std caches the detection).
+/// Whether this CPU runs the kernel (AVX2 and FMA).
 pub fn runs_here() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        has!("avx2") && has!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+    crate::simd::has_avx2_fma()
 }
 
 /// `y = x·wᵀ`, `x` `(rows, k)`, `w` `(n, k)`, `y` `(rows, n)`, all row-major, on rayon's pool.
@@ -163,7 +184,7 @@ pub fn product_into(x: &[f32], w: &[f32], y: &mut [f32], (rows, k, n): (usize, u
         block
             .chunks_exact_mut(NR * kc)
             .enumerate()
-            .for_each(|(p, panel)| pack_weight_panel(w, k, n, p * NR, b * KC, panel));
+            .for_each(|(p, panel)| pack_panel::<NR>(w, k, p * NR, b * KC, panel));
     });
     let packed_w = &*packed_w;
     y.par_chunks_mut(MC * n).enumerate().for_each(|(task, y)| {
@@ -174,9 +195,11 @@ pub fn product_into(x: &[f32], w: &[f32], y: &mut [f32], (rows, k, n): (usize, u
             for c0 in (0..n).step_by(GROUP_COLS) {
                 for (b, k0) in (0..k).step_by(KC).enumerate() {
                     let kc = KC.min(k - k0);
-                    packed_x.clear();
+                    // Every value is packed anew (zero past the last row): no need to clear.
                     packed_x.resize(mc.div_ceil(MR) * MR * kc, 0.0);
-                    pack_rows(x, k, k0, kc, packed_x);
+                    for (p, panel) in packed_x.chunks_exact_mut(MR * kc).enumerate() {
+                        pack_panel::<MR>(x, k, p * MR, k0, panel);
+                    }
                     let block = &packed_w[b * KC * panels * NR..][..panels * NR * kc];
                     let group = &block[c0 * kc..(c0 + GROUP_COLS).min(panels * NR) * kc];
                     multiply_block(packed_x, group, y, (mc, kc, n), c0, b > 0);
@@ -191,37 +214,20 @@ thread_local! {
     static PACKED_X: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// `panel[kk·NR + j] = w[c0 + j][k0 + kk]`, zero past the last column.
-fn pack_weight_panel(w: &[f32], k: usize, n: usize, c0: usize, k0: usize, panel: &mut [f32]) {
-    let kc = panel.len() / NR;
-    for j in 0..NR {
-        let c = c0 + j;
-        if c < n {
-            let row = &w[c * k + k0..c * k + k0 + kc];
+/// Rows `r0 … r0 + LANES` of `src` (rows `k` apart) from column `k0` as one panel, step by
+/// step: `panel[kk·LANES + i] = src[r0 + i][k0 + kk]`, zero past the last row. The weight's
+/// panels take `NR` of its rows (output columns), the row panels `MR` rows of `x`.
+fn pack_panel<const LANES: usize>(src: &[f32], k: usize, r0: usize, k0: usize, panel: &mut [f32]) {
+    let (kc, rows) = (panel.len() / LANES, src.len() / k);
+    for i in 0..LANES {
+        let r = r0 + i;
+        if r < rows {
+            let row = &src[r * k + k0..r * k + k0 + kc];
             for (kk, &v) in row.iter().enumerate() {
-                panel[kk * NR + j] = v;
+                panel[kk * LANES + i] = v;
             }
         } else {
-            (0..kc).for_each(|kk| panel[kk * NR + j] = 0.0);
-        }
-    }
-}
-
-/// `x`'s rows (`k` apart) as panels of [`MR`]: `packed[p·MR·kc + kk·MR + i] = x[p·MR + i][k0 +
-/// kk]`, zero past the last row.
-fn pack_rows(x: &[f32], k: usize, k0: usize, kc: usize, packed: &mut [f32]) {
-    let rows = x.len() / k;
-    for (p, panel) in packed.chunks_exact_mut(MR * kc).enumerate() {
-        for i in 0..MR {
-            let r = p * MR + i;
-            if r < rows {
-                let row = &x[r * k + k0..r * k + k0 + kc];
-                for (kk, &v) in row.iter().enumerate() {
-                    panel[kk * MR + i] = v;
-                }
-            } else {
-                (0..kc).for_each(|kk| panel[kk * MR + i] = 0.0);
-            }
+            (0..kc).for_each(|kk| panel[kk * LANES + i] = 0.0);
         }
     }
 }
@@ -344,7 +350,7 @@ mod avx2 {
         use std::arch::asm;
         use std::arch::x86_64::*;
         debug_assert!(kc > 0 && x_panel.len() >= kc * MR && w_panel.len() >= kc * NR);
-        debug_assert!(prefetch.len() >= kc * 16);
+        debug_assert!(prefetch.len() >= kc * NR);
         assert!(out.len() >= (MR - 1) * ld + NR, "a whole tile of the output");
         // The tile's output rows are wanted after the loop: ask for them now.
         for i in 0..MR {

@@ -37,8 +37,7 @@ macro_rules! multiversioned {
                 if std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: this CPU has AVX-512F, the only feature `avx512` is compiled for.
                     unsafe { avx512($($arg),*) }
-                } else if std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("fma")
+                } else if $crate::simd::has_avx2_fma()
                 {
                     // SAFETY: this CPU has AVX2 and FMA, the features `avx2` is compiled for.
                     unsafe { avx2($($arg),*) }
@@ -56,3 +55,14 @@ macro_rules! multiversioned {
     };
 }
 pub(crate) use multiversioned;
+
+/// Whether this CPU has AVX2 and FMA, the level the AVX2 kernels need (std caches the
+/// detection).
+pub(crate) fn has_avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}

@@ -60,7 +60,7 @@ impl Kernel {
         {
             use std::arch::is_x86_feature_detected as has;
             match self {
-                Kernel::Avx2 => has!("avx2") && has!("fma"),
+                Kernel::Avx2 => crate::simd::has_avx2_fma(),
                 Kernel::Avx512 => has!("avx512f"),
             }
         }
