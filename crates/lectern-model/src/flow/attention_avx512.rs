@@ -416,58 +416,24 @@ pub(super) fn exp16(x: __m512) -> __m512 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::cpu_attention::{exp_fast, portable_core};
+    use crate::flow::cpu_attention::core_checks;
 
-    /// `len` values uniform in [−scale, scale), reproducible from `seed`.
-    fn seeded(len: usize, seed: u64, scale: f32) -> Vec<f32> {
-        let values = crate::test_tensors::seeded(&[len], seed).to_vec1::<f32>().unwrap();
-        values.into_iter().map(|x| x * scale).collect()
-    }
-
-    /// Against the portable core (the `gemm` crate's products, the weights divided): the same
-    /// values to f32 rounding, on every head width it serves and on lengths that are not whole
-    /// panels or query blocks.
     #[test]
     fn matches_the_portable_core() {
         if !std::arch::is_x86_feature_detected!("avx512f") {
             eprintln!("skipped: this CPU has no AVX512F");
             return;
         }
-        for &(b, h, t, dh) in
-            &[(2, 3, 77, 16), (1, 2, 5, 64), (2, 2, 65, 32), (1, 2, 300, 48), (2, 2, 131, 64)]
-        {
-            for (scale, tol) in [(1.0 / (dh as f32).sqrt(), 2e-6), (1.5, 1e-5)] {
-                let n = b * h * t * dh;
-                let (q, k, v) = (seeded(n, 1, scale), seeded(n, 2, 1.0), seeded(n, 3, 1.0));
-                let ours = attend((b, h, t, dh), &q, &k, &v);
-                let portable = portable_core((b, h, t, dh), &q, &k, &v);
-                let worst =
-                    ours.iter().zip(&portable).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-                assert!(worst < tol, "({b}, {h}, {t}, {dh}) scale {scale}: max |Δ| {worst:e}");
-                assert!(ours.iter().any(|&x| x != 0.0));
-            }
-        }
+        core_checks::matches_the_portable_core(attend);
     }
 
-    /// A query block's values come from one task whatever the threads: the same bits on 1, 2
-    /// and 3 threads (a take does not depend on `--threads`).
     #[test]
     fn the_same_bits_on_any_thread_count() {
         if !std::arch::is_x86_feature_detected!("avx512f") {
             eprintln!("skipped: this CPU has no AVX512F");
             return;
         }
-        let (b, h, t, dh) = (2, 3, 2 * QUERY_BLOCK + 5, 64);
-        let n = b * h * t * dh;
-        let (q, k, v) = (seeded(n, 4, 0.125), seeded(n, 5, 1.0), seeded(n, 6, 1.0));
-        let on = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let out = pool.install(|| attend((b, h, t, dh), &q, &k, &v));
-            out.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
-        };
-        let one = on(1);
-        assert_eq!(one, on(2));
-        assert_eq!(one, on(3));
+        core_checks::the_same_bits_on_any_thread_count(attend, 2 * QUERY_BLOCK + 5);
     }
 
     /// A panel's masks cover its keys and no padding (the row maxima must not see the padded
@@ -498,17 +464,7 @@ mod tests {
             eprintln!("skipped: this CPU has no AVX512F");
             return;
         }
-        for len in [1usize, 15, 16, 17, 33, 1208] {
-            let row: Vec<f32> =
-                (0..len).map(|i| ((i * 7919) % 1000) as f32 / 9.0 - 100.0).collect();
-            let mut ours = row.clone();
-            // SAFETY: AVX512F is present (checked above).
-            let sum = unsafe { weights_in_place(&mut ours) };
-            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let want: Vec<f32> = row.iter().map(|&x| exp_fast(x - max)).collect();
-            assert_eq!(ours, want, "row of {len}: exp16 differs from exp_fast");
-            let plain: f32 = want.iter().sum();
-            assert!((sum - plain).abs() <= 1e-5 * plain, "row of {len}: sum {sum} vs {plain}");
-        }
+        // SAFETY: the CPU has the features (checked above).
+        core_checks::weights_follow_exp_fast(|row| unsafe { weights_in_place(row) });
     }
 }

@@ -10,14 +10,15 @@
 //! the output projection reads.
 //!
 //! On CPUs with AVX-512 the f32 core is [`super::attention_avx512`] instead (the same tasks on
-//! register-blocked kernels of its own, the keys packed once per head); this module's portable
-//! core serves the other CPUs, heads wider than 64 values, and the bf16 option's rounded
-//! products where the CPU has no bf16 kernel.
+//! register-blocked kernels of its own, the keys packed once per head), on other CPUs with AVX2
+//! and FMA [`super::attention_avx2`] (the same design at half the width); this module's
+//! portable core serves the other CPUs, heads wider than 64 values, and the bf16 option's
+//! rounded products where the CPU has no bf16 kernel.
 //!
 //! Same arithmetic as the materialised path (q pre-scaled; max-subtracted exp; f32 sums;
-//! divide by the sum), so the two agree to f32 rounding (tests below; on CPUs without AVX-512
-//! every DiT, flow and end-to-end fixture gate runs through this path, on the others through
-//! the AVX-512 core).
+//! divide by the sum), so the two agree to f32 rounding (tests below; every DiT, flow and
+//! end-to-end fixture gate runs through the AVX-512 or the AVX2 core where the CPU has one,
+//! and each core's tests compare it with this one).
 
 // Raw views into candle CPU storage for the fused attention (each use has a SAFETY note).
 #![allow(unsafe_code)]
@@ -36,7 +37,8 @@ pub const QUERY_BLOCK: usize = 64;
 /// Softmax attention over all frames on the CPU: q (pre-scaled), k, v `(b, h, t, dh)` f32 →
 /// `(b, t, h·dh)`.
 ///
-/// On AVX-512 CPUs, for heads of up to 64 values, [`super::attention_avx512`]; elsewhere
+/// For heads of up to 64 values, [`super::attention_avx512`] on AVX-512 CPUs and
+/// [`super::attention_avx2`] on the other CPUs with AVX2 and FMA; elsewhere
 /// [`attend_portable`].
 pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
     with_heads(q, k, v, |heads, qs, ks, vs| {
@@ -44,18 +46,26 @@ pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
         if super::attention_avx512::supported(heads.3) {
             return super::attention_avx512::attend(heads, qs, ks, vs);
         }
+        #[cfg(target_arch = "x86_64")]
+        if super::attention_avx2::supported(heads.3) {
+            return super::attention_avx2::attend(heads, qs, ks, vs);
+        }
         portable_core(heads, qs, ks, vs)
     })
 }
 
-/// Which core [`attend`] runs for heads of `dh` values on this CPU: `"avx512"` or
+/// Which core [`attend`] runs for heads of `dh` values on this CPU: `"avx512"`, `"avx2"` or
 /// `"portable"` (what `bench --stage flow` reports).
 pub fn f32_core(dh: usize) -> &'static str {
     #[cfg(target_arch = "x86_64")]
     if super::attention_avx512::supported(dh) {
         return "avx512";
     }
-    let _ = dh; // read by the AVX-512 check only
+    #[cfg(target_arch = "x86_64")]
+    if super::attention_avx2::supported(dh) {
+        return "avx2";
+    }
+    let _ = dh; // read by the x86 checks only
     "portable"
 }
 
@@ -555,6 +565,79 @@ pub fn applies(q: &Tensor) -> bool {
     q.device().is_cpu() && q.dtype() == DType::F32
 }
 
+/// The checks every register-blocked f32 core passes against the portable one
+/// ([`super::attention_avx512`], [`super::attention_avx2`]).
+#[cfg(test)]
+pub(super) mod core_checks {
+    use super::{Heads, portable_core};
+
+    /// A core's signature: q (pre-scaled), k, v `(b, h, t, dh)` → `(b, t, h·dh)`.
+    pub type Core = fn(Heads, &[f32], &[f32], &[f32]) -> Vec<f32>;
+
+    /// `len` values uniform in [−scale, scale), reproducible from `seed`.
+    pub fn seeded(len: usize, seed: u64, scale: f32) -> Vec<f32> {
+        let values = crate::test_tensors::seeded(&[len], seed).to_vec1::<f32>().unwrap();
+        values.into_iter().map(|x| x * scale).collect()
+    }
+
+    /// Against the portable core (the `gemm` crate's products, the weights divided): the same
+    /// values to f32 rounding, on every head width the cores serve and on lengths that are not
+    /// whole panels, kernel blocks or query blocks.
+    pub fn matches_the_portable_core(core: Core) {
+        for &(b, h, t, dh) in &[
+            (2, 3, 77, 16),
+            (1, 2, 5, 64),
+            (2, 2, 65, 32),
+            (1, 2, 300, 48),
+            (2, 2, 131, 64),
+            (1, 1, 49, 64),
+        ] {
+            for (scale, tol) in [(1.0 / (dh as f32).sqrt(), 2e-6), (1.5, 1e-5)] {
+                let n = b * h * t * dh;
+                let (q, k, v) = (seeded(n, 1, scale), seeded(n, 2, 1.0), seeded(n, 3, 1.0));
+                let ours = core((b, h, t, dh), &q, &k, &v);
+                let portable = portable_core((b, h, t, dh), &q, &k, &v);
+                let worst =
+                    ours.iter().zip(&portable).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+                assert!(worst < tol, "({b}, {h}, {t}, {dh}) scale {scale}: max |Δ| {worst:e}");
+                assert!(ours.iter().any(|&x| x != 0.0));
+            }
+        }
+    }
+
+    /// A query block's values come from one task whatever the threads: the same bits on 1, 2
+    /// and 3 threads (a take does not depend on `--threads`). `t` should span query blocks.
+    pub fn the_same_bits_on_any_thread_count(core: Core, t: usize) {
+        let (b, h, dh) = (2, 3, 64);
+        let n = b * h * t * dh;
+        let (q, k, v) = (seeded(n, 4, 0.125), seeded(n, 5, 1.0), seeded(n, 6, 1.0));
+        let on = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let out = pool.install(|| core((b, h, t, dh), &q, &k, &v));
+            out.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        };
+        let one = on(1);
+        assert_eq!(one, on(2));
+        assert_eq!(one, on(3));
+    }
+
+    /// A core's weights pass against [`super::exp_fast`] per value, and its sum against the
+    /// plain sum, on rows around its vector width.
+    pub fn weights_follow_exp_fast(weights_in_place: impl Fn(&mut [f32]) -> f32) {
+        for len in [1usize, 7, 8, 9, 15, 16, 17, 33, 1208] {
+            let row: Vec<f32> =
+                (0..len).map(|i| ((i * 7919) % 1000) as f32 / 9.0 - 100.0).collect();
+            let mut ours = row.clone();
+            let sum = weights_in_place(&mut ours);
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let want: Vec<f32> = row.iter().map(|&x| super::exp_fast(x - max)).collect();
+            assert_eq!(ours, want, "row of {len}: the weights differ from exp_fast");
+            let plain: f32 = want.iter().sum();
+            assert!((sum - plain).abs() <= 1e-5 * plain, "row of {len}: sum {sum} vs {plain}");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -593,24 +676,18 @@ mod tests {
         worst
     }
 
-    /// On a CPU with AVX-512 `attend` runs the AVX-512 core: its bits, not the portable
-    /// core's (they differ in the last bits: the division comes after `P·V`).
-    #[test]
+    /// `attend` runs `core` (its bits, not the portable core's: they differ in the last bits,
+    /// the division comes after `P·V`).
     #[cfg(target_arch = "x86_64")]
-    fn attend_runs_the_avx512_core_where_the_cpu_has_it() {
-        use crate::flow::attention_avx512;
+    fn assert_attend_runs(core: core_checks::Core) {
         let shape = (2, 4, QUERY_BLOCK + 9, 64);
-        if !attention_avx512::supported(shape.3) {
-            eprintln!("skipped: this CPU has no AVX512F");
-            return;
-        }
         let q = seeded(shape, 7, 0.125);
         let (k, v) = (seeded(shape, 8, 1.0), seeded(shape, 9, 1.0));
         let bits = |t: &Tensor| -> Vec<u32> {
             t.flatten_all().unwrap().to_vec1::<f32>().unwrap().iter().map(|x| x.to_bits()).collect()
         };
         let values = |t: &Tensor| t.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        let direct = attention_avx512::attend(shape, &values(&q), &values(&k), &values(&v));
+        let direct = core(shape, &values(&q), &values(&k), &values(&v));
         let routed = bits(&attend(&q, &k, &v).unwrap());
         assert_eq!(routed, direct.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
         assert_ne!(
@@ -618,6 +695,30 @@ mod tests {
             bits(&attend_portable(&q, &k, &v).unwrap()),
             "the same bits as the portable core"
         );
+    }
+
+    /// On a CPU with AVX-512, the AVX-512 core.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn attend_runs_the_avx512_core_where_the_cpu_has_it() {
+        use crate::flow::attention_avx512;
+        if !attention_avx512::supported(64) {
+            eprintln!("skipped: this CPU has no AVX512F");
+            return;
+        }
+        assert_attend_runs(attention_avx512::attend);
+    }
+
+    /// On a CPU with AVX2 and FMA but not AVX-512, the AVX2 core.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn attend_runs_the_avx2_core_where_the_cpu_has_it_and_no_avx512() {
+        use crate::flow::{attention_avx2, attention_avx512};
+        if !attention_avx2::supported(64) || attention_avx512::supported(64) {
+            eprintln!("skipped: this CPU has AVX-512, or no AVX2 and FMA");
+            return;
+        }
+        assert_attend_runs(attention_avx2::attend);
     }
 
     #[test]

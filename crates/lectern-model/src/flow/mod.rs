@@ -22,6 +22,8 @@
 //! in it, NFE, noise source and CFG rate) alongside the tokens and the voice prompt.
 
 #[cfg(target_arch = "x86_64")]
+mod attention_avx2;
+#[cfg(target_arch = "x86_64")]
 mod attention_avx512;
 pub mod bf16;
 pub mod bf16_gemm;
