@@ -31,8 +31,7 @@ use std::arch::x86_64::{
 
 use std::ops::Range;
 
-use rayon::prelude::*;
-
+use super::attention_tasks::{self, Head, Layout, Scratch};
 use super::cpu_attention::{EXP_POLY, LN2_HI, LN2_LO, exp_fast};
 use crate::shared_out::OutPtr;
 
@@ -60,154 +59,76 @@ pub(super) fn supported(dh: usize) -> bool {
 /// # Panics
 /// If [`supported`] does not hold for `dh` or the slices are not `b·h·t·dh` long.
 pub(super) fn attend(
-    (b, h, t, dh): (usize, usize, usize, usize),
+    heads: (usize, usize, usize, usize),
     qs: &[f32],
     ks: &[f32],
     vs: &[f32],
 ) -> Vec<f32> {
+    let dh = heads.3;
     assert!(supported(dh), "AVX2 attention: no AVX2 and FMA here, or dh {dh}");
-    let n = b * h * t * dh;
-    assert!(qs.len() == n && ks.len() == n && vs.len() == n, "AVX2 attention: sizes");
-    let mut out = vec![0f32; n];
-    if n == 0 {
-        return out;
-    }
-    let out_ptr = OutPtr::new(&mut out);
-    let blocks = t.div_ceil(QUERY_BLOCK);
-    // Enough tasks to balance the threads; each packs its head's keys once.
-    let per_head = (4 * rayon::current_num_threads()).div_ceil(b * h).clamp(1, blocks);
-    let head = Head { t, dh, t_pad: t.next_multiple_of(PANEL), row_stride: h * dh };
-    (0..b * h * per_head).into_par_iter().for_each_init(
-        || Scratch::new(&head),
-        |scratch, task| {
-            let (bh, part) = (task / per_head, task % per_head);
-            let (bi, hi) = (bh / h, bh % h);
-            let at = bh * t * dh;
-            let (q, k, v) = (&qs[at..at + t * dh], &ks[at..at + t * dh], &vs[at..at + t * dh]);
-            scratch.pack_keys(&head, k);
-            let out_head = (bi * t * h + hi) * dh; // row 0 of this head in (b, t, h·dh)
-            for block in part * blocks / per_head..(part + 1) * blocks / per_head {
-                let r0 = block * QUERY_BLOCK;
-                let rows = QUERY_BLOCK.min(t - r0);
-                // SAFETY: AVX2 and FMA are present (asserted above); this task alone writes
-                // rows r0..r0 + rows of this head's dh columns of `out` (b·t·h·dh values,
-                // alive until after the loop).
-                unsafe {
-                    scratch.block(
-                        &head,
-                        &q[r0 * dh..(r0 + rows) * dh],
-                        v,
-                        out_ptr,
-                        out_head + r0 * head.row_stride,
-                    )
-                };
-            }
-        },
-    );
-    out
+    let layout = Layout { panel: PANEL, query_block: QUERY_BLOCK };
+    // SAFETY: AVX2 and FMA are present (asserted above); `block` serves heads of `dh` values.
+    unsafe { attention_tasks::run(heads, (qs, ks, vs), layout, block) }
 }
 
-/// One head's sizes.
-struct Head {
-    t: usize,
-    dh: usize,
-    /// `t` rounded up to whole key panels: the row stride of the scores.
-    t_pad: usize,
-    /// Values from one output row to the next in `(b, t, h·dh)`.
-    row_stride: usize,
-}
-
-/// A task's buffers: the head's packed `Kᵀ`, a query block (zero rows past its end) and its
-/// scores.
-struct Scratch {
-    keys: Vec<f32>,
-    q: Vec<f32>,
-    scores: Vec<f32>,
-    /// The block's output sums between key chunks.
-    partial: Vec<f32>,
-}
-
-impl Scratch {
-    fn new(head: &Head) -> Self {
-        Self {
-            keys: vec![0.0; head.t_pad * head.dh],
-            q: vec![0.0; QUERY_BLOCK * head.dh],
-            scores: vec![0.0; QUERY_BLOCK * head.t_pad],
-            partial: vec![0.0; QUERY_BLOCK * head.dh],
-        }
-    }
-
-    /// `Kᵀ` in panels: panel `p`, step `d`, lane `c` holds `k[16p + c][d]` (0 past `t`).
-    fn pack_keys(&mut self, head: &Head, k: &[f32]) {
-        let (t, dh) = (head.t, head.dh);
-        for (p, panel) in self.keys.chunks_exact_mut(dh * PANEL).enumerate() {
-            for (c, key) in (p * PANEL..(p * PANEL + PANEL).min(t)).enumerate() {
-                for (d, &x) in k[key * dh..(key + 1) * dh].iter().enumerate() {
-                    panel[d * PANEL + c] = x;
-                }
-            }
-        }
-    }
-
-    /// One query block: scores, weights, `P·V` divided by the sums, into `out` at `out_at`.
-    ///
-    /// # Safety
-    /// AVX2 and FMA are present; `out` holds `rows` rows of `dh` values at `out_at`, rows
-    /// `head.row_stride` apart, written by this task alone.
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn block(&mut self, head: &Head, q: &[f32], v: &[f32], out: OutPtr, out_at: usize) {
-        let (t, dh, t_pad) = (head.t, head.dh, head.t_pad);
-        let rows = q.len() / dh;
-        let score_rows = rows.next_multiple_of(SCORE_ROWS);
-        self.q[..q.len()].copy_from_slice(q);
-        self.q[q.len()..score_rows * dh].fill(0.0);
-        // Each key panel (dh × 16, 4 KB) stays in L1 while every query row passes it.
-        for p in 0..t_pad / PANEL {
-            for r0 in (0..score_rows).step_by(SCORE_ROWS) {
-                // SAFETY: q rows r0..r0 + 6 (≤ QUERY_BLOCK) × dh, panel p of the packed keys,
-                // scores rows r0..r0 + 6 × columns 16p..16p + 16 (≤ t_pad).
-                unsafe {
-                    scores_6x16(
-                        self.q.as_ptr().add(r0 * dh),
-                        self.keys.as_ptr().add(p * dh * PANEL),
-                        dh,
-                        self.scores.as_mut_ptr().add(r0 * t_pad + p * PANEL),
-                        t_pad,
-                    )
-                };
-            }
-        }
-        let mut sums = [1f32; QUERY_BLOCK];
-        for (r, sum) in sums.iter_mut().take(rows).enumerate() {
-            *sum = weights_in_place(&mut self.scores[r * t_pad..r * t_pad + t]);
-        }
-        let pv_rows = rows.next_multiple_of(PV_ROWS);
-        for r in rows..pv_rows {
-            self.scores[r * t_pad..r * t_pad + t].fill(0.0);
-        }
-        for j0 in (0..t).step_by(KEY_CHUNK) {
-            let chunk = j0..(j0 + KEY_CHUNK).min(t);
-            let (first, last) = (j0 == 0, chunk.end == t);
-            for r0 in (0..pv_rows).step_by(PV_ROWS) {
-                let args = PvArgs {
-                    p: self.scores[r0 * t_pad..].as_ptr(),
-                    p_stride: t_pad,
-                    v: v.as_ptr(),
+/// One query block: scores, weights, `P·V` divided by the sums, into `out` at `out_at`.
+///
+/// # Safety
+/// AVX2 and FMA are present; `out` holds `rows` rows of `dh` values at `out_at`, rows
+/// `head.row_stride` apart, written by this task alone.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn block(s: &mut Scratch, head: &Head, q: &[f32], v: &[f32], out: OutPtr, out_at: usize) {
+    let (t, dh, t_pad) = (head.t, head.dh, head.t_pad);
+    let rows = q.len() / dh;
+    let score_rows = rows.next_multiple_of(SCORE_ROWS);
+    s.q[..q.len()].copy_from_slice(q);
+    s.q[q.len()..score_rows * dh].fill(0.0);
+    // Each key panel (dh × 16, 4 KB) stays in L1 while every query row passes it.
+    for p in 0..t_pad / PANEL {
+        for r0 in (0..score_rows).step_by(SCORE_ROWS) {
+            // SAFETY: q rows r0..r0 + 6 (≤ QUERY_BLOCK) × dh, panel p of the packed keys,
+            // scores rows r0..r0 + 6 × columns 16p..16p + 16 (≤ t_pad).
+            unsafe {
+                scores_6x16(
+                    s.q.as_ptr().add(r0 * dh),
+                    s.keys.as_ptr().add(p * dh * PANEL),
                     dh,
-                    keys: chunk.clone(),
-                    partial: self.partial[r0 * dh..].as_mut_ptr(),
-                    sums: &sums[r0..r0 + PV_ROWS],
-                    rows: (rows - r0.min(rows)).min(PV_ROWS),
-                    // SAFETY: rows r0.. of the block are within the caller's `rows` rows.
-                    out: unsafe { out.get().add(out_at + r0 * head.row_stride) },
-                    out_stride: head.row_stride,
-                };
-                for d0 in (0..dh).step_by(PV_VALUES) {
-                    // SAFETY: P rows r0..r0 + 6 × t (scores, t_pad apart), V t × dh, the
-                    // partial sums' rows r0..r0 + 6 × dh (≤ QUERY_BLOCK rows), and `rows`
-                    // output rows, as the caller grants; values d0..d0 + 16 ≤ dh.
-                    unsafe { pv_6x16(&args, d0, first, last) };
-                }
+                    s.scores.as_mut_ptr().add(r0 * t_pad + p * PANEL),
+                    t_pad,
+                )
+            };
+        }
+    }
+    let mut sums = [1f32; QUERY_BLOCK];
+    for (r, sum) in sums.iter_mut().take(rows).enumerate() {
+        *sum = weights_in_place(&mut s.scores[r * t_pad..r * t_pad + t]);
+    }
+    let pv_rows = rows.next_multiple_of(PV_ROWS);
+    for r in rows..pv_rows {
+        s.scores[r * t_pad..r * t_pad + t].fill(0.0);
+    }
+    for j0 in (0..t).step_by(KEY_CHUNK) {
+        let chunk = j0..(j0 + KEY_CHUNK).min(t);
+        let (first, last) = (j0 == 0, chunk.end == t);
+        for r0 in (0..pv_rows).step_by(PV_ROWS) {
+            let args = PvArgs {
+                p: s.scores[r0 * t_pad..].as_ptr(),
+                p_stride: t_pad,
+                v: v.as_ptr(),
+                dh,
+                keys: chunk.clone(),
+                partial: s.partial[r0 * dh..].as_mut_ptr(),
+                sums: &sums[r0..r0 + PV_ROWS],
+                rows: (rows - r0.min(rows)).min(PV_ROWS),
+                // SAFETY: rows r0.. of the block are within the caller's `rows` rows.
+                out: unsafe { out.get().add(out_at + r0 * head.row_stride) },
+                out_stride: head.row_stride,
+            };
+            for d0 in (0..dh).step_by(PV_VALUES) {
+                // SAFETY: P rows r0..r0 + 6 × t (scores, t_pad apart), V t × dh, the
+                // partial sums' rows r0..r0 + 6 × dh (≤ QUERY_BLOCK rows), and `rows`
+                // output rows, as the caller grants; values d0..d0 + 16 ≤ dh.
+                unsafe { pv_6x16(&args, d0, first, last) };
             }
         }
     }

@@ -25,6 +25,8 @@
 mod attention_avx2;
 #[cfg(target_arch = "x86_64")]
 mod attention_avx512;
+#[cfg(target_arch = "x86_64")]
+mod attention_tasks;
 pub mod bf16;
 pub mod bf16_gemm;
 pub mod cfm;
