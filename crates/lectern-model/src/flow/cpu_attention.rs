@@ -41,32 +41,32 @@ pub const QUERY_BLOCK: usize = 64;
 /// [`super::attention_avx2`] on the other CPUs with AVX2 and FMA; elsewhere
 /// [`attend_portable`].
 pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
-    with_heads(q, k, v, |heads, qs, ks, vs| {
-        #[cfg(target_arch = "x86_64")]
-        if super::attention_avx512::supported(heads.3) {
-            return super::attention_avx512::attend(heads, qs, ks, vs);
-        }
-        #[cfg(target_arch = "x86_64")]
-        if super::attention_avx2::supported(heads.3) {
-            return super::attention_avx2::attend(heads, qs, ks, vs);
-        }
-        portable_core(heads, qs, ks, vs)
-    })
+    let (_, core) = f32_core_for(q.dim(3)?);
+    with_heads(q, k, v, core)
 }
 
 /// Which core [`attend`] runs for heads of `dh` values on this CPU: `"avx512"`, `"avx2"` or
 /// `"portable"` (what `bench --stage flow` reports).
 pub fn f32_core(dh: usize) -> &'static str {
+    f32_core_for(dh).0
+}
+
+/// A core on contiguous values: q (pre-scaled), k, v `(b, h, t, dh)` → `(b, t, h·dh)`.
+type Core = fn(Heads, &[f32], &[f32], &[f32]) -> Vec<f32>;
+
+/// The f32 core for heads of `dh` values on this CPU, with its name: the widest
+/// register-blocked core the CPU has, else the portable one.
+fn f32_core_for(dh: usize) -> (&'static str, Core) {
     #[cfg(target_arch = "x86_64")]
     if super::attention_avx512::supported(dh) {
-        return "avx512";
+        return ("avx512", super::attention_avx512::attend);
     }
     #[cfg(target_arch = "x86_64")]
     if super::attention_avx2::supported(dh) {
-        return "avx2";
+        return ("avx2", super::attention_avx2::attend);
     }
     let _ = dh; // read by the x86 checks only
-    "portable"
+    ("portable", portable_core)
 }
 
 /// [`attend`] on the portable core (the `gemm` crate's products) whatever the CPU: the
@@ -569,10 +569,7 @@ pub fn applies(q: &Tensor) -> bool {
 /// ([`super::attention_avx512`], [`super::attention_avx2`]).
 #[cfg(test)]
 pub(super) mod core_checks {
-    use super::{Heads, portable_core};
-
-    /// A core's signature: q (pre-scaled), k, v `(b, h, t, dh)` → `(b, t, h·dh)`.
-    pub type Core = fn(Heads, &[f32], &[f32], &[f32]) -> Vec<f32>;
+    use super::{Core, portable_core};
 
     /// `len` values uniform in [−scale, scale), reproducible from `seed`.
     pub fn seeded(len: usize, seed: u64, scale: f32) -> Vec<f32> {
@@ -679,7 +676,7 @@ mod tests {
     /// `attend` runs `core` (its bits, not the portable core's: they differ in the last bits,
     /// the division comes after `P·V`).
     #[cfg(target_arch = "x86_64")]
-    fn assert_attend_runs(core: core_checks::Core) {
+    fn assert_attend_runs(core: Core) {
         let shape = (2, 4, QUERY_BLOCK + 9, 64);
         let q = seeded(shape, 7, 0.125);
         let (k, v) = (seeded(shape, 8, 1.0), seeded(shape, 9, 1.0));
