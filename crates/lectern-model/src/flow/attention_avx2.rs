@@ -29,9 +29,7 @@ use std::arch::x86_64::{
     _mm256_slli_epi32, _mm256_storeu_ps, _mm256_sub_epi32, _mm256_sub_ps,
 };
 
-use std::ops::Range;
-
-use super::attention_tasks::{self, Head, Layout, Scratch};
+use super::attention_tasks::{self, Head, Layout, PvArgs, Scratch};
 use super::cpu_attention::{EXP_POLY, LN2_HI, LN2_LO, exp_fast};
 use crate::shared_out::OutPtr;
 
@@ -161,22 +159,6 @@ unsafe fn scores_6x16(q: *const f32, keys: *const f32, dh: usize, s: *mut f32, s
             _mm256_storeu_ps(s.add(r * s_stride + 8), acc[1]);
         }
     }
-}
-
-/// The operands of one P·V block over one chunk of keys.
-struct PvArgs<'a> {
-    p: *const f32,
-    p_stride: usize,
-    v: *const f32,
-    dh: usize,
-    keys: Range<usize>,
-    /// The block's sums over the chunks before this one: 6 rows × dh, dh apart.
-    partial: *mut f32,
-    sums: &'a [f32],
-    /// Output rows to store (the block's others are padding).
-    rows: usize,
-    out: *mut f32,
-    out_stride: usize,
 }
 
 /// `O[r][d0..d0 + 16] += Σ_{j in chunk} P[r][j] · V[j][d0..d0 + 16]` for 6 query rows: the

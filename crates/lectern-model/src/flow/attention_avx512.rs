@@ -38,9 +38,7 @@ use std::arch::x86_64::{
     _mm512_sub_ps,
 };
 
-use std::ops::Range;
-
-use super::attention_tasks::{self, Head, Layout, Scratch};
+use super::attention_tasks::{self, Head, Layout, PvArgs, Scratch};
 use super::cpu_attention::{EXP_POLY, LN2_HI, LN2_LO};
 use crate::shared_out::OutPtr;
 
@@ -202,22 +200,6 @@ unsafe fn scores_8x32(
         *max = _mm512_mask_max_ps(*max, lanes.lo, *max, acc[0]);
         *max = _mm512_mask_max_ps(*max, lanes.hi, *max, acc[1]);
     }
-}
-
-/// The operands of one P·V block over one chunk of keys.
-struct PvArgs<'a> {
-    p: *const f32,
-    p_stride: usize,
-    v: *const f32,
-    dh: usize,
-    keys: Range<usize>,
-    /// The block's sums over the chunks before this one: 4 rows × dh, dh apart.
-    partial: *mut f32,
-    sums: &'a [f32],
-    /// Output rows to store (the block's others are padding).
-    rows: usize,
-    out: *mut f32,
-    out_stride: usize,
 }
 
 /// `O[r] += Σ_{j in chunk} P[r][j] · V[j]` for 4 query rows and `Z`·16 = dh values, starting

@@ -8,6 +8,8 @@
 // at the call).
 #![allow(unsafe_code)]
 
+use std::ops::Range;
+
 use rayon::prelude::*;
 
 use crate::shared_out::OutPtr;
@@ -61,6 +63,25 @@ impl Scratch {
             }
         }
     }
+}
+
+/// The operands of one `P·V` register block (a core's kernel rows) over one chunk of keys.
+pub(super) struct PvArgs<'a> {
+    /// The block's first row of weights, rows `p_stride` apart.
+    pub p: *const f32,
+    pub p_stride: usize,
+    /// `V`'s row 0, rows `dh` apart.
+    pub v: *const f32,
+    pub dh: usize,
+    pub keys: Range<usize>,
+    /// The block's sums over the chunks before this one: its rows × dh, dh apart.
+    pub partial: *mut f32,
+    /// The block's rows' weight sums.
+    pub sums: &'a [f32],
+    /// Output rows to store (the block's others are padding).
+    pub rows: usize,
+    pub out: *mut f32,
+    pub out_stride: usize,
 }
 
 /// A core's kernel for one query block `q` (its rows × dh): scores, weights, `P·V` divided by
