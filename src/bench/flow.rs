@@ -11,6 +11,8 @@
 //! * one real 2-block estimator call at the smallest size checks the composition;
 //! * the share of attention (and of its materialised scores), feed-forward, modulation and
 //!   the position-embedding conv in one block at 1000 generated frames;
+//! * on the CPU, one whole estimator call at that size step by step ([`op_clock`]: each step
+//!   timed where it runs, read beside upstream's `torch.profiler` table);
 //! * a least-squares fit of the block time to `a·n + b·n²` over total frames n.
 
 use std::collections::HashMap;
@@ -32,6 +34,7 @@ use lectern_model::flow::{
     CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource, cpu_attention,
 };
 use lectern_model::hift::Hift;
+use lectern_model::op_clock;
 use lectern_model::{Checkpoint, Weights};
 
 /// Voice prompt of the standard workloads (bench/README.md): 294 tokens, 588 frames.
@@ -328,6 +331,16 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     let outside = time(dev, reps, || Ok(dit0.velocity(&inp.x, 0.3, &inp.cond)?))?;
     let call = time(dev, reps, || Ok(dit.velocity(&inp.x, 0.3, &inp.cond)?))?;
     let composed = outside + depth as f64 * whole;
+    // One more whole call with the step clock on (CPU: steps finish when they return).
+    let in_call = if dev.is_cpu() {
+        op_clock::start();
+        let start = Instant::now();
+        dit.velocity(&inp.x, 0.3, &inp.cond)?;
+        let wall = start.elapsed().as_secs_f64();
+        Some((wall, op_clock::stop()))
+    } else {
+        None
+    };
     let m = block.modulation(&temb_silu, 2)?;
     let modulation = time(dev, reps, || {
         let m = block.modulation(&temb_silu, 2)?;
@@ -385,6 +398,9 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         "\nA whole estimator call at {n_frames} frames: {call:.2} s (outside + {depth} × one \
          block: {composed:.2} s)"
     );
+    if let Some((wall, steps)) = &in_call {
+        print_call_steps(*wall, steps, depth);
+    }
     println!("One block at {n_frames} frames: {:.1} ms", whole * 1e3);
     println!(
         "  attention (qkv, rotary, scores, softmax, AV, out)  {:>7.1} ms  {:>5.1} %",
@@ -475,6 +491,11 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
             "conv_pos_embed_by_candle_s": conv_by_candle.map(|c| c.0),
             "conv_pos_embed_kernel_vs_candle_max_abs": conv_by_candle.map(|c| c.1),
         },
+        "call_steps": in_call.as_ref().map(|(wall, steps)| json!({
+            "total_frames": n_frames, "wall_s": wall,
+            "steps": steps.iter().map(|s| json!({"step": s.name, "s": s.seconds, "calls": s.calls}))
+                .collect::<Vec<_>>(),
+        })),
         "block_fit": {"a_s_per_frame": a, "b_s_per_frame2": b},
         "note": "estimator call = outside-blocks + depth × one timed block; NFE-10 frames/s \
                  derived as generated / (10 × call); DType F32",
@@ -484,6 +505,41 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         "bf16_backend": lectern_model::flow::bf16::backend(dev),
         "bf16_deviation": bf16_deviation,
     }))
+}
+
+/// One whole estimator call's wall time by step ([`op_clock`]): each step's total, per block,
+/// and share of the call, then what no step covers (candle's glue: views, the rotary tables,
+/// allocation).
+fn print_call_steps(wall: f64, steps: &[op_clock::StepTotal], depth: usize) {
+    println!("  by step (the same call again, every step timed where it runs):");
+    println!(
+        "  {:<46} {:>9} {:>12} {:>7} {:>6}",
+        "step", "call ms", "per block ms", "share", "calls"
+    );
+    for s in steps {
+        // Per block for the blocks' steps; the once-a-call steps outside them have none.
+        let per_block = match s.calls as usize >= depth {
+            true => format!("{:.2}", s.seconds * 1e3 / depth as f64),
+            false => String::new(),
+        };
+        println!(
+            "  {:<46} {:>9.1} {per_block:>12} {:>6.1}% {:>6}",
+            s.name,
+            s.seconds * 1e3,
+            100.0 * s.seconds / wall,
+            s.calls
+        );
+    }
+    let covered: f64 = steps.iter().map(|s| s.seconds).sum();
+    println!(
+        "  {:<46} {:>9.1} {:>12} {:>6.1}%\n  {:<46} {:>9.1}",
+        "(no step: views, rotary tables, allocation)",
+        (wall - covered) * 1e3,
+        "",
+        100.0 * (wall - covered) / wall,
+        "whole call",
+        wall * 1e3
+    );
 }
 
 /// Tokens of the bf16 deviation's flow call (200 mel frames, 4 s of audio).

@@ -76,6 +76,7 @@ pub mod mel;
 pub mod noise;
 #[cfg(feature = "cuda")]
 pub mod nvrtc;
+pub mod op_clock;
 pub mod pt;
 pub mod sampling;
 mod shared_out;

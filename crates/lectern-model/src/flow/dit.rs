@@ -19,6 +19,7 @@ use super::{bf16, cpu_ops, kernels};
 use crate::config::DitConfig;
 use crate::cpu_gemm::F32Gemm;
 use crate::linear::Linear;
+use crate::op_clock::step;
 use crate::weights::{Result, Weights};
 
 /// Width of the sinusoidal time features (`TimestepEmbedding(freq_embed_dim=256)`).
@@ -345,9 +346,11 @@ impl Attention {
     pub fn qkv(&self, xs: &Tensor, rope: &Rope) -> candle::Result<(Tensor, Tensor, Tensor)> {
         let (b, t, _) = xs.dims3()?;
         let (h, dh) = (self.heads, self.dim_head);
-        let qkv = self.to_qkv.product(xs)?; // (b, t, 3·h·dh), no bias yet
+        let qkv = step("q|k|v projection", || self.to_qkv.product(xs))?; // (b, t, 3·h·dh)
         if self.use_kernels
-            && let Some(qkv) = kernels::qkv_bias_rope(&qkv, bias(&self.to_qkv)?, &rope.cos_sin, h)?
+            && let Some(qkv) = step("q|k|v bias, rotary, heads", || {
+                kernels::qkv_bias_rope(&qkv, bias(&self.to_qkv)?, &rope.cos_sin, h)
+            })?
         {
             return Ok(qkv);
         }
@@ -372,7 +375,8 @@ impl Attention {
     /// [`Self::forward`] without the output projection's bias ([`Self::out_bias`]).
     fn product(&self, xs: &Tensor, rope: &Rope) -> candle::Result<Tensor> {
         let (q, k, v) = self.qkv(xs, rope)?;
-        self.to_out.product(&attend(&q, &k, &v, self.matmul, self.use_kernels)?)
+        let o = step("attention core", || attend(&q, &k, &v, self.matmul, self.use_kernels))?;
+        step("out projection", || self.to_out.product(&o))
     }
 
     fn out_bias(&self) -> candle::Result<&Tensor> {
@@ -463,16 +467,18 @@ impl FeedForward {
 
     /// [`Self::forward`] without the last projection's bias ([`Self::out_bias`]).
     fn product(&self, xs: &Tensor) -> candle::Result<Tensor> {
-        let h = self.ff_0_0.product(xs)?;
-        let fused = match self.use_kernels {
-            true => kernels::bias_gelu(&h, bias(&self.ff_0_0)?)?,
-            false => None,
-        };
-        let h = match fused {
-            Some(h) => h,
-            None => h.broadcast_add(bias(&self.ff_0_0)?)?.gelu()?,
-        };
-        self.ff_2.product(&h)
+        let h = step("feed-forward in projection", || self.ff_0_0.product(xs))?;
+        let h = step("feed-forward bias + GELU", || {
+            let fused = match self.use_kernels {
+                true => kernels::bias_gelu(&h, bias(&self.ff_0_0)?)?,
+                false => None,
+            };
+            match fused {
+                Some(h) => Ok(h),
+                None => h.broadcast_add(bias(&self.ff_0_0)?)?.gelu(),
+            }
+        })?;
+        step("feed-forward out projection", || self.ff_2.product(&h))
     }
 
     fn out_bias(&self) -> candle::Result<&Tensor> {
@@ -541,17 +547,21 @@ impl DiTBlock {
         rope: &Rope,
         taps: Option<&mut Taps>,
     ) -> candle::Result<Tensor> {
-        let m = self.modulation(temb_silu, xs.dim(0)?)?;
+        let m = step("AdaLN projection", || self.modulation(temb_silu, xs.dim(0)?))?;
         let (shift_msa, scale_msa, gate_msa) = (&m[0], &m[1], &m[2]);
         let (shift_mlp, scale_mlp, gate_mlp) = (&m[3], &m[4], &m[5]);
         // The attention's and the feed-forward's last biases are added in the gated residuals.
         let k = self.use_kernels;
-        let norm = modulate(xs, scale_msa, shift_msa, k)?;
+        let norm = step("LayerNorm + modulate", || modulate(xs, scale_msa, shift_msa, k))?;
         let attn_y = self.attn.product(&norm, rope)?;
-        let xs = gated_residual(xs, &attn_y, self.attn.out_bias()?, gate_msa, k)?;
-        let ff_norm = modulate(&xs, scale_mlp, shift_mlp, k)?;
+        let xs = step("gated residual", || {
+            gated_residual(xs, &attn_y, self.attn.out_bias()?, gate_msa, k)
+        })?;
+        let ff_norm = step("LayerNorm + modulate", || modulate(&xs, scale_mlp, shift_mlp, k))?;
         let ff_y = self.ff.product(&ff_norm)?;
-        let out = gated_residual(&xs, &ff_y, self.ff.out_bias()?, gate_mlp, k)?;
+        let out = step("gated residual", || {
+            gated_residual(&xs, &ff_y, self.ff.out_bias()?, gate_mlp, k)
+        })?;
         if let Some(taps) = taps {
             let attn_out = attn_y.broadcast_add(self.attn.out_bias()?)?;
             let ff_out = ff_y.broadcast_add(self.ff.out_bias()?)?;
@@ -725,10 +735,12 @@ impl DiT {
         mut taps: Option<&mut Taps>,
     ) -> candle::Result<Tensor> {
         let (batch, n_frames) = (x.dim(0)?, x.dim(2)?);
-        let temb = self.time_embed.forward(&shared_time(t)?)?; // (1 or b, dim)
+        let temb = step("time embedding", || self.time_embed.forward(&shared_time(t)?))?;
         let (x_cl, cond_cl, mu_cl) =
             (x.transpose(1, 2)?, cond.transpose(1, 2)?, mu.transpose(1, 2)?);
-        let mut xs = self.input_embed.forward(&x_cl, &cond_cl, &mu_cl, spks)?; // (b, t, dim)
+        let mut xs = step("input embedding (projection, position convs)", || {
+            self.input_embed.forward(&x_cl, &cond_cl, &mu_cl, spks)
+        })?; // (b, t, dim)
         let rope = self.rope(n_frames, x.device())?;
         let temb_silu = temb.silu()?;
         if let Some(taps) = taps.as_deref_mut() {
@@ -753,11 +765,11 @@ impl DiT {
             m.narrow(1, 0, d)?.broadcast_as((batch, d))?,
             m.narrow(1, d, d)?.broadcast_as((batch, d))?,
         );
-        let xs = modulate(&xs, &scale, &shift, self.use_kernels)?;
+        let xs = step("LayerNorm + modulate", || modulate(&xs, &scale, &shift, self.use_kernels))?;
         if let Some(taps) = taps {
             taps.push(("norm_out".into(), xs.clone()));
         }
-        self.proj_out.forward(&xs)?.transpose(1, 2)?.contiguous()
+        step("final projection", || self.proj_out.forward(&xs)?.transpose(1, 2)?.contiguous())
     }
 }
 
