@@ -24,7 +24,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::{BenchOptions, sync};
+use super::{BenchOptions, sync, time};
 use lectern_model::config::{DitConfig, FlowConfig, ModelConfig};
 use lectern_model::flow::cfm::{Estimator, FlowCond};
 use lectern_model::flow::dit::{
@@ -129,24 +129,6 @@ pub(crate) fn random_flow(cfg: &FlowConfig, seed: u64, dev: &Device) -> candle::
     lin(&mut t, &mut rng, &format!("{e}.norm_out.linear"), 2 * dim, dim)?;
     lin(&mut t, &mut rng, &format!("{e}.proj_out"), d.out_channels, dim)?;
     Ok(Checkpoint::from_tensors("random-flow(seeded)", t))
-}
-
-/// Best-of-`reps` wall time of `f`, in seconds, with the device synchronised.
-fn time<T>(
-    dev: &Device,
-    reps: usize,
-    mut f: impl FnMut() -> anyhow::Result<T>,
-) -> anyhow::Result<f64> {
-    let mut best = f64::INFINITY;
-    for _ in 0..reps.max(1) {
-        sync(dev)?;
-        let start = Instant::now();
-        let out = f()?;
-        sync(dev)?;
-        best = best.min(start.elapsed().as_secs_f64());
-        drop(out);
-    }
-    Ok(best)
 }
 
 /// Inputs of one estimator call at `n_frames` total frames (CFG batch 2).

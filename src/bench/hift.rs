@@ -1,9 +1,10 @@
 //! `lectern bench --stage hift`: the vocoder at full size (base channels 512, F0 cond 512) on
 //! seeded random weights, for 1 s, 10 s and 60 s of mel (50, 500, 3000 frames; the fastest of
-//! two calls up to 10 s, as upstream's profile script times them); `--quick` runs 1 s and 10 s. Also times one full-size resblock conv of each stage every way Lectern has
-//! (candle's im2col conv1d, a tap-major sum of matmuls, the stacked-tap GEMM and tap sum, and
-//! each kernel of the direct convolution this CPU runs), and the whole 10 s call on the
-//! stacked-tap path and on each direct kernel, so the choice of convolution stays measured.
+//! two calls up to 10 s, as upstream's profile script times them); `--quick` runs 1 s and 10 s.
+//! Also times one full-size resblock conv of each stage every way Lectern has (candle's im2col
+//! conv1d, a tap-major sum of matmuls, the stacked-tap GEMM and tap sum, and each kernel of the
+//! direct convolution this CPU runs), and the whole 10 s call on the stacked-tap path and on
+//! each direct kernel, so the choice of convolution stays measured.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-use super::{BenchOptions, sync};
+use super::{BenchOptions, sync, time};
 use lectern_model::config::{ModelConfig, SAMPLES_PER_FRAME};
 use lectern_model::hift::Hift;
 use lectern_model::hift::conv_direct::{self, Kernel, Panels};
@@ -82,15 +83,11 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         }
         let mel = mel_of(frames)?;
         let calls = calls_at(frames);
-        let mut s = f64::INFINITY;
-        for _ in 0..calls {
-            sync(&opts.device)?;
-            let t = Instant::now();
+        let s = time(&opts.device, calls, || {
             let wav = hift.forward(&mel)?;
-            sync(&opts.device)?;
-            s = s.min(t.elapsed().as_secs_f64());
             anyhow::ensure!(wav.len() == frames * SAMPLES_PER_FRAME, "wrong output length");
-        }
+            Ok(wav)
+        })?;
         let run = if calls == 1 { "once".to_string() } else { format!("best of {calls}") };
         println!("{audio_s:>10.1} {frames:>8} {run:>10} {s:>12.3} {:>14.2}", audio_s / s);
         last_rate = Some(audio_s / s);

@@ -1,6 +1,8 @@
 //! `lectern bench`: per-stage and end-to-end benchmarks on full-size, seeded random weights
 //! (../shared/bench/README.md). Figures are printed as a table and returned as JSON.
 
+use std::time::Instant;
+
 use candle::Device;
 
 pub mod checkpoint;
@@ -80,6 +82,24 @@ pub fn run_stage(stage: BenchStage, opts: &BenchOptions) -> anyhow::Result<serde
 /// Blocks until the device has finished queued work, so a clock read after it is honest.
 pub fn sync(device: &Device) -> candle::Result<()> {
     device.synchronize()
+}
+
+/// Best-of-`reps` wall time of `f`, in seconds, with the device synchronised.
+pub(crate) fn time<T>(
+    dev: &Device,
+    reps: usize,
+    mut f: impl FnMut() -> anyhow::Result<T>,
+) -> anyhow::Result<f64> {
+    let mut best = f64::INFINITY;
+    for _ in 0..reps.max(1) {
+        sync(dev)?;
+        let start = Instant::now();
+        let out = f()?;
+        sync(dev)?;
+        best = best.min(start.elapsed().as_secs_f64());
+        drop(out);
+    }
+    Ok(best)
 }
 
 /// Marks a timed region for a profiler started with `--profile-from-start off` (Nsight

@@ -765,7 +765,8 @@ impl DiT {
             m.narrow(1, 0, d)?.broadcast_as((batch, d))?,
             m.narrow(1, d, d)?.broadcast_as((batch, d))?,
         );
-        let xs = step("LayerNorm + modulate", || modulate(&xs, &scale, &shift, self.use_kernels))?;
+        let xs =
+            step("final LayerNorm + modulate", || modulate(&xs, &scale, &shift, self.use_kernels))?;
         if let Some(taps) = taps {
             taps.push(("norm_out".into(), xs.clone()));
         }
