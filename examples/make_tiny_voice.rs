@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use lectern_engine::voice::{FORMAT_VERSION, Manifest, ModelSignature, Voice};
+use lectern_voice::{FORMAT_VERSION, Manifest, ModelSignature, Voice};
 
 fn main() -> anyhow::Result<()> {
     let out =

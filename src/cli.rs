@@ -1319,12 +1319,12 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
     match action {
         VoiceCommand::List => {
             let dir = crate::voices::voices_dir();
-            let voices = lectern_engine::voice::list(&dir)?;
+            let voices = lectern_voice::list(&dir)?;
             if voices.is_empty() {
                 println!("no voices in {} yet (`lectern voice add` makes one)", dir.display());
             }
-            let line = |m: &lectern_engine::voice::Manifest, note: &str| {
-                let secs = m.prompt_tokens as f64 / lectern_engine::voice::TOKENS_PER_SECOND;
+            let line = |m: &lectern_voice::Manifest, note: &str| {
+                let secs = m.prompt_tokens as f64 / lectern_voice::TOKENS_PER_SECOND;
                 println!(
                     "{:<20} {:>6.2} s  {:>5} tokens  {}{note}",
                     m.name, secs, m.prompt_tokens, m.model.name
@@ -1336,7 +1336,7 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
             let demo = crate::assets::DEMO_VOICE;
             if !voices.iter().any(|m| m.name == demo) {
                 if let Some(d) = crate::voices::demo_voice_dir(demo) {
-                    if let Ok(v) = lectern_engine::voice::Voice::load_dir(&d) {
+                    if let Ok(v) = lectern_voice::Voice::load_dir(&d) {
                         line(&v.manifest, "  (demo voice, for the demo model)");
                     }
                 }
@@ -1349,7 +1349,7 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
         }
         VoiceCommand::Add { reference, text, name, model, force, allow_non_speech } => {
             let model = crate::session::ModelChoice::resolve(model.as_deref())?;
-            let req = lectern_engine::voice::add::AddRequest {
+            let req = lectern_voice::add::AddRequest {
                 reference,
                 text,
                 name,
@@ -1358,7 +1358,7 @@ fn run_voice(action: VoiceCommand) -> Result<()> {
                 force,
                 allow_non_speech,
             };
-            let added = lectern_engine::voice::add::add_voice(&req)?;
+            let added = lectern_voice::add::add_voice(&req)?;
             for w in &added.warnings {
                 eprintln!("warning: {w}");
             }

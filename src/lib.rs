@@ -15,7 +15,7 @@
 //! - `deliver`: delivery files (ACX MP3s, M4B) mastered from the 24 kHz master, and `check`;
 //! - `quality`: per-take quality figures (speaker similarity, speaking rate, loudness);
 //! - `store`: project database, take files, export;
-//! - `epub`, `reading`: EPUB books read into manuscripts;
+//! - `reading`: manuscripts and EPUB books (read by `lectern_text::epub`) as the project reads them;
 //! - `audio`: playback (cpal + ring buffer, file sink), WAV I/O;
 //! - `config`, `voices`, `assets`: the installation (config file, voices directory, what the
 //!   binary carries and the platform directories);
@@ -28,7 +28,6 @@ pub mod cast;
 pub mod cli;
 pub mod config;
 pub mod deliver;
-pub mod epub;
 pub mod limits;
 pub mod memory;
 pub mod quality;

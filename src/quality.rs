@@ -236,7 +236,7 @@ impl TakeQuality {
 /// `campplus.onnx`, the encoder that embeds a take the same way (else similarity is left out).
 /// A take is compared with the voice that spoke it.
 pub struct QualityProbe {
-    encoder: Option<lectern_engine::voice::onnx::SpeakerEncoder>,
+    encoder: Option<lectern_voice::onnx::SpeakerEncoder>,
     /// (voice name, its speaker embedding).
     voice_embeddings: Vec<(String, Vec<f32>)>,
 }
@@ -249,15 +249,12 @@ impl std::fmt::Debug for QualityProbe {
 
 impl QualityProbe {
     /// Loads the model directory's CAM++ (if it has one) for `voice`.
-    pub fn load(
-        model_dir: &std::path::Path,
-        voice: &lectern_engine::voice::Voice,
-    ) -> anyhow::Result<Self> {
+    pub fn load(model_dir: &std::path::Path, voice: &lectern_voice::Voice) -> anyhow::Result<Self> {
         use anyhow::Context;
-        use lectern_engine::voice::extract::CAMPPLUS_ONNX;
+        use lectern_voice::extract::CAMPPLUS_ONNX;
         let campplus = model_dir.join(CAMPPLUS_ONNX);
         let encoder = if campplus.is_file() {
-            let e = lectern_engine::voice::onnx::SpeakerEncoder::load(&campplus)
+            let e = lectern_voice::onnx::SpeakerEncoder::load(&campplus)
                 .with_context(|| format!("loading {}", campplus.display()))?;
             Some(e)
         } else {
@@ -269,7 +266,7 @@ impl QualityProbe {
     }
 
     /// Takes spoken by `voice` are compared with it from now on.
-    pub fn add_voice(&mut self, voice: &lectern_engine::voice::Voice) -> anyhow::Result<()> {
+    pub fn add_voice(&mut self, voice: &lectern_voice::Voice) -> anyhow::Result<()> {
         let name = &voice.manifest.name;
         if !self.voice_embeddings.iter().any(|(n, _)| n == name) {
             let embedding = voice.speaker_embedding.flatten_all()?.to_vec1()?;
@@ -293,10 +290,10 @@ impl QualityProbe {
 /// The CAM++ embedding of a 24 kHz take, as the voice's was made (16 kHz, 80-bin Kaldi fbank,
 /// mean-normalised); None for a take too short for one fbank frame.
 fn take_embedding(
-    encoder: &lectern_engine::voice::onnx::SpeakerEncoder,
+    encoder: &lectern_voice::onnx::SpeakerEncoder,
     samples: &[f32],
 ) -> anyhow::Result<Option<Vec<f32>>> {
-    use lectern_engine::voice::dsp::{kaldi, resample};
+    use lectern_voice::dsp::{kaldi, resample};
     let wav16 = resample(samples, crate::store::SAMPLE_RATE_HZ, 16_000);
     let (mut fbank, frames) = kaldi::fbank_80(&wav16);
     if frames == 0 {

@@ -1,5 +1,5 @@
 //! How a manuscript file is read: plain text and Markdown by the text frontend, EPUB through
-//! [`crate::epub`]; and the reading options a project records, so `export book.epub` reads
+//! [`lectern_text::epub`]; and the reading options a project records, so `export book.epub` reads
 //! the book as the render did.
 
 use std::path::Path;
@@ -30,8 +30,8 @@ pub fn load(path: &Path, tokenizer: &Tokenizer, read: &ReadOptions) -> anyhow::R
         .with_tokenizer(tokenizer)
         .with_frontend(read.frontend)
         .with_pronunciations(prons);
-    let book = if crate::epub::is_epub(path) {
-        let doc = crate::epub::read(path)?;
+    let book = if lectern_text::epub::is_epub(path) {
+        let doc = lectern_text::epub::read(path)?;
         Manuscript::from_document(&doc, path, read.skip_front_matter, &opts)
     } else {
         Manuscript::load(path, &opts)

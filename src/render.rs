@@ -26,10 +26,10 @@ use crate::session::{self, ModelChoice, PlannedSegment, Session};
 use crate::store::SegmentKey;
 use crate::synth::SynthOptions;
 use lectern_engine::protocol::{EngineEvent, Mode, Request, SegmentState, Take};
-use lectern_engine::voice::ModelSignature;
 use lectern_engine::{ENGINE_VERSION, Engine};
 use lectern_model::config::SAMPLE_RATE_HZ;
 use lectern_text::{Boundary, Lang, Manuscript, SegmentLimits, Tokenizer};
+use lectern_voice::ModelSignature;
 
 /// Options of one render.
 #[derive(Debug, Clone)]

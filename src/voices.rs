@@ -1,9 +1,9 @@
 //! Where the narrator's voices live: the voices directory of this installation, the bundled demo
-//! voice, and lookup by name. (The voice files themselves are [`lectern_engine::voice`]'s.)
+//! voice, and lookup by name. (The voice files themselves are [`lectern_voice`]'s.)
 
 use std::path::PathBuf;
 
-use lectern_engine::voice::{MANIFEST, Result, Voice};
+use lectern_voice::{MANIFEST, Result, Voice};
 
 /// Environment variable naming the voices directory.
 pub const VOICES_DIR_ENV: &str = "LECTERN_VOICES";
@@ -30,7 +30,7 @@ pub fn demo_voice_dir(name: &str) -> Option<PathBuf> {
 
 /// Finds a voice: an existing directory path, or a name under [`voices_dir`].
 pub fn resolve(dir_or_name: &str) -> Result<PathBuf> {
-    lectern_engine::voice::resolve_in(dir_or_name, &voices_dir())
+    lectern_voice::resolve_in(dir_or_name, &voices_dir())
 }
 
 /// Loads a voice directory or a voice name under the voices directory.

@@ -17,8 +17,8 @@ use crate::tui::desk::Desk;
 use crate::tui::watch::ManuscriptSource;
 use crate::tui::{self, AppConfig, RunConfig};
 use lectern_engine::Engine;
-use lectern_engine::voice::{ModelSignature, Voice};
 use lectern_model::flow::FlowMatmul;
+use lectern_voice::{ModelSignature, Voice};
 
 /// Where the keymap comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

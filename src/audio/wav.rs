@@ -81,7 +81,7 @@ pub fn read_any(path: &Path) -> Result<Decoded> {
 }
 
 // One WAV sample decoding for the app and the voice maker (the voice crate's own).
-pub use lectern_engine::voice::reference::decode_samples;
+pub use lectern_voice::reference::decode_samples;
 
 /// Reads a 24 kHz mono WAV; any other rate or channel count is an error.
 pub fn read(path: &Path) -> Result<Vec<f32>> {

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::store::Project;
 use lectern_engine::protocol::{Casting, TakeContent};
-use lectern_engine::voice::Voice;
+use lectern_voice::Voice;
 
 /// Version of the text frontend (normalisation, segmentation, pronunciations). Bump it when a
 /// change of those rules changes what the LM gets for the same manuscript text, so takes made
@@ -86,7 +86,7 @@ pub fn file_sha256(path: &Path) -> io::Result<String> {
 /// creation time are not content: renaming a voice keeps its takes; `voice add --force` with
 /// another recording makes them stale.
 pub fn voice_hash(voice: &Voice) -> anyhow::Result<String> {
-    let tensors = voice.dir.join(lectern_engine::voice::TENSORS);
+    let tensors = voice.dir.join(lectern_voice::TENSORS);
     let file = file_sha256(&tensors).with_context(|| format!("hashing {}", tensors.display()))?;
     let mut h = Sha256::new();
     h.update(file.as_bytes());

@@ -22,9 +22,9 @@ use candle::Device;
 
 use lectern_engine::CosyVoiceBackend;
 use lectern_engine::protocol::Precision;
-use lectern_engine::voice::Voice;
 use lectern_model::flow::FlowMatmul;
 use lectern_text::Tokenizer;
+use lectern_voice::Voice;
 
 /// The demo voice made for the tiny model.
 pub const TINY_DEMO_VOICE: &str = crate::assets::DEMO_VOICE;

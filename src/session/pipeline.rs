@@ -22,8 +22,8 @@ use crate::store::{
     StoredSegment, TakeInfo, TakeStatus,
 };
 use lectern_engine::protocol::{SegmentSpec, Take, TakeId, TakeRecord, TakeSettings};
-use lectern_engine::voice::Voice;
 use lectern_text::{Manuscript, Tokenizer};
+use lectern_voice::Voice;
 
 /// Where a session keeps its takes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -7,7 +7,6 @@
 
 mod cli_common;
 mod deliver_common;
-mod epub_common;
 mod session_common;
 mod store_common;
 mod tmux_common;
@@ -27,13 +26,13 @@ mod install;
 mod parity_cli;
 mod props;
 mod render_cli;
+mod render_epub;
 mod say_cli;
 mod session_pipeline;
 mod store_bad_input;
 mod store_export;
 mod store_kill;
 mod store_project;
-mod text_epub;
 mod tui_app;
 mod tui_cast;
 mod tui_loop;

@@ -353,7 +353,7 @@ proptest! {
         let path = dir.path().join("ref.wav");
         std::fs::write(&path, &bytes).expect("write");
         let _ = bounded("wav read_any", || lectern::audio::wav::read_any(&path))?;
-        let _ = bounded("voice reference", || lectern_engine::voice::reference::load_reference(&path))?;
+        let _ = bounded("voice reference", || lectern_voice::reference::load_reference(&path))?;
     }
 }
 

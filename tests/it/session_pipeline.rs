@@ -11,7 +11,7 @@ use lectern::session::{ProjectChoice, Session};
 use lectern::store::{Review, TakeStatus};
 use lectern::tui::desk::read_manuscript;
 use lectern_engine::protocol::{RenderParams, TakeSettings};
-use lectern_engine::voice::Voice;
+use lectern_voice::Voice;
 use session_common::{copy_voice, open_session, render_all, tiny};
 
 const BOOK: &str = "# One\n\nThe lamp was lit. The keeper climbed the stairs.\n\n\

@@ -1,6 +1,6 @@
 //! Voices by name (the voices directory): a missing voice is a clear error naming it.
 
-use lectern_engine::voice::VoiceError;
+use lectern_voice::VoiceError;
 
 #[test]
 fn missing_voice_is_a_clear_error() {

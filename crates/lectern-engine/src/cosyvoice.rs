@@ -13,7 +13,6 @@ use candle::{DType, Device, Tensor};
 use super::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
 use super::protocol::{LaneMemory, MinLenRule, Mode, Precision};
 use super::{EngineError, Result};
-use crate::voice::{ModelSignature, Voice};
 use lectern_model::config::{ModelConfig, ModelFiles, N_MELS};
 use lectern_model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
 use lectern_model::hift::Hift;
@@ -21,6 +20,7 @@ use lectern_model::lm::{GenerateOptions, LaneRequest, SpeechLm};
 use lectern_model::sampling::{self, SamplingConfig};
 use lectern_text::Tokenizer;
 use lectern_text::tokenizer::{END_OF_PROMPT, PROMPT_PREFIX};
+use lectern_voice::{ModelSignature, Voice};
 
 /// The three stages of one model, and the voices of a cast. The flow and the vocoder run on `device`;
 /// the LM runs on its own [`lm_device`] behind an [`LmHandle`], so that it can decode on

@@ -22,7 +22,6 @@ pub mod scheduler;
 pub mod takes;
 pub mod telemetry;
 pub mod thread;
-pub mod voice;
 
 pub use backend::{BackendInfo, FakeBackend, FakeDelays, LmJob, Mel, SynthBackend};
 pub use cosyvoice::CosyVoiceBackend;

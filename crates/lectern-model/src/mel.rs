@@ -139,7 +139,7 @@ pub fn slaney_mel_basis(sr: f64, n_fft: usize, n_mels: usize, fmax: f64) -> Vec<
 /// A complex FFT of one size in f64 (`rustfft`: mixed-radix, any length — the mel's 1920
 /// points as well as whisper's 400 and Kaldi's 512).
 ///
-/// Shared with the voice front end (`lectern_engine::voice::dsp`), so every feature uses the same f64
+/// Shared with the voice front end (`lectern_voice::dsp`), so every feature uses the same f64
 /// arithmetic.
 pub struct Fft {
     plan: std::sync::Arc<dyn rustfft::Fft<f64>>,

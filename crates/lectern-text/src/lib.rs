@@ -40,6 +40,7 @@
 #![forbid(unsafe_code)]
 
 pub mod document;
+pub mod epub;
 pub mod hashing;
 pub mod manuscript;
 pub mod mapped;

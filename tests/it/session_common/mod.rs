@@ -8,9 +8,9 @@ use std::sync::Arc;
 use lectern::session::{self, ModelChoice, ProjectChoice, Session};
 use lectern::tui::desk::{Desk, read_manuscript};
 use lectern_engine::protocol::{EngineEvent, RenderParams, Request, Take};
-use lectern_engine::voice::Voice;
 use lectern_engine::{Engine, EngineHandle, FakeBackend};
 use lectern_text::Tokenizer;
+use lectern_voice::Voice;
 
 /// The bundled tiny model, its demo voice and tokenizer.
 pub fn tiny() -> (ModelChoice, Voice, Arc<Tokenizer>) {

@@ -1,6 +1,5 @@
 //! lectern-engine's integration tests, one module per area, in one test binary: the engine
-//! thread on the deterministic fake backend, and voice files and voice making against the
-//! upstream frontend's outputs (`fixtures/voice-prompt`).
+//! thread on the deterministic fake backend.
 
 mod casting;
 mod common;
@@ -8,8 +7,3 @@ mod common;
 mod overlap;
 mod render;
 mod telemetry;
-mod voice_extract;
-mod voice_features;
-mod voice_files;
-mod voice_onnx;
-mod voice_speech;

@@ -1,5 +1,6 @@
 //! lectern-text's integration tests, one module per area, in one test binary.
 
+mod epub;
 mod language;
 mod manuscript;
 mod markdown;

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use candle::{Device, Tensor};
-use lectern_engine::voice::{FORMAT_VERSION, Manifest, ModelSignature, Voice, VoiceError};
+use lectern_voice::{FORMAT_VERSION, Manifest, ModelSignature, Voice, VoiceError};
 
 fn tiny_sig() -> ModelSignature {
     ModelSignature::from_model_dir(Path::new("../../fixtures/cosyvoice3-tiny-a/model")).unwrap()
@@ -58,7 +58,7 @@ fn round_trip() {
     assert_eq!(max_diff(&back.prompt_speech_tokens, &v.prompt_speech_tokens), 0.0);
     assert_eq!(max_diff(&back.prompt_mel, &v.prompt_mel), 0.0);
     assert_eq!(max_diff(&back.speaker_embedding, &v.speaker_embedding), 0.0);
-    let listed = lectern_engine::voice::list(dir.path()).unwrap();
+    let listed = lectern_voice::list(dir.path()).unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].name, "round");
 }
@@ -128,7 +128,7 @@ fn broken_alignment_is_refused() {
 
 #[test]
 fn rfc3339_formats_utc_dates() {
-    assert_eq!(lectern_engine::voice::rfc3339_utc(0), "1970-01-01T00:00:00Z");
-    assert_eq!(lectern_engine::voice::rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
-    assert_eq!(lectern_engine::voice::rfc3339_utc(1_795_970_283), "2026-11-29T16:38:03Z");
+    assert_eq!(lectern_voice::rfc3339_utc(0), "1970-01-01T00:00:00Z");
+    assert_eq!(lectern_voice::rfc3339_utc(951_782_400), "2000-02-29T00:00:00Z");
+    assert_eq!(lectern_voice::rfc3339_utc(1_795_970_283), "2026-11-29T16:38:03Z");
 }

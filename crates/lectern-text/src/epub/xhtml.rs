@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use quick_xml::events::{BytesStart, Event};
 
 use super::package::{attr, attr_tokens, local, reader, resolve_ref, xml_error};
-use lectern_text::{DocBlock, SegmentKind};
+use crate::{DocBlock, SegmentKind};
 
 /// A stretch of a document: from its top, or from the element a table-of-contents entry names.
 #[derive(Debug, Default)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use candle::{Device, Tensor};
-use lectern_engine::voice::onnx::{OnnxError, SpeakerEncoder, SpeechTokenizer};
+use lectern_voice::onnx::{OnnxError, SpeakerEncoder, SpeechTokenizer};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/voice-prompt").join(name)

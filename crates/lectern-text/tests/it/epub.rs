@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use lectern::epub::{self, EpubError};
+use lectern_text::epub::{self, EpubError};
 use lectern_text::{Document, Manuscript, ParseOptions, SegmentKind};
 
-use crate::epub_common::{PNG, epub2, epub3, write_epub, xhtml};
+use lectern_test_support::epub::{PNG, epub2, epub3, write_epub, xhtml};
 
 /// Every chapter as (title, front matter, [block texts]).
 fn outline(doc: &Document) -> Vec<(Option<String>, bool, Vec<String>)> {
@@ -193,52 +193,4 @@ fn bad_books_name_the_file_and_the_entry() {
     write_epub(&entity, "o.opf", &[("o.opf", opf.as_bytes()), ("a.xhtml", bad.as_bytes())]);
     let e = error_of(&entity);
     assert!(e.contains("entity.epub: entry `a.xhtml`: unknown entity `&madeup;`"), "{e}");
-}
-
-fn lectern() -> std::process::Command {
-    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("lectern-test-home");
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lectern"));
-    cmd.env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env("HOME", &home)
-        .env("LECTERN_VOICES", "/nonexistent-lectern-voices");
-    cmd
-}
-
-fn run_ok(cmd: &mut std::process::Command) -> String {
-    let out = cmd.output().expect("run lectern");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{err}");
-    err
-}
-
-#[test]
-fn an_epub_renders_and_exports_with_its_titles_author_and_cover() {
-    let tmp = tempfile::tempdir().unwrap();
-    let book = tmp.path().join("book.epub");
-    epub3(&book);
-    let wav = tmp.path().join("render.wav");
-    run_ok(
-        lectern()
-            .arg("render")
-            .arg(&book)
-            .arg("-o")
-            .arg(&wav)
-            .args(["--quiet", "--skip-front-matter"]),
-    );
-    let out = tmp.path().join("out/book.wav");
-    run_ok(lectern().arg("export").arg(&book).arg("-o").arg(&out));
-    let cue = std::fs::read_to_string(tmp.path().join("out/book.wav.cue")).unwrap();
-    assert!(cue.starts_with("REM GENERATOR \"Lectern\"\nTITLE \"The Test of Time\"\nPERFORMER \"Ada Writer, Bo Second\"\nFILE"), "{cue}");
-    let tracks: Vec<&str> = cue.lines().filter_map(|l| l.strip_prefix("    TITLE ")).collect();
-    assert_eq!(tracks, ["\"Chapter 1: Arrival\"", "\"Chapter 2\"", "\"Chapter 3\""]);
-    assert_eq!(std::fs::read(tmp.path().join("out/book.cover.png")).unwrap(), PNG);
-    let json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(tmp.path().join("out/book.wav.chapters.json")).unwrap(),
-    )
-    .unwrap();
-    assert_eq!(json["book"]["language"], "en");
-    assert_eq!(json["book"]["cover"], "book.cover.png");
-    // The export read the book as the render did (front matter skipped): nothing is missing.
-    assert_eq!(json["chapters"].as_array().unwrap().len(), 3);
 }

@@ -12,12 +12,12 @@
 //! for another model size. Every error names the file.
 //!
 //! ```no_run
-//! use lectern_engine::voice::{ModelSignature, Voice};
+//! use lectern_voice::{ModelSignature, Voice};
 //! let voice = Voice::load_dir("voices/tiny-demo".as_ref())?;
 //! voice.check_model(&ModelSignature::from_model_dir("fixtures/cosyvoice3-tiny-a/model".as_ref())?)?;
 //! let (tokens, mel, spk) = (&voice.prompt_speech_tokens, &voice.prompt_mel, &voice.speaker_embedding);
 //! # let _ = (tokens, mel, spk);
-//! # Ok::<(), lectern_engine::voice::VoiceError>(())
+//! # Ok::<(), lectern_voice::VoiceError>(())
 //! ```
 
 pub mod add;

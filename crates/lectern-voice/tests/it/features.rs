@@ -6,11 +6,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use candle::{Device, Tensor};
-use lectern_engine::voice::dsp::{kaldi, kernel, resample, resample::output_len, whisper};
-use lectern_engine::voice::reference::{
-    MAX_REFERENCE_S, ReferenceError, SILENCE_PEAK, load_reference,
-};
 use lectern_model::mel;
+use lectern_voice::dsp::{kaldi, kernel, resample, resample::output_len, whisper};
+use lectern_voice::reference::{MAX_REFERENCE_S, ReferenceError, SILENCE_PEAK, load_reference};
 
 fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/voice-prompt")

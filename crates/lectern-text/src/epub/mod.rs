@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use lectern_text::{BookInfo, Cover, DocChapter, Document};
+use crate::{BookInfo, Cover, DocChapter, Document};
 use package::{Package, TocEntry};
 
 /// Why a book could not be read; every variant names the book and, where one is at fault,

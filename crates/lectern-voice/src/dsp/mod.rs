@@ -6,7 +6,7 @@
 //! * [`kaldi`]: CAM++'s input, Kaldi fbank (80 bins, 16 kHz) with per-bin mean removal.
 //!
 //! The 24 kHz prompt mel lives in [`lectern_model::mel`]. Everything here is math on sample
-//! slices: no I/O (reading the file is [`crate::voice::reference`]).
+//! slices: no I/O (reading the file is [`crate::reference`]).
 
 pub mod kaldi;
 pub mod resample;

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use candle::{DType, Device, Tensor};
-use lectern_engine::voice::extract::{PromptModels, VoiceInfo, build_voice, extract_features};
-use lectern_engine::voice::reference::load_reference;
-use lectern_engine::voice::{ModelSignature, Voice};
+use lectern_voice::extract::{PromptModels, VoiceInfo, build_voice, extract_features};
+use lectern_voice::reference::load_reference;
+use lectern_voice::{ModelSignature, Voice};
 
 const DIR: &str = "../../fixtures/voice-prompt";
 const TINY_MODEL: &str = "../../fixtures/cosyvoice3-tiny-a/model";

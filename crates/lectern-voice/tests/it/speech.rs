@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use lectern_engine::voice::reference::load_reference;
-use lectern_engine::voice::speech::SpeechEvidence;
 use lectern_test_support::signals::{melody, tone, white_noise};
+use lectern_voice::reference::load_reference;
+use lectern_voice::speech::SpeechEvidence;
 
 const SPEECH: &str = "../../fixtures/voice-prompt/prompt.wav";
 
