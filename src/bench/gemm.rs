@@ -7,7 +7,7 @@
 //! * `bf16`: the `--flow-matmul bf16` product ([`lectern_model::flow::bf16`]): AMX or
 //!   AVX512-BF16 where the CPU has it, bf16-rounded inputs through the f32 product elsewhere.
 //!
-//! Pair it with `docs/bench-runs/2026-12-01d/torch_gemm.py` (PyTorch's `F.linear`, same shapes)
+//! Pair it with `scripts/upstream/torch_gemm.py` (PyTorch's `F.linear`, same shapes)
 //! in the same run for a ratio.
 
 use std::time::Instant;

@@ -30,10 +30,9 @@ const FRAMES_QUICK: [usize; 2] = [50, 500];
 const BUDGET_S: f64 = 150.0;
 
 /// Timed calls at `frames`, the fastest counting: two up to 10 s of audio, one beyond, as
-/// upstream's vocoder profile (docs/bench-runs/2026-12-03e) times upstream's, so the two read
-/// alike. A size's first call also pays for fresh heap pages (each faulted in and cleared) that
-/// the engine's later calls reuse: on the Xeon host one 10 s call took 2.48 s where the same
-/// call took 2.17 s a moment later (docs/benchmarks.md, eleventh session).
+/// upstream's vocoder profile (`scripts/upstream/upstream_hift_profile.py`) times upstream's, so
+/// the two read alike. A size's first call also pays for fresh heap pages that the engine's
+/// later calls reuse.
 fn calls_at(frames: usize) -> usize {
     if frames <= 500 { 2 } else { 1 }
 }
