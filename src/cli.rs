@@ -1044,8 +1044,8 @@ fn run_config(synth: &SynthArgs, ui: &UiArgs) -> Result<()> {
 /// What runs the CPU flow's f32 projections here, with a hint where the system's OpenBLAS
 /// would be used but is missing.
 fn cpu_flow_gemm() -> String {
-    use lectern_model::cpu_blas;
-    let described = lectern_model::cpu_gemm::describe();
+    use lectern_kernels::gemm::blas as cpu_blas;
+    let described = lectern_kernels::gemm::sgemm::describe();
     let turned_off = std::env::var(cpu_blas::ENV_VAR).is_ok_and(|v| v == "0");
     if cpu_blas::openblas().is_some() || !cpu_blas::cpu_has_avx512() || turned_off {
         return described;

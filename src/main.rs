@@ -34,7 +34,7 @@ fn main() -> std::process::ExitCode {
     // Before any thread starts: the engine's large tensors reuse freed memory (`memory`).
     lectern::memory::keep_freed_memory();
     // Before any thread starts and before OpenBLAS loads: its thread count and core (`cpu_blas`).
-    lectern_model::cpu_blas::prepare_environment();
+    lectern_kernels::gemm::blas::prepare_environment();
     lectern::assets::register_demo(DEMO);
     let cli = lectern::cli::Cli::parse();
     match lectern::cli::run(cli) {

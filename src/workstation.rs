@@ -210,7 +210,7 @@ mod tests {
         let cpu = Device::Cpu;
         // Plain f32 shows as the device alone, unless this machine's flow runs on OpenBLAS or
         // on Lectern's AVX2 GEMM.
-        let f32_label = match lectern_model::cpu_gemm::F32Gemm::for_flow() {
+        let f32_label = match lectern_kernels::gemm::sgemm::F32Gemm::for_flow() {
             Some(gemm) => format!("cpu · {}", gemm.label()),
             None => "cpu".to_string(),
         };

@@ -25,14 +25,13 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::{BenchOptions, sync, time};
+use lectern_kernels::attention as cpu_attention;
 use lectern_model::config::{DitConfig, FlowConfig, ModelConfig};
 use lectern_model::flow::cfm::{Estimator, FlowCond};
 use lectern_model::flow::dit::{
     CONV_POS_GROUPS, CONV_POS_KERNEL, DiT, FREQ_EMBED_DIM, attend, attend_materialised, modulate,
 };
-use lectern_model::flow::{
-    CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource, cpu_attention,
-};
+use lectern_model::flow::{CausalMaskedDiffWithDiT, FlowMatmul, FlowPrompt, NoiseSource};
 use lectern_model::hift::Hift;
 use lectern_model::op_clock;
 use lectern_model::{Checkpoint, Weights};
@@ -484,7 +483,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         "dtype": format!("{:?}", DType::F32),
         "matmul": matmul.label(dev),
         "other_matmul": other.map(FlowMatmul::name),
-        "bf16_backend": lectern_model::flow::bf16::backend(dev),
+        "bf16_backend": lectern_kernels::gemm::bf16_weight::backend(dev),
         "bf16_deviation": bf16_deviation,
     }))
 }
@@ -571,11 +570,11 @@ fn bf16_deviation(
          {rms_diff:.3e} (mel RMS {rms_mel:.3}); waveform through the random vocoder: SNR \
          {snr_db:.1} dB, largest |Δ| {wav_max_abs:.3e}; flow call {t32:.1} s (f32) vs {t16:.1} s \
          (bf16)",
-        lectern_model::flow::bf16::backend(dev),
+        lectern_kernels::gemm::bf16_weight::backend(dev),
         2 * DEVIATION_TOKENS
     );
     Ok(json!({
-        "backend": lectern_model::flow::bf16::backend(dev),
+        "backend": lectern_kernels::gemm::bf16_weight::backend(dev),
         "generated_frames": 2 * DEVIATION_TOKENS, "nfe": 10,
         "mel_max_abs": max_abs, "mel_mean_abs": mean_abs, "mel_rms_diff": rms_diff,
         "mel_rms": rms_mel, "wave_snr_db": snr_db, "wave_max_abs": wav_max_abs,

@@ -4,7 +4,7 @@
 //!   the AVX-512 ones where the build enables its `x86-v4` feature);
 //! * `openblas`: the system's OpenBLAS where the f32 flow uses it ([`cpu_blas`]: CPUs with
 //!   AVX-512), also when `LECTERN_OPENBLAS=0` keeps the flow on the `gemm` crate;
-//! * `bf16`: the `--flow-matmul bf16` product ([`lectern_model::flow::bf16`]): AMX or
+//! * `bf16`: the `--flow-matmul bf16` product ([`lectern_kernels::gemm::bf16_weight`]): AMX or
 //!   AVX512-BF16 where the CPU has it, bf16-rounded inputs through the f32 product elsewhere.
 //!
 //! Pair it with `scripts/upstream/torch_gemm.py` (PyTorch's `F.linear`, same shapes)
@@ -18,8 +18,8 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::BenchOptions;
-use lectern_model::flow::bf16::{self, Bf16Weight};
-use lectern_model::{cpu_blas, cpu_gemm};
+use lectern_kernels::gemm::bf16_weight::{self as bf16, Bf16Weight};
+use lectern_kernels::gemm::{blas as cpu_blas, sgemm as cpu_gemm};
 
 /// The DiT's projections: (name, in, out).
 const SHAPES: [(&str, usize, usize); 4] =

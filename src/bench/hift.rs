@@ -16,11 +16,11 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
 use super::{BenchOptions, sync, time};
+use lectern_kernels::conv::direct::{self as conv_direct, Kernel, Panels};
+use lectern_kernels::conv::vocoder as cpu;
+use lectern_kernels::cuda::hift::{self as kernels, ConvGeometry};
 use lectern_model::config::{ModelConfig, SAMPLES_PER_FRAME};
 use lectern_model::hift::Hift;
-use lectern_model::hift::conv_direct::{self, Kernel, Panels};
-use lectern_model::hift::cpu;
-use lectern_model::hift::kernels::{self, ConvGeometry};
 use lectern_model::weights::{Checkpoint, Weights};
 
 /// Mel frames of each workload (50 frames per second of audio).
@@ -114,8 +114,8 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
 /// The 10 s call with and without Lectern's vocoder kernels (CUDA: [`kernels`]; CPU: the
 /// stacked-tap convs and Snake of [`cpu`]), time and the largest difference in the waveform.
 ///
-/// [`kernels`]: lectern_model::hift::kernels
-/// [`cpu`]: lectern_model::hift::cpu
+/// [`kernels`]: lectern_kernels::cuda::hift
+/// [`cpu`]: lectern_kernels::conv::vocoder
 fn kernel_comparison(hift: &mut Hift, mel: &Tensor, device: &Device) -> anyhow::Result<Value> {
     let mut timed = |on: bool| -> anyhow::Result<(f64, Vec<f32>)> {
         hift.set_kernels(on);
@@ -220,7 +220,8 @@ fn conv_comparison(device: &Device, seed: u64) -> anyhow::Result<serde_json::Val
             Ok((a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?)
         };
         let (t_conv, y1) = time(&|| x.conv1d(&w, 0, 1, d, 1))?;
-        let (t_taps, y2) = time(&|| lectern_model::hift::conv::conv1d_tap_major(&x, &w_taps, d))?;
+        let (t_taps, y2) =
+            time(&|| lectern_kernels::conv::tap_major::conv1d_tap_major(&x, &w_taps, d))?;
         let diff = max_diff(&y1, &y2)?;
         let stacked = w_taps.flatten_to(1)?;
         let bias = Tensor::zeros(c, DType::F32, device)?;

@@ -326,11 +326,11 @@ pub struct WorkloadOptions {
     pub overlap: bool,
     /// LM decode steps replayed as CUDA graphs ([`SpeechLm::set_decode_graphs`]).
     pub cuda_graphs: bool,
-    /// The LM's own CUDA kernels for decode steps ([`lectern_model::lm::kernels`]).
+    /// The LM's own CUDA kernels for decode steps ([`lectern_kernels::cuda::lm`]).
     pub lm_kernels: bool,
-    /// The DiT's own CUDA kernels ([`lectern_model::flow::kernels`]).
+    /// The DiT's own CUDA kernels ([`lectern_kernels::cuda::flow`]).
     pub flow_kernels: bool,
-    /// The vocoder's own CUDA kernels ([`lectern_model::hift::kernels`]).
+    /// The vocoder's own CUDA kernels ([`lectern_kernels::cuda::hift`]).
     pub vocoder_kernels: bool,
     /// How the flow's large matmuls run; `None`: the device's default
     /// (plain f32).
@@ -572,7 +572,7 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
         "lm_kernels": opts.lm_kernels,
         "flow_kernels": opts.flow_kernels,
         "vocoder_kernels": opts.vocoder_kernels,
-        "cuda_kernel_compile_failures": lectern_model::lm::kernels::compile_failures(),
+        "cuda_kernel_compile_failures": lectern_kernels::cuda::lm::compile_failures(),
         "flow_matmul": info.flow_matmul,
         "segments": segs.len(),
         "words": words,

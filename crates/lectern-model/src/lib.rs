@@ -64,25 +64,15 @@
 //! decode steps), `metal`, `accelerate`: candle's backends of the same names.
 
 pub mod config;
-pub mod cpu_blas;
-pub mod cpu_gemm;
-mod cpu_slice;
 pub mod flow;
 pub mod hift;
-pub mod kernel_checks;
 pub mod linear;
 pub mod lm;
 pub mod mel;
 pub mod noise;
-#[cfg(feature = "cuda")]
-pub mod nvrtc;
 pub mod op_clock;
 pub mod pt;
 pub mod sampling;
-mod shared_out;
-mod simd;
-#[cfg(test)]
-mod test_tensors;
 pub mod weights;
 
 pub use weights::{Checkpoint, ModelError, Result, Weights};

@@ -9,12 +9,13 @@
 use candle::quantized::{GgmlDType, QMatMul, QTensor};
 use candle::{D, DType, Module, Tensor};
 
-use crate::cpu_gemm::F32Gemm;
-use crate::flow::bf16::Bf16Weight;
 use crate::flow::tf32x3::{self, FlowMatmul};
 use crate::lm::LmPrecision;
-use crate::lm::kernels as lm_kernels;
 use crate::weights::{ModelError, Result, Weights};
+use lectern_kernels::cuda::lm as lm_kernels;
+use lectern_kernels::gemm::bf16_weight::Bf16Weight;
+use lectern_kernels::gemm::few_rows;
+use lectern_kernels::gemm::sgemm::F32Gemm;
 
 /// How a [`Linear`]'s product runs.
 #[derive(Debug, Clone)]
@@ -281,37 +282,10 @@ fn dot_product(flat: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>>
     let mut y_t = vec![0f32; out * rows];
     y_t.par_chunks_mut(ROWS_PER_TASK * rows)
         .zip(ws.par_chunks(ROWS_PER_TASK * width))
-        .for_each(|(y, w)| dot_rows(y, w, &x, width));
+        .for_each(|(y, w)| few_rows::dot_rows(y, w, &x, width));
     drop(g);
     let y_t = Tensor::from_vec(y_t, (out, rows), flat.device())?;
     Ok(Some(y_t.t()?.contiguous()?))
-}
-
-crate::simd::multiversioned! {
-    /// `y[o·r + i] = W[o]·x[i]` for the rows `o` of `w` and the rows `i` of `x` (each `width`
-    /// wide).
-    fn dot_rows(y: &mut [f32], w: &[f32], x: &[f32], width: usize) {
-        let rows = x.len() / width;
-        for (y, w_row) in y.chunks_exact_mut(rows).zip(w.chunks_exact(width)) {
-            for (y, x_row) in y.iter_mut().zip(x.chunks_exact(width)) {
-                *y = dot(w_row, x_row);
-            }
-        }
-    }
-}
-
-/// A dot product with 32 interleaved partial sums (two 16-float vectors: independent adds).
-#[inline(always)]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0f32; 32];
-    let (ca, cb) = (a.chunks_exact(32), b.chunks_exact(32));
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
-    for (pa, pb) in ca.zip(cb) {
-        for ((acc, x), y) in acc.iter_mut().zip(pa).zip(pb) {
-            *acc += x * y;
-        }
-    }
-    acc.iter().sum::<f32>() + tail
 }
 
 #[cfg(test)]
@@ -371,7 +345,8 @@ mod tests {
     /// On OpenBLAS; an LM layer's decode rows keep their own route.
     #[test]
     fn a_flow_layer_on_openblas_runs_there() {
-        let Some(blas) = crate::cpu_blas::tests::library() else { return };
+        let blas = lectern_kernels::gemm::blas::system_openblas();
+        let Some(blas) = lectern_test_support::optional::openblas_or_skip(blas) else { return };
         let (w, x) = assert_a_flow_layer_runs_on(F32Gemm::OpenBlas(blas));
         let mut lm = Linear::new(w, None).unwrap().for_lm(LmPrecision::F32).unwrap();
         lm.set_f32_gemm(Some(F32Gemm::OpenBlas(blas)));
@@ -385,7 +360,7 @@ mod tests {
     /// On Lectern's AVX2 GEMM.
     #[test]
     fn a_flow_layer_on_the_avx2_gemm_runs_there() {
-        if crate::cpu_gemm::runs_here() {
+        if lectern_kernels::gemm::sgemm::runs_here() {
             assert_a_flow_layer_runs_on(F32Gemm::Avx2);
         }
     }

@@ -32,11 +32,11 @@ use candle::{D, DType, Device, Module, Tensor};
 mod cache;
 mod generate;
 mod graph;
-pub mod kernels;
 use crate::linear::Linear;
 pub use cache::{KvCache, LaneBatch};
 pub use generate::{GenerateOptions, Generated, LaneRequest, StopReason};
 pub use graph::{GraphSlot, GraphStats, graph_stats};
+use lectern_kernels::cuda::lm as kernels;
 
 use super::config::{LmConfig, ModelConfig, ModelFiles};
 use super::weights::{Checkpoint, ModelError, Result, Weights};

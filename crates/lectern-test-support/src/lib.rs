@@ -9,3 +9,4 @@ pub mod epub;
 pub mod fixtures;
 pub mod optional;
 pub mod signals;
+pub mod tensors;

@@ -7,20 +7,22 @@
 //!
 //! Only the non-streaming path exists here: every frame attends to every frame (the upstream
 //! mask is all ones). On the CPU and on CUDA attention runs as one fused kernel
-//! ([`super::cpu_attention`], [`super::kernels::attention`]); otherwise the scores are
+//! ([`lectern_kernels::attention`], [`lectern_kernels::cuda::flow::attention`]); otherwise the scores are
 //! materialised in query chunks so a long flow group never holds more than
 //! [`SCORE_BUDGET_FLOATS`] of them.
 
 use candle::{D, DType, Device, Module, Tensor};
 
-use super::group_conv::WindowConv;
 use super::tf32x3::{self, FlowMatmul};
-use super::{bf16, cpu_ops, kernels};
 use crate::config::DitConfig;
-use crate::cpu_gemm::F32Gemm;
 use crate::linear::Linear;
 use crate::op_clock::step;
 use crate::weights::{Result, Weights};
+use lectern_kernels::conv::grouped::WindowConv;
+use lectern_kernels::cuda::flow as kernels;
+use lectern_kernels::elementwise as cpu_ops;
+use lectern_kernels::gemm::bf16_weight as bf16;
+use lectern_kernels::gemm::sgemm::F32Gemm;
 
 /// Width of the sinusoidal time features (`TimestepEmbedding(freq_embed_dim=256)`).
 pub const FREQ_EMBED_DIM: usize = 256;
@@ -386,7 +388,7 @@ impl Attention {
 
 /// Softmax attention over all frames: q (pre-scaled), k, v (b, h, t, dh) → (b, t, h·dh).
 /// A fused kernel on CUDA ([`kernels::attention`]) and, in plain f32, on the CPU
-/// ([`super::cpu_attention`]); elsewhere, or on CUDA without `use_kernels`,
+/// ([`lectern_kernels::attention`]); elsewhere, or on CUDA without `use_kernels`,
 /// [`attend_materialised`].
 pub fn attend(
     q: &Tensor,
@@ -395,11 +397,11 @@ pub fn attend(
     matmul: FlowMatmul,
     use_kernels: bool,
 ) -> candle::Result<Tensor> {
-    if super::cpu_attention::applies(q) {
+    if lectern_kernels::attention::applies(q) {
         match matmul {
-            FlowMatmul::F32 => return super::cpu_attention::attend(q, k, v),
+            FlowMatmul::F32 => return lectern_kernels::attention::attend(q, k, v),
             // On the CPU bf16 covers the attention core too (AMX where the CPU has it).
-            FlowMatmul::Bf16 => return super::cpu_attention::attend_bf16(q, k, v),
+            FlowMatmul::Bf16 => return lectern_kernels::attention::attend_bf16(q, k, v),
             FlowMatmul::Tf32x3 => {}
         }
     }
@@ -672,7 +674,7 @@ impl DiT {
         Ok(Self { transformer_blocks, input_embed, ..self.clone() })
     }
 
-    /// Runs Lectern's own kernels ([`kernels`], [`super::cpu_ops`]) where they apply (`on`, the
+    /// Runs Lectern's own kernels ([`kernels`], [`lectern_kernels::elementwise`]) where they apply (`on`, the
     /// default), or candle's ops only (benchmarks compare the two; the output differs within
     /// the fixture gates).
     pub fn set_kernels(&mut self, on: bool) {
@@ -777,7 +779,7 @@ impl DiT {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_tensors::seeded;
+    use lectern_test_support::tensors::seeded;
 
     fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
         (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar().unwrap()

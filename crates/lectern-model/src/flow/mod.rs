@@ -21,20 +21,10 @@
 //! bit, record its [`GroupRecord`] (all segment token counts of the group, the segment's place
 //! in it, NFE, noise source and CFG rate) alongside the tokens and the voice prompt.
 
-#[cfg(target_arch = "x86_64")]
-mod attention_avx2;
-#[cfg(target_arch = "x86_64")]
-mod attention_avx512;
-#[cfg(target_arch = "x86_64")]
-mod attention_tasks;
-pub mod bf16;
-pub mod bf16_gemm;
 pub mod cfm;
-pub mod cpu_attention;
-pub mod cpu_ops;
 pub mod dit;
-pub mod group_conv;
-pub mod kernels;
+#[cfg(test)]
+mod kernel_agreement;
 pub mod tf32x3;
 
 use std::path::{Path, PathBuf};
@@ -281,8 +271,8 @@ impl CausalMaskedDiffWithDiT {
     }
 
     /// The estimator's f32 projections on `gemm` (chosen at load where it helps:
-    /// [`crate::cpu_gemm::F32Gemm::for_flow`]) or, with `None`, on candle's matmul.
-    pub fn set_f32_gemm(&mut self, gemm: Option<crate::cpu_gemm::F32Gemm>) {
+    /// [`lectern_kernels::gemm::sgemm::F32Gemm::for_flow`]) or, with `None`, on candle's matmul.
+    pub fn set_f32_gemm(&mut self, gemm: Option<lectern_kernels::gemm::sgemm::F32Gemm>) {
         Arc::make_mut(&mut self.estimator).set_f32_gemm(gemm);
     }
 

@@ -35,7 +35,7 @@ pub enum FlowMatmul {
     /// device memory (the split weights).
     Tf32x3,
     /// The blocks' projections (and, on the CPU, the attention's products) with bf16 inputs
-    /// and f32 accumulation ([`super::bf16`]): Intel AMX on CPUs that have it, the same
+    /// and f32 accumulation ([`lectern_kernels::gemm::bf16_weight`]): Intel AMX on CPUs that have it, the same
     /// rounding before an f32 product elsewhere. A reduced
     /// precision, recorded per take; never a default (its deviation from f32:
     /// docs/benchmarks.md).
@@ -51,10 +51,10 @@ impl FlowMatmul {
 
     /// What a take records and the workstation shows for this matmul on `device`: its
     /// [`Self::name`], and for f32 on a CPU whose flow runs on the system's OpenBLAS or on
-    /// Lectern's AVX2 GEMM ([`crate::cpu_gemm::F32Gemm`]) `f32+openblas` or `f32+avx2` (the same
+    /// Lectern's AVX2 GEMM ([`lectern_kernels::gemm::sgemm::F32Gemm`]) `f32+openblas` or `f32+avx2` (the same
     /// math, other last bits).
     pub fn label(self, device: &candle::Device) -> String {
-        match (self, crate::cpu_gemm::F32Gemm::for_flow()) {
+        match (self, lectern_kernels::gemm::sgemm::F32Gemm::for_flow()) {
             (Self::F32, Some(gemm)) if device.is_cpu() => gemm.label().to_string(),
             (m, _) => m.name().to_string(),
         }
@@ -87,9 +87,9 @@ fn as_tf32(lo: Tensor) -> candle::Result<Tensor> {
 }
 
 /// The left operand `[hi | hi | lo]` over the last (inner) dimension (on CUDA with
-/// `use_kernels`, one kernel: [`super::kernels::tf32x3_lhs`]).
+/// `use_kernels`, one kernel: [`lectern_kernels::cuda::flow::tf32x3_lhs`]).
 pub fn lhs(a: &Tensor, use_kernels: bool) -> candle::Result<Tensor> {
-    if use_kernels && let Some(split) = super::kernels::tf32x3_lhs(a)? {
+    if use_kernels && let Some(split) = lectern_kernels::cuda::flow::tf32x3_lhs(a)? {
         return Ok(split);
     }
     let (hi, lo) = split(a)?;

@@ -6,10 +6,7 @@
 //! channels are log-magnitude and "phase" of an n_fft 16 / hop 4 iSTFT.
 
 pub mod conv;
-pub mod conv_direct;
-pub mod cpu;
 pub mod f0;
-pub mod kernels;
 pub mod source;
 pub mod stft;
 
@@ -19,13 +16,15 @@ use std::sync::Arc;
 use candle::{D, Device, Tensor};
 
 use self::conv::CausalConv1d;
-use self::conv_direct::Kernel;
 use self::f0::{ConvRnnF0Predictor, F0_LOOKAHEAD_FRAMES};
 use self::source::{SourceModuleHnNsf, SourceOutput};
 use self::stft::Stft;
 use super::config::{HiftConfig, ModelConfig};
 use super::noise;
 use super::weights::{Checkpoint, ModelError, Result, Weights};
+use lectern_kernels::conv::direct::Kernel;
+use lectern_kernels::conv::vocoder as cpu;
+use lectern_kernels::cuda::hift as kernels;
 
 /// Snake activation `z + 1/(α + 1e-9) · sin(αz)²`, α per channel.
 #[derive(Debug, Clone)]

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use candle::{DType, Device, Tensor};
+use lectern_kernels::gemm::blas::OpenBlas;
+use lectern_kernels::gemm::sgemm::{self as cpu_gemm, F32Gemm};
 use lectern_model::config::{ModelConfig, ModelFiles};
-use lectern_model::cpu_blas::OpenBlas;
-use lectern_model::cpu_gemm::{self, F32Gemm};
 use lectern_model::flow::cfm::{cosine_schedule, euler_times};
 use lectern_model::flow::dit::DiT;
 use lectern_model::flow::{
@@ -87,7 +87,7 @@ fn dit_estimator_on_the_avx2_gemm_matches_upstream() {
 
 /// The system's OpenBLAS, or `None`: the test skips (fails where CI requires it).
 fn system_openblas() -> Option<&'static OpenBlas> {
-    lectern_test_support::optional::openblas_or_skip(lectern_model::cpu_blas::system_openblas())
+    lectern_test_support::optional::openblas_or_skip(lectern_kernels::gemm::blas::system_openblas())
 }
 
 /// 3xTF32 (`--flow-matmul tf32x3`), its tensor-core products emulated on the CPU: the same

@@ -11,9 +11,9 @@
 //! residual blocks' mean is one pass too ([`mean`]). Bit-identical to the separate ops (tested).
 //!
 //! Before, a stride-1 conv ran as a sum over taps of `(out, in) @ (in, t)` products on shifted
-//! views ([`super::conv::conv1d_tap_major`]): `k` GEMMs that each packed the same input again,
+//! views ([`crate::conv::tap_major::conv1d_tap_major`]): `k` GEMMs that each packed the same input again,
 //! `k − 1` full-size adds (a new tensor each), a bias pass and a residual pass, on an input
-//! copied once more to add its zero padding. Here (as on CUDA, [`super::kernels::conv1d`])
+//! copied once more to add its zero padding. Here (as on CUDA, [`crate::cuda::hift::conv1d`])
 //! the `k` taps are one product `W (k·out, in) @ x (in, frames)`, and one pass adds the
 //! shifted taps in order, then the bias, then the residual, reading the padding as zeros.
 //!
@@ -35,8 +35,8 @@ use candle::{DType, Device, Storage, Tensor};
 use gemm::{Parallelism, gemm};
 use rayon::prelude::*;
 
-use super::conv_direct::{self, Kernel, Panels};
-use super::kernels::ConvGeometry;
+use crate::conv::direct::{self as conv_direct, Kernel, Panels};
+use crate::cuda::hift::ConvGeometry;
 use crate::shared_out::OutPtr;
 
 /// Most tap products one task holds: 256 Ki floats = 1 MiB, within a core's L2.
@@ -433,8 +433,8 @@ pub(super) const CONV_TEST_CASES: [ConvTestCase; 8] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hift::conv::conv1d_tap_major;
-    use crate::test_tensors::seeded;
+    use crate::conv::tap_major::conv1d_tap_major;
+    use lectern_test_support::tensors::seeded;
 
     fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
         (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()

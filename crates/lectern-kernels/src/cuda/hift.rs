@@ -18,7 +18,7 @@
 
 use candle::Tensor;
 
-use crate::kernel_checks::{is_f32_vector, on_cuda_f32};
+use crate::checks::{is_f32_vector, on_cuda_f32};
 
 /// Snake `x + inv_alpha · sin(alpha · x)²` for `x` `(1, c, t)` contiguous, `alpha` and
 /// `inv_alpha` `(c,)`.
@@ -110,9 +110,11 @@ mod imp {
     use candle::{Layout, Shape, Tensor};
 
     use super::ConvGeometry;
-    use crate::nvrtc::{CudaOp, Module, Op, aligned_contiguous, elementwise_grid, output, view};
+    use crate::cuda::nvrtc::{
+        CudaOp, Module, Op, aligned_contiguous, elementwise_grid, output, view,
+    };
 
-    pub static KERNELS: Module = Module::new("lectern_hift_kernels", include_str!("kernels.cu"));
+    pub static KERNELS: Module = Module::new("lectern_hift_kernels", include_str!("hift.cu"));
     /// Inputs: x `(1, c, t)`, alpha and inv_alpha `(c,)`.
     struct Snake;
 

@@ -5,14 +5,14 @@
 //!
 //! Two ways to the same numbers:
 //! * on a CPU with AMX, or an AMD CPU with AVX512-BF16, Lectern's bf16 kernels
-//!   ([`super::bf16_gemm`]), weights packed to bf16 once, at load;
+//!   ([`crate::gemm::bf16`]), weights packed to bf16 once, at load;
 //! * elsewhere, the same rounding (round to nearest even) applied to both operands and an f32
 //!   product. A product of two bf16 values is exact in f32, so this differs from the kernels'
 //!   only in the order of the f32 sums: the fixture tests measure the option's deviation on any
 //!   machine. It is not faster than f32 there.
 //!
 //! On the CPU the attention's two products take bf16 inputs too (q, k, v and the softmax's
-//! weights: [`super::cpu_attention::attend_bf16`]), as PyTorch's bf16 autocast does; on other
+//! weights: [`crate::attention::attend_bf16`]), as PyTorch's bf16 autocast does; on other
 //! devices the attention core stays f32. The position embedding's two grouped convs round
 //! their inputs and weights to bf16 on every device (on a bf16 kernel as window products:
 //! [`GroupConvWindows`]), as autocast does too. The softmax itself, the AdaLN projection and
@@ -22,7 +22,7 @@
 
 use candle::{DType, Storage, Tensor};
 
-use super::bf16_gemm::{self, PackedB};
+use crate::gemm::bf16::{self as bf16_gemm, PackedB};
 use crate::shared_out::OutPtr;
 
 /// A projection's weight `(out, in)` for bf16 products.
@@ -116,7 +116,7 @@ impl GroupConvWindows {
             return Ok(None);
         }
         let (_, per, taps) = weight.dims3()?;
-        let packed = super::group_conv::tap_major_groups(weight, groups)?
+        let packed = crate::conv::grouped::tap_major_groups(weight, groups)?
             .iter()
             .map(|b| PackedB::new(b, taps * per, per, per, 1)) // rows j·c + i, columns o
             .collect();
@@ -177,7 +177,7 @@ impl GroupConvWindows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_tensors::seeded;
+    use lectern_test_support::tensors::seeded;
 
     /// The window products compute the causal grouped conv of the bf16-rounded input and
     /// weight (candle's `conv1d` on the rounded tensors, left padding taps − 1), plus the bias.

@@ -3,7 +3,7 @@
 use candle::{Device, Tensor};
 
 /// A CPU f32 tensor of `shape`, values uniform in [−1, 1), reproducible from `seed`.
-pub(crate) fn seeded(shape: &[usize], seed: u64) -> Tensor {
+pub fn seeded(shape: &[usize], seed: u64) -> Tensor {
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let n: usize = shape.iter().product();

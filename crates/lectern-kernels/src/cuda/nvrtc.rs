@@ -1,7 +1,7 @@
 //! Lectern's own CUDA kernels: a [`Module`] of kernel source compiled once per process with
 //! NVRTC (which candle's CUDA build links anyway; functions are then loaded per device through
 //! candle), the [`CudaOp`] adapter that runs a launch as a candle custom op, and the checks the
-//! kernels need of their inputs. Used by [`super::lm::kernels`] and [`super::flow::kernels`].
+//! kernels need of their inputs. Used by [`crate::cuda::lm`] and [`crate::cuda::flow`].
 
 // CUDA driver calls to load compiled modules (SAFETY notes).
 #![allow(unsafe_code)]

@@ -1,6 +1,6 @@
 //! The vocoder's stride-1 convolutions as a direct convolution, on AVX2 + FMA or AVX-512.
 //!
-//! Why: the stacked-tap path ([`super::cpu::conv1d`]) spends most of the vocoder's time in the
+//! Why: the stacked-tap path ([`crate::conv::vocoder::conv1d`]) spends most of the vocoder's time in the
 //! `gemm` crate's micro-kernel on a product whose inner dimension is only the conv's input
 //! channels (64 at the last stage), then reads all `k` tap products back for the tap sum: on
 //! two Zen 3 cores (AVX2) 70–126 GFLOP/s of an FMA peak of about 190. Here each block of 4 output channels × 24 frames
@@ -20,8 +20,8 @@
 // Assembly kernels on raw pointers into the task's buffers (SAFETY notes at each use).
 #![allow(unsafe_code)]
 
-use super::cpu::{ConvInput, leaky_relu_repeat_row, snake_row};
-use super::kernels::ConvGeometry;
+use crate::conv::vocoder::{ConvInput, leaky_relu_repeat_row, snake_row};
+use crate::cuda::hift::ConvGeometry;
 use crate::shared_out::OutPtr;
 use rayon::prelude::*;
 
@@ -131,7 +131,7 @@ impl Panels {
     }
 }
 
-/// The conv [`super::cpu::conv1d`] describes, on [`Panels`] with `kernel`: `xs`
+/// The conv [`crate::conv::vocoder::conv1d`] describes, on [`Panels`] with `kernel`: `xs`
 /// `(in, x_frames)`, `y` `(out, t_out)` written whole. The caller has checked the shapes.
 ///
 /// # Panics
@@ -316,7 +316,7 @@ macro_rules! tile_sums_kernel {
             /// `(k − 1)·d + 3·lanes` floats, `row` apart; `panel` holds `k · c_in · MR` floats.
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = $feature)]
-            pub(in crate::hift) unsafe fn tile_sums(
+            pub(in crate::conv) unsafe fn tile_sums(
                 panel: &[f32],
                 x: &[f32],
                 row: usize,
@@ -393,7 +393,7 @@ macro_rules! tile_sums_kernel {
             }
 
             #[cfg(not(target_arch = "x86_64"))]
-            pub(in crate::hift) unsafe fn tile_sums(
+            pub(in crate::conv) unsafe fn tile_sums(
                 _: &[f32],
                 _: &[f32],
                 _: usize,
@@ -414,9 +414,9 @@ tile_sums_kernel!(avx512, "avx512f", zmm_reg, 16, _mm512_setzero_ps, _mm512_stor
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hift::cpu::{self, SnakeParams};
-    use crate::test_tensors::seeded;
+    use crate::conv::vocoder::{self as cpu, SnakeParams};
     use candle::Tensor;
+    use lectern_test_support::tensors::seeded;
 
     /// `(1, out, t_out)` in f64 straight from the definition: `y[o][p] = residual + (bias +
     /// Σ_j Σ_c w[j][o][c] · x[c][p + j·d − pad_left])`, `x` zero outside its frames.

@@ -29,8 +29,8 @@ use std::sync::OnceLock;
 use candle::{DType, Tensor};
 use rayon::prelude::*;
 
-use crate::cpu_blas::{self, OpenBlas};
 use crate::cpu_slice::with_f32_slice;
+use crate::gemm::blas::{self as cpu_blas, OpenBlas};
 
 /// Rows of `x` per micro-tile (broadcast values).
 pub const MR: usize = 6;

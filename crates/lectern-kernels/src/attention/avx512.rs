@@ -1,4 +1,4 @@
-//! The f32 attention core on AVX-512F: [`super::cpu_attention::attend`]'s route where the CPU
+//! The f32 attention core on AVX-512F: [`crate::attention::attend`]'s route where the CPU
 //! has AVX-512 and a head is 16, 32, 48 or 64 values wide (the DiT's is 64).
 //!
 //! The portable core runs each query block's two products through the `gemm` crate, which
@@ -23,7 +23,7 @@
 //! over the keys for an output value), so the blocking changes no bit.
 //!
 //! The same operations as the portable core otherwise: `q` carries the softmax scale, the
-//! exponential is [`exp16`] (= [`super::cpu_attention::exp_fast`] per lane), sums are f32.
+//! exponential is [`exp16`] (= [`crate::attention::exp_fast`] per lane), sums are f32.
 
 // AVX-512 intrinsics on raw pointers into the tasks' scratch and the shared output (SAFETY
 // notes at each use).
@@ -38,8 +38,8 @@ use std::arch::x86_64::{
     _mm512_sub_ps,
 };
 
-use super::attention_tasks::{self, Head, Layout, PvArgs, Scratch};
-use super::cpu_attention::{EXP_POLY, LN2_HI, LN2_LO};
+use crate::attention::tasks::{self as attention_tasks, Head, Layout, PvArgs, Scratch};
+use crate::attention::{EXP_POLY, LN2_HI, LN2_LO};
 use crate::shared_out::OutPtr;
 
 /// Keys per packed panel of `Kᵀ` (two vectors: the score kernel's columns).
@@ -291,7 +291,7 @@ fn exp_in_place(row: &mut [f32], max: f32) -> f32 {
     _mm512_reduce_add_ps(sum)
 }
 
-/// [`super::cpu_attention::exp_fast`] on 16 lanes, operation for operation.
+/// [`crate::attention::exp_fast`] on 16 lanes, operation for operation.
 #[inline]
 #[target_feature(enable = "avx512f")]
 pub(super) fn exp16(x: __m512) -> __m512 {
@@ -320,7 +320,7 @@ pub(super) fn exp16(x: __m512) -> __m512 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::cpu_attention::core_checks;
+    use crate::attention::core_checks;
 
     #[test]
     fn matches_the_portable_core() {

@@ -7,7 +7,7 @@
 //! `gemm` crate takes any row stride for its left operand, overlapping rows included, and
 //! writes each group's 64 output columns in place in the `(b, t, dim)` output.
 //!
-//! Why: the stacked-tap conv it replaces (the vocoder's, [`crate::hift::cpu::conv1d`]) wrote
+//! Why: the stacked-tap conv it replaces (the vocoder's, [`crate::conv::vocoder::conv1d`]) wrote
 //! 31 products per output value and summed them in a second pass, on channel-first copies of
 //! the input and output: 216 ms for both convs at 1208 frames on two Xeon cores against
 //! oneDNN's 104 ms in PyTorch (docs/benchmarks.md, 2026-12-03, third session).
@@ -124,7 +124,7 @@ impl WindowConv {
 /// A grouped conv weight `(dim, dim / groups, taps)` as each group's right operand of a window
 /// product, `(taps · per, per)` row-major: `B[j · per + i, o] = W[g · per + o, i, j]`
 /// (tap-major, then input channel). Shared with the bf16 kernel's packing
-/// ([`super::bf16::GroupConvWindows`]).
+/// ([`crate::gemm::bf16_weight::GroupConvWindows`]).
 pub(crate) fn tap_major_groups(weight: &Tensor, groups: usize) -> candle::Result<Vec<Vec<f32>>> {
     let (dim, per, _) = weight.dims3()?;
     if groups == 0 || dim != groups * per {
@@ -141,7 +141,7 @@ pub(crate) fn tap_major_groups(weight: &Tensor, groups: usize) -> candle::Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_tensors::seeded;
+    use lectern_test_support::tensors::seeded;
 
     /// The window products compute candle's causal grouped conv (left padding taps − 1) plus
     /// the bias, for two batch items, lengths shorter and longer than the taps.

@@ -17,16 +17,16 @@
 //! Plain f32, sums in a fixed order. Each function returns `None` where it does not apply (not
 //! CUDA, not f32, other layouts); the caller then runs
 //! candle's ops. On the CPU, [`modulate`], [`gated_residual`], [`bias_gelu`] and
-//! [`qkv_bias_rope`] run [`super::cpu_ops`] instead. Callers skip both when the DiT's kernels
-//! are off ([`super::dit::DiT::set_kernels`]).
+//! [`qkv_bias_rope`] run [`crate::elementwise`] instead. Callers skip both when the DiT's kernels
+//! are off (`lectern_model::flow::dit::DiT::set_kernels`).
 
 // CUDA kernel launches (each with a SAFETY note on its arguments).
 #![allow(unsafe_code)]
 
 use candle::{D, Tensor};
 
-use super::cpu_ops;
-use crate::kernel_checks::{is_f32_vector, on_cuda_f32};
+use crate::checks::{is_f32_vector, on_cuda_f32};
+use crate::elementwise as cpu_ops;
 
 /// `LN(xs)·(1 + scale) + shift` for `xs` `(b, t, dim)` contiguous, `scale` and `shift`
 /// `(b, dim)` with unit stride along `dim` (views into the modulation vector are fine).
@@ -116,7 +116,7 @@ pub fn qkv_bias_rope(
 }
 
 /// `[hi | hi | lo]` of `x` `(…, k)` contiguous over its last dimension: the left operand of a
-/// 3xTF32 product ([`super::tf32x3::lhs`]), `x = hi + lo` exactly.
+/// 3xTF32 product (`lectern_model::flow::tf32x3::lhs`), `x = hi + lo` exactly.
 pub fn tf32x3_lhs(x: &Tensor) -> candle::Result<Option<Tensor>> {
     if !applies(x) || x.rank() == 0 {
         return Ok(None);
@@ -129,7 +129,7 @@ pub fn tf32x3_lhs(x: &Tensor) -> candle::Result<Option<Tensor>> {
 pub const ATTENTION_HEAD_DIMS: [usize; 3] = [16, 32, 64];
 
 /// Softmax attention over all frames: q (pre-scaled), k, v `(b, h, t, dh)` contiguous →
-/// `(b, t, h·dh)`, as [`super::dit::attend_materialised`] computes it (the sums in another
+/// `(b, t, h·dh)`, as `lectern_model::flow::dit::attend_materialised` computes it (the sums in another
 /// order: within the f32 gates, checked by `lectern parity` and `bench --stage flow`).
 pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Option<Tensor>> {
     let Ok((_, _, _, dh)) = q.dims4() else { return Ok(None) };
@@ -268,11 +268,11 @@ mod imp {
     use candle::cuda_backend::{CudaStorage, WrapErr};
     use candle::{Layout, Shape, Tensor};
 
-    use crate::nvrtc::{
+    use crate::cuda::nvrtc::{
         CudaOp, Module, Op, aligned_contiguous, elementwise_grid, output, view, with_dynamic_shared,
     };
 
-    pub static KERNELS: Module = Module::new("lectern_flow_kernels", include_str!("kernels.cu"));
+    pub static KERNELS: Module = Module::new("lectern_flow_kernels", include_str!("flow.cu"));
     /// Threads per block (`THREADS` in kernels.cu).
     const THREADS: u32 = 256;
 

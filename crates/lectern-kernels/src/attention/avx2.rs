@@ -1,8 +1,8 @@
-//! The f32 attention core on AVX2 and FMA: [`super::cpu_attention::attend`]'s route on CPUs
+//! The f32 attention core on AVX2 and FMA: [`crate::attention::attend`]'s route on CPUs
 //! without AVX-512 (AMD Zen 1–3, Intel's client cores) for heads of 16, 32, 48 or 64 values
 //! (the DiT's is 64).
 //!
-//! [`super::attention_avx512`]'s design at half the width: a task packs its head's `Kᵀ` once,
+//! [`crate::attention::avx512`]'s design at half the width: a task packs its head's `Kᵀ` once,
 //! in panels of 16 keys (the portable core's `gemm` calls pack them again for every block of
 //! queries), and per block of queries runs
 //!
@@ -29,8 +29,8 @@ use std::arch::x86_64::{
     _mm256_slli_epi32, _mm256_storeu_ps, _mm256_sub_epi32, _mm256_sub_ps,
 };
 
-use super::attention_tasks::{self, Head, Layout, PvArgs, Scratch};
-use super::cpu_attention::{EXP_POLY, LN2_HI, LN2_LO, exp_fast};
+use crate::attention::tasks::{self as attention_tasks, Head, Layout, PvArgs, Scratch};
+use crate::attention::{EXP_POLY, LN2_HI, LN2_LO, exp_fast};
 use crate::shared_out::OutPtr;
 
 /// Keys per packed panel of `Kᵀ` (two vectors: the score kernel's columns).
@@ -278,7 +278,7 @@ fn exp8(x: __m256) -> __m256 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::cpu_attention::core_checks;
+    use crate::attention::core_checks;
 
     #[test]
     fn matches_the_portable_core() {

@@ -9,9 +9,9 @@
 //! place, and a second gemm writes the output rows straight into the `(b, t, h·dh)` layout
 //! the output projection reads.
 //!
-//! On CPUs with AVX-512 the f32 core is [`super::attention_avx512`] instead (the same tasks on
+//! On CPUs with AVX-512 the f32 core is [`crate::attention::avx512`] instead (the same tasks on
 //! register-blocked kernels of its own, the keys packed once per head), on other CPUs with AVX2
-//! and FMA [`super::attention_avx2`] (the same design at half the width); this module's
+//! and FMA [`crate::attention::avx2`] (the same design at half the width); this module's
 //! portable core serves the other CPUs, heads wider than 64 values, and the bf16 option's
 //! rounded products where the CPU has no bf16 kernel.
 //!
@@ -23,11 +23,18 @@
 // Raw views into candle CPU storage for the fused attention (each use has a SAFETY note).
 #![allow(unsafe_code)]
 
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod tasks;
+
 use candle::{DType, Device, Storage, Tensor};
 use gemm::{Parallelism, gemm};
 use rayon::prelude::*;
 
-use super::bf16_gemm::{self, PackedB};
+use crate::gemm::bf16::{self as bf16_gemm, PackedB};
 use crate::shared_out::OutPtr;
 
 /// Query rows per task: 64 rows × 1588 frames × 4 B = 406 KB of scores at a typical group,
@@ -37,8 +44,8 @@ pub const QUERY_BLOCK: usize = 64;
 /// Softmax attention over all frames on the CPU: q (pre-scaled), k, v `(b, h, t, dh)` f32 →
 /// `(b, t, h·dh)`.
 ///
-/// For heads of up to 64 values, [`super::attention_avx512`] on AVX-512 CPUs and
-/// [`super::attention_avx2`] on the other CPUs with AVX2 and FMA; elsewhere
+/// For heads of up to 64 values, [`crate::attention::avx512`] on AVX-512 CPUs and
+/// [`crate::attention::avx2`] on the other CPUs with AVX2 and FMA; elsewhere
 /// [`attend_portable`].
 pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
     let (_, core) = f32_core_for(q.dim(3)?);
@@ -58,12 +65,12 @@ type Core = fn(Heads, &[f32], &[f32], &[f32]) -> Vec<f32>;
 /// register-blocked core the CPU has, else the portable one.
 fn f32_core_for(dh: usize) -> (&'static str, Core) {
     #[cfg(target_arch = "x86_64")]
-    if super::attention_avx512::supported(dh) {
-        return ("avx512", super::attention_avx512::attend);
+    if crate::attention::avx512::supported(dh) {
+        return ("avx512", crate::attention::avx512::attend);
     }
     #[cfg(target_arch = "x86_64")]
-    if super::attention_avx2::supported(dh) {
-        return ("avx2", super::attention_avx2::attend);
+    if crate::attention::avx2::supported(dh) {
+        return ("avx2", crate::attention::avx2::attend);
     }
     let _ = dh; // read by the x86 checks only
     ("portable", portable_core)
@@ -82,7 +89,7 @@ pub(super) fn portable_core(heads: Heads, qs: &[f32], ks: &[f32], vs: &[f32]) ->
 
 /// [`attend`] for `--flow-matmul bf16`: q, k, v and the softmax's probabilities rounded to bf16,
 /// both products accumulated in f32 (what PyTorch's bf16 autocast does to the attention). On
-/// a bf16 micro-kernel ([`super::bf16_gemm`]: AMX or AVX512-BF16) where the CPU has one;
+/// a bf16 micro-kernel ([`crate::gemm::bf16`]: AMX or AVX512-BF16) where the CPU has one;
 /// elsewhere the same roundings through the f32 products, so that the option's deviation is
 /// measured on any machine (the two differ in the order of the f32 sums only).
 pub fn attend_bf16(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
@@ -94,7 +101,11 @@ pub fn attend_bf16(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor>
 
 /// [`attend_bf16`] without a bf16 micro-kernel: the roundings, then the f32 products.
 fn attend_bf16_rounded(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
-    let (q, k, v) = (super::bf16::round(q)?, super::bf16::round(k)?, super::bf16::round(v)?);
+    let (q, k, v) = (
+        crate::gemm::bf16_weight::round(q)?,
+        crate::gemm::bf16_weight::round(k)?,
+        crate::gemm::bf16_weight::round(v)?,
+    );
     with_heads(&q, &k, &v, |heads, qs, ks, vs| attend_f32_products(heads, qs, ks, vs, true))
 }
 
@@ -364,7 +375,7 @@ fn exp_row_to_bf16(row: &mut [f32], probs: &mut [u16]) -> f32 {
 /// the code below removes:
 /// * the maximum and the sum were each one chain of dependent vector operations (a maximum, or
 ///   two additions, per 16 weights, each waiting for the last): four chains now;
-/// * the exponential was [`super::attention_avx512::exp16`], which repeats the portable
+/// * the exponential was [`crate::attention::avx512::exp16`], which repeats the portable
 ///   [`exp_fast`]'s separate multiplies and adds and its integer scaling so that the f32 core
 ///   stays bit for bit the portable one. The weights are rounded to bf16 (2⁻⁹ relative)
 ///   anyway, so here [`exp16_fma`]: the same reduction and polynomial in fused multiply-adds,
@@ -566,14 +577,14 @@ pub fn applies(q: &Tensor) -> bool {
 }
 
 /// The checks every register-blocked f32 core passes against the portable one
-/// ([`super::attention_avx512`], [`super::attention_avx2`]).
+/// ([`crate::attention::avx512`], [`crate::attention::avx2`]).
 #[cfg(test)]
 pub(super) mod core_checks {
     use super::{Core, portable_core};
 
     /// `len` values uniform in [−scale, scale), reproducible from `seed`.
     pub fn seeded(len: usize, seed: u64, scale: f32) -> Vec<f32> {
-        let values = crate::test_tensors::seeded(&[len], seed).to_vec1::<f32>().unwrap();
+        let values = lectern_test_support::tensors::seeded(&[len], seed).to_vec1::<f32>().unwrap();
         values.into_iter().map(|x| x * scale).collect()
     }
 
@@ -638,8 +649,6 @@ pub(super) mod core_checks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flow::FlowMatmul;
-    use crate::flow::dit::attend_materialised;
 
     fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
         (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
@@ -653,24 +662,6 @@ mod tests {
         let a = 3f32.sqrt();
         let data: Vec<f32> = (0..n).map(|_| scale * rng.gen_range(-a..a)).collect();
         Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
-    }
-
-    /// Largest |fused − materialised| over a few seeds, for [`attend`] (the AVX-512 core where
-    /// the CPU has it) and for the portable core. The paths run the same f32 arithmetic in
-    /// different orders (gemm blocking, exp within 2 ulp, the division before or after `P·V`),
-    /// so they differ by rounding, which grows with the size of the scores.
-    fn deviation(shape: (usize, usize, usize, usize), q_scale: f32) -> f32 {
-        let mut worst = 0f32;
-        for seed in 0..4 {
-            let q = seeded(shape, 3 * seed, q_scale);
-            let (k, v) = (seeded(shape, 3 * seed + 1, 1.0), seeded(shape, 3 * seed + 2, 1.0));
-            let reference = attend_materialised(&q, &k, &v, FlowMatmul::F32, true).unwrap();
-            for fused in [attend(&q, &k, &v).unwrap(), attend_portable(&q, &k, &v).unwrap()] {
-                assert_eq!(fused.dims(), reference.dims());
-                worst = worst.max(max_abs_diff(&fused, &reference));
-            }
-        }
-        worst
     }
 
     /// `attend` runs `core` (its bits, not the portable core's: they differ in the last bits,
@@ -698,7 +689,7 @@ mod tests {
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn attend_runs_the_avx512_core_where_the_cpu_has_it() {
-        use crate::flow::attention_avx512;
+        use crate::attention::avx512 as attention_avx512;
         if !attention_avx512::supported(64) {
             eprintln!("skipped: this CPU has no AVX512F");
             return;
@@ -710,26 +701,12 @@ mod tests {
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn attend_runs_the_avx2_core_where_the_cpu_has_it_and_no_avx512() {
-        use crate::flow::{attention_avx2, attention_avx512};
+        use crate::attention::{avx2 as attention_avx2, avx512 as attention_avx512};
         if !attention_avx2::supported(64) || attention_avx512::supported(64) {
             eprintln!("skipped: this CPU has AVX-512, or no AVX2 and FMA");
             return;
         }
         assert_attend_runs(attention_avx2::attend);
-    }
-
-    #[test]
-    fn matches_the_materialised_path() {
-        // t not a multiple of the query block, and one head count as in the real DiT.
-        let shapes = [(2, 3, 77, 16), (1, 2, 5, 64), (2, 16, QUERY_BLOCK + 1, 64)];
-        for &(b, h, t, dh) in &shapes {
-            // As in the DiT: q carries 1/√dh, so scores have unit scale.
-            let d = deviation((b, h, t, dh), 1.0 / (dh as f32).sqrt());
-            assert!(d < 2e-6, "(b {b}, h {h}, t {t}, dh {dh}) unit scores: max |Δ| {d:e}");
-            // Unscaled q: scores of ±20 and more, a nearly one-hot softmax (observed 7.5e-6).
-            let d = deviation((b, h, t, dh), 1.5);
-            assert!(d < 1e-5, "(b {b}, h {h}, t {t}, dh {dh}) peaked scores: max |Δ| {d:e}");
-        }
     }
 
     /// The bf16 core (a bf16 kernel where the CPU has one) near the f32 one, and near the same
@@ -833,15 +810,5 @@ mod tests {
             assert_eq!(bits(&plain), bits(&wide), "row of {len}");
             assert!((plain.iter().sum::<f32>() - 1.0).abs() < 1e-5);
         }
-    }
-
-    #[test]
-    fn non_contiguous_inputs_are_accepted() {
-        let x = seeded((2, 9, 4, 8), 99, 1.0); // (b, t, h, dh)
-        let q = x.transpose(1, 2).unwrap(); // (b, h, t, dh) view
-        let fused = attend(&q, &q, &q).unwrap();
-        let qc = q.contiguous().unwrap(); // candle's batched matmul wants contiguous heads
-        let reference = attend_materialised(&qc, &qc, &qc, FlowMatmul::F32, true).unwrap();
-        assert!(max_abs_diff(&fused, &reference) < 1e-5);
     }
 }

@@ -19,7 +19,7 @@
 
 use candle::Tensor;
 
-use crate::kernel_checks::on_cuda_f32;
+use crate::checks::on_cuda_f32;
 
 /// Most rows [`rows_matmul`] takes (lanes of a decode step): kernels.cu instantiates
 /// `rows_matmul_f32_1` … `rows_matmul_f32_8`.
@@ -30,7 +30,7 @@ pub const MAX_ROWS: usize = 8;
 pub fn compile_failures() -> Vec<String> {
     #[cfg(feature = "cuda")]
     {
-        [&imp::KERNELS, &crate::flow::kernels::KERNELS, &crate::hift::kernels::KERNELS]
+        [&imp::KERNELS, &crate::cuda::flow::KERNELS, &crate::cuda::hift::KERNELS]
             .into_iter()
             .filter_map(|m| m.failure())
             .collect()
@@ -114,9 +114,9 @@ mod imp {
     use candle::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
     use candle::{Layout, Shape, Tensor};
 
-    use crate::nvrtc::{CudaOp, Module, Op, aligned_contiguous, output, view};
+    use crate::cuda::nvrtc::{CudaOp, Module, Op, aligned_contiguous, output, view};
 
-    pub static KERNELS: Module = Module::new("lectern_lm_kernels", include_str!("kernels.cu"));
+    pub static KERNELS: Module = Module::new("lectern_lm_kernels", include_str!("lm.cu"));
     /// Warps per block of `rows_matmul_f32_R` (`WARPS` in kernels.cu).
     const WARPS: usize = 8;
     /// Weight rows per warp (`COLS` in kernels.cu).

@@ -1,0 +1,7 @@
+//! The CPU's matrix products.
+
+pub mod bf16;
+pub mod bf16_weight;
+pub mod blas;
+pub mod few_rows;
+pub mod sgemm;
