@@ -15,6 +15,10 @@
 //! Every kernel is checked against candle's ops or a portable version of itself, and the
 //! model's fixture gates run through them.
 
+// Every `unsafe` block says why it is sound (CI builds with clippy as the compiler, warnings
+// denied).
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod attention;
 pub mod checks;
 pub mod conv;

@@ -11,6 +11,9 @@ pub(crate) struct OutPtr(*mut f32);
 
 // SAFETY: the tasks write disjoint regions of a buffer that outlives them (see `OutPtr`).
 unsafe impl Send for OutPtr {}
+// SAFETY: a shared `&OutPtr` gives out nothing but copies of the pointer (`get`); every write
+// through them goes to a region that one task alone owns, in a buffer that outlives the tasks
+// (see `OutPtr`), so no element is accessed from two threads at once.
 unsafe impl Sync for OutPtr {}
 
 impl OutPtr {

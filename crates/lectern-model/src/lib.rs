@@ -63,7 +63,10 @@
 //! `cuda` (Lectern's own fused kernels, compiled with NVRTC, and CUDA graphs for the LM's
 //! decode steps), `metal`, `accelerate`: candle's backends of the same names.
 
+#![forbid(unsafe_code)]
+
 pub mod config;
+pub mod error;
 pub mod flow;
 pub mod hift;
 pub mod linear;
@@ -71,11 +74,13 @@ pub mod lm;
 pub mod mel;
 pub mod noise;
 pub mod op_clock;
+pub mod precision;
 pub mod pt;
 pub mod sampling;
 pub mod weights;
 
-pub use weights::{Checkpoint, ModelError, Result, Weights};
+pub use error::{ModelError, Result};
+pub use weights::{Checkpoint, Weights};
 
 // The candle this crate is built with, so callers use the same version.
 pub use candle;

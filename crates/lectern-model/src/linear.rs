@@ -10,7 +10,7 @@ use candle::quantized::{GgmlDType, QMatMul, QTensor};
 use candle::{D, DType, Module, Tensor};
 
 use crate::flow::tf32x3::{self, FlowMatmul};
-use crate::lm::LmPrecision;
+use crate::precision::LmPrecision;
 use crate::weights::{ModelError, Result, Weights};
 use lectern_kernels::cuda::lm as lm_kernels;
 use lectern_kernels::gemm::bf16_weight::Bf16Weight;

@@ -24,7 +24,7 @@ use std::path::Path;
 use candle::pickle::TensorInfo;
 use candle::{Device, Tensor};
 
-use super::weights::{ModelError, Result};
+use crate::error::{ModelError, Result};
 
 /// Which integrity checks a load runs. [`LoadChecks::ALL`] is what every loader uses; the others
 /// exist so the benchmark can measure what the checks cost.

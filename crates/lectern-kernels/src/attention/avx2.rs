@@ -147,6 +147,9 @@ unsafe fn scores_6x16(q: *const f32, keys: *const f32, dh: usize, s: *mut f32, s
             (_mm256_loadu_ps(keys.add(d * PANEL)), _mm256_loadu_ps(keys.add(d * PANEL + 8)))
         };
         for (r, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: q[r][d] with r < 6 and d < dh, inside the 6 rows × dh of `q` the caller
+            // grants (rows r0..r0 + 6 of the task's zero-padded `Scratch::q`, an f32 buffer,
+            // so the read is aligned).
             let x = _mm256_set1_ps(unsafe { *q.add(r * dh + d) });
             acc[0] = _mm256_fmadd_ps(x, lo, acc[0]);
             acc[1] = _mm256_fmadd_ps(x, hi, acc[1]);
@@ -224,8 +227,9 @@ fn weights_in_place(row: &mut [f32]) -> f32 {
     let body = n - n % 8;
     let ptr = row.as_mut_ptr();
     let mut vmax = _mm256_set1_ps(f32::NEG_INFINITY);
-    // SAFETY (every load and store below): lanes i..i + 8 with i + 8 ≤ body ≤ n.
     for i in (0..body).step_by(8) {
+        // SAFETY: i is a multiple of 8 below `body` (n rounded down to a multiple of 8), so
+        // lanes i..i + 8 ≤ body ≤ n lie in `row`; `loadu` needs no alignment.
         vmax = _mm256_max_ps(vmax, unsafe { _mm256_loadu_ps(ptr.add(i)) });
     }
     let mut lanes = [0f32; 8];
@@ -235,7 +239,10 @@ fn weights_in_place(row: &mut [f32]) -> f32 {
     let vmax = _mm256_set1_ps(max);
     let mut sum = _mm256_setzero_ps();
     for i in (0..body).step_by(8) {
+        // SAFETY: lanes i..i + 8 ≤ body ≤ n of `row`, as in the first loop.
         let e = exp8(_mm256_sub_ps(unsafe { _mm256_loadu_ps(ptr.add(i)) }, vmax));
+        // SAFETY: the same 8 lanes of `row`, written through `ptr` (from `row.as_mut_ptr()`;
+        // nothing else refers to them meanwhile); `storeu` needs no alignment.
         unsafe { _mm256_storeu_ps(ptr.add(i), e) };
         sum = _mm256_add_ps(sum, e);
     }
@@ -279,11 +286,11 @@ fn exp8(x: __m256) -> __m256 {
 mod tests {
     use super::*;
     use crate::attention::core_checks;
+    use lectern_test_support::optional::cpu_or_skip;
 
     #[test]
     fn matches_the_portable_core() {
-        if !crate::simd::has_avx2_fma() {
-            eprintln!("skipped: this CPU has no AVX2 and FMA");
+        if !cpu_or_skip(&["avx2", "fma"], crate::simd::has_avx2_fma()) {
             return;
         }
         core_checks::matches_the_portable_core(attend);
@@ -291,8 +298,7 @@ mod tests {
 
     #[test]
     fn the_same_bits_on_any_thread_count() {
-        if !crate::simd::has_avx2_fma() {
-            eprintln!("skipped: this CPU has no AVX2 and FMA");
+        if !cpu_or_skip(&["avx2", "fma"], crate::simd::has_avx2_fma()) {
             return;
         }
         core_checks::the_same_bits_on_any_thread_count(attend, 2 * QUERY_BLOCK + 5);
@@ -308,8 +314,7 @@ mod tests {
 
     #[test]
     fn weights_and_exp8_follow_exp_fast() {
-        if !crate::simd::has_avx2_fma() {
-            eprintln!("skipped: this CPU has no AVX2 and FMA");
+        if !cpu_or_skip(&["avx2", "fma"], crate::simd::has_avx2_fma()) {
             return;
         }
         // SAFETY: the CPU has the features (checked above).

@@ -186,6 +186,9 @@ unsafe fn scores_8x32(
             (_mm512_loadu_ps(keys.add(d * PANEL)), _mm512_loadu_ps(keys.add(d * PANEL + 16)))
         };
         for (r, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: q[r][d] with r < 8 and d < dh, inside the 8 rows × dh of `q` the caller
+            // grants (rows r0..r0 + 8 of the task's zero-padded `Scratch::q`, an f32 buffer,
+            // so the read is aligned).
             let x = _mm512_set1_ps(unsafe { *q.add(r * dh + d) });
             acc[0] = _mm512_fmadd_ps(x, lo, acc[0]);
             acc[1] = _mm512_fmadd_ps(x, hi, acc[1]);
@@ -275,16 +278,21 @@ fn exp_in_place(row: &mut [f32], max: f32) -> f32 {
     let body = n - tail;
     let max = _mm512_set1_ps(max);
     let mut sum = _mm512_setzero_ps();
-    // SAFETY (every load and store below): lanes i..i + 16 with i + 16 ≤ n, or the tail's
-    // lanes body..n under `tail_mask`.
     for i in (0..body).step_by(16) {
+        // SAFETY: i is a multiple of 16 below `body` (n rounded down to a multiple of 16), so
+        // lanes i..i + 16 ≤ body ≤ n lie in `row`; `loadu` needs no alignment.
         let e = exp16(_mm512_sub_ps(unsafe { _mm512_loadu_ps(ptr.add(i)) }, max));
+        // SAFETY: the same 16 lanes of `row`, written through `ptr` (from `row.as_mut_ptr()`;
+        // nothing else refers to them meanwhile).
         unsafe { _mm512_storeu_ps(ptr.add(i), e) };
         sum = _mm512_add_ps(sum, e);
     }
     if tail > 0 {
+        // SAFETY: body < n here, and `tail_mask` has the low n − body bits set: only lanes
+        // body..n of `row` are read (masked-off lanes are not accessed and cannot fault).
         let last = unsafe { _mm512_maskz_loadu_ps(tail_mask, ptr.add(body)) };
         let e = exp16(_mm512_sub_ps(last, max));
+        // SAFETY: under the same mask, only lanes body..n of `row` are written.
         unsafe { _mm512_mask_storeu_ps(ptr.add(body), tail_mask, e) };
         sum = _mm512_mask_add_ps(sum, tail_mask, sum, e);
     }
@@ -321,11 +329,11 @@ pub(super) fn exp16(x: __m512) -> __m512 {
 mod tests {
     use super::*;
     use crate::attention::core_checks;
+    use lectern_test_support::optional::cpu_or_skip;
 
     #[test]
     fn matches_the_portable_core() {
-        if !std::arch::is_x86_feature_detected!("avx512f") {
-            eprintln!("skipped: this CPU has no AVX512F");
+        if !cpu_or_skip(&["avx512f"], std::arch::is_x86_feature_detected!("avx512f")) {
             return;
         }
         core_checks::matches_the_portable_core(attend);
@@ -333,8 +341,7 @@ mod tests {
 
     #[test]
     fn the_same_bits_on_any_thread_count() {
-        if !std::arch::is_x86_feature_detected!("avx512f") {
-            eprintln!("skipped: this CPU has no AVX512F");
+        if !cpu_or_skip(&["avx512f"], std::arch::is_x86_feature_detected!("avx512f")) {
             return;
         }
         core_checks::the_same_bits_on_any_thread_count(attend, 2 * QUERY_BLOCK + 5);
@@ -364,8 +371,7 @@ mod tests {
 
     #[test]
     fn weights_and_exp16_follow_exp_fast() {
-        if !std::arch::is_x86_feature_detected!("avx512f") {
-            eprintln!("skipped: this CPU has no AVX512F");
+        if !cpu_or_skip(&["avx512f"], std::arch::is_x86_feature_detected!("avx512f")) {
             return;
         }
         // SAFETY: the CPU has the features (checked above).

@@ -168,12 +168,11 @@ fn attend_f32_products(
             let (k_head, v_head) = (&ks[head..head + t * dh], &vs[head..head + t * dh]);
             let s = &mut scores[..rows * t];
             let out_rows = (bi * t + r0) * h * dh + hi * dh;
-            // SAFETY (both products and the division): the slices above bound every read (q
-            // rows × dh, k and v t × dh, the scores rows × t); this task alone reads and writes
-            // rows r0..r0+rows, columns hi·dh..(hi+1)·dh of batch item bi of `out` (b·t·h·dh
-            // elements, alive until after the loop).
             // S = Q·Kᵀ: Kᵀ is K (t, dh) read with its strides swapped.
             let (q_m, k_t) = ((q_rows.as_ptr(), dh_i, 1), (k_head.as_ptr(), 1, dh_i));
+            // SAFETY: the slices above bound every element addressed: Q is `q_rows` (rows × dh,
+            // row stride dh), Kᵀ element (d, j) is `k_head[d + j·dh]` < t·dh, and S is `s`
+            // (rows × t, row stride t), this task's own scratch, which the inputs do not alias.
             unsafe { matmul(rows, t, dh, s.as_mut_ptr(), t_i, q_m, k_t) };
             let mut sums = [1f32; QUERY_BLOCK];
             if bf16_weights {
@@ -185,9 +184,18 @@ fn attend_f32_products(
             }
             // O = P·V, straight into the (b, t, h·dh) output.
             let (p_m, v_m) = ((s.as_ptr(), t_i, 1), (v_head.as_ptr(), dh_i, 1));
+            // SAFETY: P is `s` (rows × t) and V is `v_head` (t × dh). The destination is rows
+            // r0..r0 + rows (row stride h·dh), columns hi·dh..(hi + 1)·dh of batch item bi of
+            // `out` (b·t·h·dh elements): its last element, (bi·t + r0 + rows − 1)·h·dh + hi·dh +
+            // dh − 1, is below (bi + 1)·t·h·dh. No other task writes that block (tasks differ in
+            // (bi, hi) or in their query rows), and `out` lives until every task has ended.
             unsafe { matmul(rows, dh, t, out_ptr.get().add(out_rows), hdh_i, p_m, v_m) };
             if bf16_weights {
                 for (r, sum) in sums.iter().take(rows).enumerate() {
+                    // SAFETY: row r0 + r (r < rows), columns hi·dh..(hi + 1)·dh of batch item bi
+                    // of `out`: dh initialised f32s inside the block this task alone writes (see
+                    // the product above, which has returned, so no other reference to them
+                    // exists while `row` lives).
                     let row = unsafe {
                         std::slice::from_raw_parts_mut(out_ptr.get().add(out_rows + r * h * dh), dh)
                     };
@@ -438,9 +446,13 @@ mod avx512_weights {
         let (body, tail) = (n - n % 16, n % 16);
         let tail_mask = ((1u32 << tail) - 1) as u16;
         let (src, dst) = (row.as_ptr(), probs.as_mut_ptr());
-        // SAFETY (every load and store below): lanes i..i + 16 with i + 16 ≤ body ≤ n of `row`
-        // and `probs` (both at least n long), or the tail's lanes body..n under `tail_mask`.
+        // SAFETY: every call below passes a multiple of 16 with i + 16 ≤ body ≤ n (the loops
+        // stop at `body`, n rounded down to a multiple of 16), so lanes i..i + 16 lie in `row`;
+        // `loadu` needs no alignment.
         let load = |i: usize| unsafe { _mm512_loadu_ps(src.add(i)) };
+        // SAFETY: `tail_mask` has the low n − body bits set, so only lanes body..n of `row` are
+        // read; masked-off lanes are not accessed and cannot fault, so with tail = 0 nothing is
+        // read (and `src.add(body)` is at most one past the end).
         let last = unsafe { _mm512_maskz_loadu_ps(tail_mask, src.add(body)) };
         let mut m = [_mm512_set1_ps(f32::NEG_INFINITY); 4];
         let mut i = 0;
@@ -458,6 +470,9 @@ mod avx512_weights {
         let max = _mm512_max_ps(_mm512_max_ps(m[0], m[1]), _mm512_max_ps(m[2], m[3]));
         let vm = _mm512_set1_ps(_mm512_reduce_max_ps(max));
         let weights = |x: __m512| exp16_fma(_mm512_sub_ps(x, vm));
+        // SAFETY: called with the offsets `load` takes (multiples of 16, i + 16 ≤ body ≤ n ≤
+        // probs.len(), asserted above): the 16 bf16 values (32 bytes, an unaligned store) go
+        // to probs[i..i + 16], written only through `dst` until the last call.
         let store = |i: usize, e: __m512| unsafe {
             _mm256_storeu_si256(dst.add(i).cast(), bits(_mm512_cvtneps_pbh(e)))
         };
@@ -649,6 +664,7 @@ pub(super) mod core_checks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lectern_test_support::optional::cpu_or_skip;
 
     fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
         (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
@@ -690,8 +706,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     fn attend_runs_the_avx512_core_where_the_cpu_has_it() {
         use crate::attention::avx512 as attention_avx512;
-        if !attention_avx512::supported(64) {
-            eprintln!("skipped: this CPU has no AVX512F");
+        if !cpu_or_skip(&["avx512f"], attention_avx512::supported(64)) {
             return;
         }
         assert_attend_runs(attention_avx512::attend);
@@ -702,8 +717,11 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     fn attend_runs_the_avx2_core_where_the_cpu_has_it_and_no_avx512() {
         use crate::attention::{avx2 as attention_avx2, avx512 as attention_avx512};
-        if !attention_avx2::supported(64) || attention_avx512::supported(64) {
-            eprintln!("skipped: this CPU has AVX-512, or no AVX2 and FMA");
+        if !cpu_or_skip(&["avx2", "fma"], attention_avx2::supported(64)) {
+            return;
+        }
+        if attention_avx512::supported(64) {
+            eprintln!("not routed here: this CPU has AVX-512, whose core `attend` runs");
             return;
         }
         assert_attend_runs(attention_avx2::attend);

@@ -20,7 +20,7 @@
 // Assembly kernels on raw pointers into the task's buffers (SAFETY notes at each use).
 #![allow(unsafe_code)]
 
-use crate::conv::vocoder::{ConvInput, leaky_relu_repeat_row, snake_row};
+use crate::conv::input::{ConvInput, leaky_relu_repeat_row, snake_row};
 use crate::cuda::hift::ConvGeometry;
 use crate::shared_out::OutPtr;
 use rayon::prelude::*;
@@ -336,10 +336,16 @@ macro_rules! tile_sums_kernel {
                 let steps = super::channel_chunks(c_in)
                     .flat_map(|chunk| (0..k).map(move |j| (chunk.clone(), j)));
                 for (chunk, j) in steps {
-                    // SAFETY (of the block): the loop reads the chunk's steps of 16 bytes of
-                    // the panel, the chunk's tap-j weights in order, and three vectors of each
-                    // of the chunk's rows of `x` from column j·d, all inside the slices (the
-                    // function's contract).
+                    // SAFETY: the CPU has `$feature` (the function's contract), all that the
+                    // VEX/EVEX loads, broadcasts and FMAs on `$class` registers need. The loop
+                    // runs chunk.len() ≥ 1 times (`channel_chunks` yields no empty chunk), once
+                    // per channel c of the chunk: it reads the 4 weights (16 bytes) at `w` and
+                    // three vectors of row c of `x` at columns j·d..j·d + 3·lanes. `w` walks
+                    // the panel in `Panels`' order, (chunk, tap, channel) steps of MR = 4
+                    // floats, k·c_in·MR floats over all steps: what `panel` holds. Row c <
+                    // c_in and column j·d + 3·lanes ≤ (k − 1)·d + 3·lanes stay inside `x` (the
+                    // contract). The asm only reads memory (`readonly`), touches no stack, and
+                    // declares every register it writes.
                     unsafe {
                         asm!(
                             "2:",
@@ -416,6 +422,7 @@ mod tests {
     use super::*;
     use crate::conv::vocoder::{self as cpu, SnakeParams};
     use candle::Tensor;
+    use lectern_test_support::optional::cpu_or_skip;
     use lectern_test_support::tensors::seeded;
 
     /// `(1, out, t_out)` in f64 straight from the definition: `y[o][p] = residual + (bias +
@@ -481,9 +488,7 @@ mod tests {
     /// The kernels this CPU runs, or none with a note.
     fn kernels() -> Vec<Kernel> {
         let here = Kernel::all_here();
-        if here.is_empty() {
-            eprintln!("skipped: this CPU runs no direct-conv kernel (no AVX2 and FMA)");
-        }
+        cpu_or_skip(&["avx2", "fma"], !here.is_empty());
         here
     }
 

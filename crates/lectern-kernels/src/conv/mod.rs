@@ -3,5 +3,6 @@
 
 pub mod direct;
 pub mod grouped;
+pub mod input;
 pub mod tap_major;
 pub mod vocoder;

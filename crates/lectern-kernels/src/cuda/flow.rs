@@ -318,7 +318,13 @@ mod imp {
             let mut builder = stream.launch_builder(&func);
             builder.arg(&x).arg(&scale).arg(&scale_stride).arg(&shift).arg(&shift_stride);
             builder.arg(&out).arg(&t_i).arg(&dim_i).arg(&self.eps);
-            // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
+            // SAFETY: nine arguments in the order and types of `modulate_f32(const float* x,
+            // const float* scale, int scale_stride, const float* shift, int shift_stride, float* y,
+            // int t, int dim, float eps)`. Block row < b·t reads and writes row `row` (dim values)
+            // of x (contiguous: `modulate`) and y (`out` holds b·t·dim), and reads dim values of
+            // scale and shift at (row / t)·stride: inside `rows_view`'s slices, which end at
+            // (b − 1)·stride + dim (`modulate` checked both (b, dim) with unit inner stride).
+            // THREADS = 256 threads, the block size its `red` and `block_sum` assume.
             unsafe { builder.launch(cfg) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), xl.shape().clone()))
         }
@@ -369,7 +375,12 @@ mod imp {
             let mut builder = stream.launch_builder(&func);
             builder.arg(&x).arg(&y).arg(&bias).arg(&gate).arg(&gate_stride);
             builder.arg(&out).arg(&t_i).arg(&dim_i).arg(&n_i);
-            // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
+            // SAFETY: nine arguments in the order and types of `gated_residual_f32(const float* x,
+            // const float* y, const float* bias, const float* gate, int gate_stride, float* out,
+            // int t, int dim, long long n)`. Its grid-stride loop touches i < n = b·t·dim of x and
+            // y (one shape, contiguous: checked by `gated_residual`) and of `out` (n long),
+            // bias[i % dim] (a dim-vector, checked there) and gate[(i / dim / t)·stride + i % dim],
+            // inside `rows_view`'s slice.
             unsafe { builder.launch(elementwise_grid(n)) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), xl.shape().clone()))
         }
@@ -408,7 +419,10 @@ mod imp {
             let stream = dev.cuda_stream();
             let mut builder = stream.launch_builder(&func);
             builder.arg(&x).arg(&bias).arg(&out).arg(&dim_i).arg(&n_i);
-            // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
+            // SAFETY: five arguments in the order and types of `bias_gelu_f32(const float* x,
+            // const float* bias, float* y, int dim, long long n)`. Its grid-stride loop touches
+            // i < n of x and of `out` (n long) and bias[i % dim], dim being bias's length, which
+            // `bias_gelu` checked is x's last dimension.
             unsafe { builder.launch(elementwise_grid(n)) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), xl.shape().clone()))
         }
@@ -443,7 +457,10 @@ mod imp {
             let stream = dev.cuda_stream();
             let mut builder = stream.launch_builder(&func);
             builder.arg(&x).arg(&out).arg(&k_i).arg(&n_i);
-            // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
+            // SAFETY: four arguments in the order and types of `tf32x3_lhs_f32(const float* x,
+            // float* out, int k, long long n)`. Its grid-stride loop reads x[i], i < n, and writes
+            // out[(i / k)·3k + i % k + {0, k, 2k}] < 3n: k is x's last dimension, so it divides n,
+            // and `out` holds 3n.
             unsafe { builder.launch(elementwise_grid(n)) }.w()?;
             let mut out_dims = dims.to_vec();
             out_dims[dims.len() - 1] = 3 * k;
@@ -489,7 +506,13 @@ mod imp {
             let mut builder = stream.launch_builder(&func);
             builder.arg(&qkv).arg(&bias).arg(&cos).arg(&sin).arg(&out);
             builder.arg(&b_i).arg(&t_i).arg(&h_i).arg(&dh_i);
-            // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
+            // SAFETY: nine arguments in the order and types of `qkv_bias_rope_f32(const float* qkv,
+            // const float* bias, const float* cos_t, const float* sin_t, float* out, int b, int t,
+            // int h, int dh)`. `qkv_bias_rope` checked width = 3·h·dh with dh even, the bias
+            // `width` long and the tables (2, t, dh / 2) contiguous: each of the n / 2 pairs (the
+            // grid's items) reads a float2 of qkv at an even offset (8-byte aligned: `view` starts
+            // 16-byte aligned), bias[col..col + 2] and cos/sin at tt·dh/2 + d/2 < t·dh/2, and
+            // writes a float2 of `out` (n long) at an even (3, b, h, t, dh) index.
             unsafe { builder.launch(elementwise_grid(n / 2)) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), Shape::from(n)))
         }
@@ -538,7 +561,14 @@ mod imp {
             let stream = dev.cuda_stream();
             let mut builder = stream.launch_builder(&func);
             builder.arg(&q).arg(&k).arg(&v).arg(&out).arg(&t_i).arg(&h_i);
-            // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
+            // SAFETY: six arguments in the order and types of `flash_attention_f32_d{dh}(const
+            // float* q, const float* k, const float* v, float* out, int t, int heads)`; dh is one
+            // of ATTENTION_HEAD_DIMS (checked by `attention`; another name fails to load). q, k
+            // and v are (b, h, t, dh), contiguous and 16-byte aligned (`attention`, `view`): the
+            // block of head (bi, hi) reads float4s of that head's rows < t only and writes rows
+            // < t of its dh columns of `out` (b·t·h·dh). 128 threads = FA_THREADS, its launch
+            // bound; `shared` is the 3·dh·64 + 64·68 floats it lays out, allowed by
+            // `with_dynamic_shared`.
             unsafe { builder.launch(cfg) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), Shape::from((b, t, h * dh))))
         }
@@ -605,7 +635,16 @@ mod imp {
             let mut builder = stream.launch_builder(&func);
             builder.arg(&x).arg(&weight).arg(&bias).arg(&residual).arg(&out);
             builder.arg(&t_i).arg(&dim_i).arg(&cg_i).arg(&has_residual);
-            // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
+            // SAFETY: nine arguments in the order and types of `causal_group_conv_mish_f32(const
+            // float* x, const float* w, const float* bias, const float* residual, float* y, int t,
+            // int dim, int cg, int has_residual)`. `GroupConvWeights` checked dim % 64 == 0,
+            // 64 % cg == 0, k = 31 = CV_K and x (b, t, dim) contiguous, and rows = cg·31 + 1 is
+            // checked above: block (bx, by, bz) reads frames < t of channels 64·by..64·by + 64
+            // ≤ dim of x, weight rows below cg·31 (its steps of min(cg, 4) channels divide cg;
+            // `weight` holds cg·31·dim), bias[c] for c < dim, and the residual (checked (b, t,
+            // dim), contiguous) only when has_residual; it writes frames < t of `out` (b·t·dim).
+            // 128 threads = CV_THREADS; `shared` is the 64·94 + 4·31·64 floats it lays out,
+            // allowed by `with_dynamic_shared`.
             unsafe { builder.launch(cfg) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), xl.shape().clone()))
         }

@@ -139,7 +139,10 @@ mod imp {
             let stream = dev.cuda_stream();
             let mut builder = stream.launch_builder(&func);
             builder.arg(&x).arg(&alpha).arg(&inv).arg(&out).arg(&t_i).arg(&n_i);
-            // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
+            // SAFETY: six arguments in the order and types of `snake_f32(const float* x,
+            // const float* alpha, const float* inv_alpha, float* y, int t, long long n)`. Its
+            // grid-stride loop touches i < n = c·t of x and of `out` (n long), and alpha and
+            // inv_alpha at i / t < c: both c-vectors (checked by `snake`).
             unsafe { builder.launch(elementwise_grid(n)) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), xl.shape().clone()))
         }
@@ -191,7 +194,12 @@ mod imp {
                 builder.arg(v);
             }
             builder.arg(&has_residual);
-            // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
+            // SAFETY: eleven arguments in the order and types of `tap_sum_f32(const float* taps,
+            // const float* bias, const float* residual, float* y, int k, int out, int t_in,
+            // int t_out, int dilation, int pad_left, int has_residual)`. For i < n = out·t_out it
+            // reads taps[(j·out + o)·t_in + src] only for 0 ≤ src < t_in (rows = k·out, checked
+            // above), bias[o] for o < out (bias's length), and residual[i] only when has_residual
+            // (`conv1d` checked it (1, out, t_out), contiguous); it writes y[i], and `y` holds n.
             unsafe { builder.launch(elementwise_grid(n)) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(y, dev.clone()), Shape::from((1, out, self.t_out))))
         }

@@ -174,7 +174,15 @@ mod imp {
                 None => b.arg(&null),
             };
             b.arg(&out).arg(&n_i).arg(&k_i).arg(&ks_i);
-            // SAFETY: the arguments match the kernel's signature; sizes are checked above.
+            // SAFETY: seven arguments in the order and types of `rows_matmul_f32_R(const float* x,
+            // const float* w, const float* bias, float* y, int n, int k, int ksplit)`, the bias a
+            // null pointer (`0u64`) when absent. The instance R = rows (1..=MAX_ROWS, checked by
+            // `rows_matmul`; another name fails to load) reads float4s of x rows r < rows and of w
+            // rows c < n only, up to column k: both views are contiguous and 16-byte aligned
+            // (`view`), w is (n, k) (checked above) and k % 4 == 0 (`rows_matmul`); it reads
+            // the bias (n long, checked above) at c < n and writes y[r·n + c] for r < rows, c < n:
+            // `out` holds rows·n. 256 threads are the WARPS = 8 warps its shared `partial` is
+            // sized for, and ksplit (1, 2, 4 or 8) divides WARPS.
             unsafe { b.launch(cfg) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), Shape::from((rows, n))))
         }
@@ -233,7 +241,11 @@ mod imp {
             let stream = dev.cuda_stream();
             let mut b = stream.launch_builder(&func);
             b.arg(&x).arg(&alpha).arg(&out).arg(&cols_i).arg(&self.eps);
-            // SAFETY: the arguments match the kernel's signature.
+            // SAFETY: five arguments in the order and types of `rms_norm_f32(const float* x,
+            // const float* alpha, float* y, int cols, float eps)`. Block i < rows =
+            // elem_count / cols reads and writes row i (cols values) of x and y (`out` holds
+            // rows·cols) and reads alpha[0..cols] (alpha's length checked above); 256 threads are
+            // the 8 warps its shared `sums` holds.
             unsafe { b.launch(cfg) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), xl.shape().clone()))
         }
@@ -276,7 +288,13 @@ mod imp {
             let stream = dev.cuda_stream();
             let mut b = stream.launch_builder(&func);
             b.arg(&scores).arg(&values).arg(&out).arg(&groups_i).arg(&len_i).arg(&cap_i);
-            // SAFETY: the arguments match the kernel's signature; shapes checked by the caller.
+            // SAFETY: six arguments in the order and types of `softmax_values_f32(const float*
+            // scores, const float* values, float* out, int groups, int len, int cap)`.
+            // `softmax_values` checked the cache (2, batch, cap, 64) with 0 < len ≤ cap, so
+            // `values`, its second half, holds batch·cap·64: block row < batch·groups reads
+            // scores[row·len..][..len] and values[(row / groups)·cap·64 + p·64 + d] for p < len and
+            // d < 64, and writes out[row·64..][..64] (`out` holds batch·groups·64). 1024 threads =
+            // SV_THREADS, the size its shared arrays assume.
             unsafe { b.launch(cfg) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), Shape::from((batch, groups, d))))
         }

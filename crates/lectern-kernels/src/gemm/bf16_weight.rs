@@ -177,6 +177,7 @@ impl GroupConvWindows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lectern_test_support::optional::cpu_or_skip;
     use lectern_test_support::tensors::seeded;
 
     /// The window products compute the causal grouped conv of the bf16-rounded input and
@@ -188,7 +189,7 @@ mod tests {
         let (weight, bias) = (seeded(&[dim, per, taps], 1), seeded(&[dim], 2));
         let x = seeded(&[b, t, dim], 3);
         let Some(conv) = GroupConvWindows::new(&weight, &bias, groups).unwrap() else {
-            eprintln!("no bf16 kernel on this CPU: skipped");
+            cpu_or_skip(&["amx_bf16"], false);
             return;
         };
         let got = conv.forward(&x).unwrap();

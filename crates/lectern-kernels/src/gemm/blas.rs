@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use candle::Tensor;
 
 use crate::cpu_slice::with_f32_slice;
-use crate::gemm::sgemm::{ProjectionOperands, projection_operands};
+use crate::gemm::operands::{ProjectionOperands, projection_operands};
 
 /// What a take records as its flow matmuls when the f32 projections ran here.
 pub const F32_LABEL: &str = "f32+openblas";
@@ -206,7 +206,7 @@ impl OpenBlas {
     }
 
     /// `x·Wᵀ` for `x` `(rows, in)` and `weight` `(out, in)`, both f32 on the CPU: `None` where
-    /// that does not hold or there are fewer than [`crate::gemm::sgemm::MIN_ROWS`] rows.
+    /// that does not hold or there are fewer than [`crate::gemm::operands::MIN_ROWS`] rows.
     pub fn matmul_t(&self, x: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
         let Some(ProjectionOperands { x, w, shape: (rows, k, n) }) =
             projection_operands(x, weight)?
@@ -273,7 +273,7 @@ impl OpenBlas {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::gemm::sgemm::MIN_ROWS;
+    use crate::gemm::operands::MIN_ROWS;
     use candle::DType;
     use lectern_test_support::tensors::seeded;
 

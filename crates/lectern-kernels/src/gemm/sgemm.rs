@@ -26,11 +26,13 @@
 
 use std::sync::OnceLock;
 
-use candle::{DType, Tensor};
+use candle::Tensor;
 use rayon::prelude::*;
 
 use crate::cpu_slice::with_f32_slice;
 use crate::gemm::blas::{self as cpu_blas, OpenBlas};
+pub use crate::gemm::operands::MIN_ROWS;
+use crate::gemm::operands::{ProjectionOperands, projection_operands};
 
 /// Rows of `x` per micro-tile (broadcast values).
 pub const MR: usize = 6;
@@ -44,9 +46,6 @@ pub const MC: usize = 72;
 /// Output columns a task finishes before the next ones: its rows of them (`MC · 1024` floats,
 /// 288 KB) stay in L2 over the inner dimension's blocks.
 pub const GROUP_COLS: usize = 1024;
-
-/// Fewer rows than this stay with candle's matmul (decode steps, the AdaLN rows).
-pub const MIN_ROWS: usize = 64;
 
 /// What a take records as its flow matmuls when the f32 projections ran here.
 pub const F32_LABEL: &str = "f32+avx2";
@@ -107,32 +106,6 @@ pub fn describe() -> String {
         Some(F32Gemm::Avx2) => "Lectern's AVX2 GEMM".to_string(),
         None => "the gemm crate".to_string(),
     }
-}
-
-/// The operands of a flow projection `x·Wᵀ` as the CPU products take them: `x` `(rows, in)`
-/// and `weight` `(out, in)` contiguous, with `(rows, in, out)`; `None` where they are not both
-/// f32 on the CPU, their inner widths differ, or there are fewer than [`MIN_ROWS`] rows.
-pub(crate) fn projection_operands(
-    x: &Tensor,
-    weight: &Tensor,
-) -> candle::Result<Option<ProjectionOperands>> {
-    let (Ok((rows, k)), Ok((n, wk))) = (x.dims2(), weight.dims2()) else { return Ok(None) };
-    let plain = |t: &Tensor| t.device().is_cpu() && t.dtype() == DType::F32;
-    if rows < MIN_ROWS || k != wk || !plain(x) || !plain(weight) {
-        return Ok(None);
-    }
-    Ok(Some(ProjectionOperands {
-        x: x.contiguous()?,
-        w: weight.contiguous()?,
-        shape: (rows, k, n),
-    }))
-}
-
-/// What [`projection_operands`] gives: both operands contiguous, and `(rows, in, out)`.
-pub(crate) struct ProjectionOperands {
-    pub x: Tensor,
-    pub w: Tensor,
-    pub shape: (usize, usize, usize),
 }
 
 /// [`F32Gemm::matmul_t`] on this module's GEMM.
