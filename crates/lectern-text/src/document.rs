@@ -6,7 +6,7 @@
 //! segment spans point into it, so line numbers of an EPUB's segments are lines of this text
 //! (what `render --dry-run` shows), not of the XHTML files.
 
-use super::manuscript::SegmentKind;
+use super::kind::SegmentKind;
 
 /// What a book says about itself (EPUB `dc:title`, `dc:creator`, `dc:language`, its cover; a
 /// Markdown front matter's `title:`, `author:`, `narrator:`, `lang:` and `cover:`).

@@ -39,9 +39,11 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cjk;
 pub mod document;
 pub mod epub;
 pub mod hashing;
+pub mod kind;
 pub mod manuscript;
 pub mod mapped;
 pub mod normalize;
@@ -52,9 +54,10 @@ pub mod tokenizer;
 use std::path::PathBuf;
 
 pub use document::{BookInfo, Cover, DocBlock, DocChapter, Document};
+pub use kind::SegmentKind;
 pub use manuscript::{
-    Chapter, Format, Frontend, Manuscript, ParseOptions, PauseDefaults, Position, Segment,
-    SegmentKind, Span, Voicing,
+    Chapter, Format, Frontend, Manuscript, ParseOptions, PauseDefaults, Position, Segment, Span,
+    Voicing,
 };
 pub use normalize::Lang;
 pub use pronounce::Pronunciations;

@@ -44,9 +44,11 @@ use std::path::{Path, PathBuf};
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
+use super::cjk::is_cjk;
 use super::document::{BookInfo, Document};
+use super::kind::SegmentKind;
 use super::mapped::Mapped;
-use super::normalize::{Lang, Latin, is_cjk, normalize_at, normalize_runs_latin_at, script_runs};
+use super::normalize::{Lang, Latin, normalize_at, normalize_runs_latin_at, script_runs};
 use super::pronounce::Pronunciations;
 use super::segment::{
     Boundary, Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, sentence_pieces,
@@ -227,12 +229,6 @@ pub struct Span {
     pub start: Position,
     pub end: Position,
     pub bytes: Range<usize>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum SegmentKind {
-    Heading,
-    Body,
 }
 
 /// One unit of text for the model.

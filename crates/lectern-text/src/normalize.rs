@@ -15,6 +15,7 @@
 //! * CosyVoice3 special tokens (`<|…|>`, `[breath]`, `<strong>`, phones, pinyin; spec §5.3) are
 //!   copied untouched wherever they occur.
 
+use super::cjk::is_cjk;
 use super::mapped::Mapped;
 use super::pronounce::{Pronunciations, first_word};
 use super::tokenizer::is_special_token_at;
@@ -31,10 +32,6 @@ impl Lang {
     pub fn detect(text: &str) -> Self {
         if text.chars().any(is_cjk) { Self::Zh } else { Self::En }
     }
-}
-
-pub fn is_cjk(c: char) -> bool {
-    ('\u{4e00}'..='\u{9fff}').contains(&c)
 }
 
 /// Symbols and units read aloud: (sign, English, Chinese). Longer signs first (`°C` before

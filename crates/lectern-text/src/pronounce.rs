@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::normalize::is_cjk;
+use super::cjk::is_cjk;
 use super::tokenizer::is_special_token_at;
 use super::{Result, TextError};
 

@@ -20,6 +20,8 @@
 //! # Ok::<(), lectern_voice::VoiceError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod add;
 pub mod dsp;
 pub mod extract;

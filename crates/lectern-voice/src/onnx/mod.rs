@@ -20,8 +20,10 @@
 //! `ops::average_pool` for the one place where the two differ.
 
 mod graph;
+mod node;
 mod ops;
 mod proto;
+mod tensor;
 
 use std::path::{Path, PathBuf};
 

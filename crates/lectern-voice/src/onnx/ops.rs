@@ -8,8 +8,9 @@ use std::path::Path;
 
 use candle::{D, DType, Device, Tensor};
 
-use super::graph::{Node, internal_dtype, tensor_from_proto};
+use super::node::Node;
 use super::proto::{AttributeProto, AttributeType};
+use super::tensor::{internal_dtype, tensor_from_proto};
 
 /// An operator's failure; the graph adds the node's name and type.
 #[derive(Debug)]
@@ -1221,7 +1222,7 @@ pub(super) fn average_pool(p: &PoolParams, x: &Tensor) -> OpResult<Tensor> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::graph::test_node;
+    use super::super::node::test_node;
     use super::*;
 
     fn int(name: &str, i: i64) -> AttributeProto {
