@@ -80,8 +80,8 @@ pub fn read_any(path: &Path) -> Result<Decoded> {
     Ok(Decoded { sample_rate_hz: s.sample_rate, channels: s.channels, samples })
 }
 
-// One WAV sample decoding for the app and the voice maker (the voice crate's own).
-pub use lectern_voice::reference::decode_samples;
+// One WAV sample decoding for the player, the store and the voice maker.
+pub use lectern_wav::decode_samples;
 
 /// Reads a 24 kHz mono WAV; any other rate or channel count is an error.
 pub fn read(path: &Path) -> Result<Vec<f32>> {

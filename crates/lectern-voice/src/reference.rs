@@ -14,6 +14,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::dsp::resample::resample;
+use lectern_wav::decode_samples;
 
 /// Longest accepted reference, seconds: upstream's tokenizer asserts `N16 / 16000 ≤ 30`.
 pub const MAX_REFERENCE_S: f64 = 30.0;
@@ -228,20 +229,6 @@ fn validate(r: &Reference) -> Result<(), ReferenceError> {
         return Err(ReferenceError::Silent { path: path(), peak });
     }
     Ok(())
-}
-
-/// The interleaved samples of an open WAV scaled to [-1, 1] as libsndfile does: integer PCM
-/// divided by 2^(bits−1), 32-bit float as stored; `hound::Error::Unsupported` for anything else.
-pub fn decode_samples<R: std::io::Read>(r: hound::WavReader<R>) -> hound::Result<Vec<f32>> {
-    let s = r.spec();
-    match (s.sample_format, s.bits_per_sample) {
-        (hound::SampleFormat::Float, 32) => r.into_samples::<f32>().collect(),
-        (hound::SampleFormat::Int, bits @ 1..=32) => {
-            let scale = 1.0 / (1u64 << (bits - 1)) as f32;
-            r.into_samples::<i32>().map(|x| x.map(|v| v as f32 * scale)).collect()
-        }
-        _ => Err(hound::Error::Unsupported),
-    }
 }
 
 #[cfg(test)]
