@@ -1,0 +1,160 @@
+//! `lectern export`'s arguments: formats, the delivery options, and their value parsers.
+
+use std::path::PathBuf;
+
+use crate::limits;
+
+/// `lectern export`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// Project directory, or the manuscript (its project is `NAME.lectern` beside it).
+    pub project: PathBuf,
+    /// Output file (`book.wav`); with `--split chapters`, `book-01.wav`, ... beside it. For
+    /// `mp3`, `m4b` and `--preset acx`: the output folder
+    /// [default: NAME.wav (or the folder NAME) in config.toml's output_dir, else in the
+    /// current directory]
+    #[arg(short, long)]
+    pub out: Option<PathBuf>,
+    /// `chapters`: one file per chapter.
+    #[arg(long, value_enum)]
+    pub split: Option<ExportSplit>,
+    /// Audio format: `wav`/`flac` are the 24 kHz master; `mp3`/`m4b` are mastered for
+    /// delivery (44.1 kHz, RMS −20 dB, peaks ≤ −3 dB, room tone) [default: wav; mp3 with
+    /// --preset acx]
+    #[arg(long, value_enum)]
+    pub format: Option<ExportFormatArg>,
+    /// `acx`: Audible/ACX's requirements: one MP3 per chapter (192 kbps CBR, 44.1 kHz
+    /// mono), ≤ 120 min each, RMS −23…−18 dB, peaks ≤ −3 dB, room tone; checked after
+    /// writing.
+    #[arg(long, value_enum)]
+    pub preset: Option<ExportPreset>,
+    #[command(flatten)]
+    pub delivery: DeliveryArgs,
+    /// Bits per sample: 16 or 24 (WAV also 32 = float).
+    #[arg(long, default_value_t = 16)]
+    pub bits: u32,
+    /// Normalise each file to this integrated loudness, LUFS (-70 to -5, e.g. -18)
+    /// [default: no normalisation]
+    #[arg(long, allow_hyphen_values = true, value_parser = limits::parse_loudness)]
+    pub loudness: Option<f64>,
+    /// Export chosen takes made for an earlier text, voice or model anyway (a warning names
+    /// each); without it such takes are refused.
+    #[arg(long)]
+    pub allow_stale: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportSplit {
+    Chapters,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormatArg {
+    Wav,
+    Flac,
+    Mp3,
+    M4b,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportPreset {
+    Acx,
+}
+
+/// `lectern export`'s options for delivery formats (`mp3`, `m4b`, `--preset acx`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DeliveryArgs {
+    /// Book title (tags, credits; the M4B's name) [default: the EPUB's or the Markdown front
+    /// matter's `title:`, else the manuscript's file name]
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Author (tags, credits) [default: the EPUB's creators or the front matter's `author:`,
+    /// else config.toml's `[book] author`]
+    #[arg(long)]
+    pub author: Option<String>,
+    /// Narrator (tags, credits) [default: the front matter's `narrator:`, else config.toml's
+    /// `[book] narrator`]
+    #[arg(long)]
+    pub narrator: Option<String>,
+    /// Cover image (JPEG or PNG): the M4B's cover and each MP3's front-cover picture
+    /// [default: the EPUB's cover or the front matter's `cover:`]
+    #[arg(long)]
+    pub cover: Option<PathBuf>,
+    /// A room-tone recording (WAV, under −60 dB RMS) to lay under every file instead of the
+    /// generated noise bed.
+    #[arg(long)]
+    pub room_tone: Option<PathBuf>,
+    /// Level of the generated room tone, dB RMS (between −90 and −60) [default: -70]
+    #[arg(long, allow_hyphen_values = true, conflicts_with = "room_tone")]
+    pub room_tone_db: Option<f64>,
+    /// Recording (WAV) of the opening credits, delivered as the first file.
+    #[arg(long)]
+    pub opening_credits: Option<PathBuf>,
+    /// Recording (WAV) of the closing credits, delivered as the last file.
+    #[arg(long)]
+    pub closing_credits: Option<PathBuf>,
+    /// Speak the opening and closing credits in the book's voice (ACX's wording, e.g.
+    /// "{title}. Written by {author}. Narrated by {narrator}."; config.toml's [book]
+    /// opening_credits / closing_credits change it) where no recording is given.
+    #[arg(long)]
+    pub credits: bool,
+    /// Speak the opening credits from this template ({title}, {author}, {narrator}).
+    #[arg(long, value_name = "TEMPLATE", conflicts_with = "opening_credits")]
+    pub opening_credits_text: Option<String>,
+    /// Speak the closing credits from this template ({title}, {author}, {narrator}).
+    #[arg(long, value_name = "TEMPLATE", conflicts_with = "closing_credits")]
+    pub closing_credits_text: Option<String>,
+    /// Also write a retail sample (`sample.mp3`): the start of chapter N, whole segments,
+    /// at most 5 minutes.
+    #[arg(long, value_name = "CHAPTER", conflicts_with_all = ["sample_from", "sample_start"])]
+    pub sample: Option<u32>,
+    /// Write the retail sample from segment SEG of chapter CH (both from 1: `3:12`).
+    #[arg(long, value_name = "CH:SEG", value_parser = parse_chapter_segment,
+          conflicts_with = "sample_start")]
+    pub sample_from: Option<(u32, u32)>,
+    /// Write the retail sample from the segment playing at this time of the book's master
+    /// (`m:ss`, `h:mm:ss` or seconds), whole segments.
+    #[arg(long, value_name = "TIME", value_parser = parse_clock)]
+    pub sample_start: Option<f64>,
+    /// Length of the retail sample, room tone included (`m:ss` or seconds; at most 5:00)
+    /// [default: 5:00]
+    #[arg(long, value_name = "TIME", value_parser = parse_clock)]
+    pub sample_length: Option<f64>,
+    /// Print the check of the written files as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `CH:SEG`, both whole numbers from 1.
+fn parse_chapter_segment(text: &str) -> std::result::Result<(u32, u32), String> {
+    let bad = || format!("`{text}`: write CHAPTER:SEGMENT, both from 1 (e.g. 3:12)");
+    let (ch, seg) = text.split_once(':').ok_or_else(bad)?;
+    let ch: u32 = ch.trim().parse().map_err(|_| bad())?;
+    let seg: u32 = seg.trim().parse().map_err(|_| bad())?;
+    if ch == 0 || seg == 0 {
+        return Err(bad());
+    }
+    Ok((ch, seg))
+}
+
+/// `m:ss`, `h:mm:ss` or seconds (fractions allowed), as seconds.
+pub fn parse_clock(text: &str) -> std::result::Result<f64, String> {
+    let bad = || format!("`{text}`: write m:ss, h:mm:ss or seconds (e.g. 4:30 or 270)");
+    let mut seconds = 0.0;
+    let parts: Vec<&str> = text.trim().split(':').collect();
+    if parts.len() > 3 {
+        return Err(bad());
+    }
+    for (i, part) in parts.iter().enumerate() {
+        let value: f64 = part.parse().map_err(|_| bad())?;
+        let last = i + 1 == parts.len();
+        if !value.is_finite() || value < 0.0 || (!last && value.fract() != 0.0) {
+            return Err(bad());
+        }
+        if i > 0 && value >= 60.0 {
+            return Err(bad());
+        }
+        seconds = seconds * 60.0 + value;
+    }
+    Ok(seconds)
+}

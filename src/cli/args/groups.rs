@@ -1,0 +1,205 @@
+//! The argument groups that commands flatten in: the workstation's own, what of a manuscript
+//! is read, the UI, where the takes are kept, and synthesis (model, voice, device, engine).
+
+use std::path::PathBuf;
+
+use lectern_engine::protocol::Precision;
+use lectern_model::flow::FlowMatmul;
+
+use crate::cli::ExtraFlags;
+use crate::limits;
+
+/// `lectern [MANUSCRIPT] [--voice V] [--model DIR]`: open the workstation.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorkstationArgs {
+    /// Manuscript (plain text, Markdown or EPUB) [default: the sample manuscript]
+    pub manuscript: Option<PathBuf>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+    #[command(flatten)]
+    pub synth: SynthArgs,
+    #[command(flatten)]
+    pub project: ProjectArgs,
+    /// Where playback is written when there is no audio device [default: a new numbered file
+    /// in the project's `playback/` folder, never one that exists]
+    #[arg(long)]
+    pub fallback_wav: Option<PathBuf>,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+/// What of a manuscript is read, for the workstation and `render` alike.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ReadArgs {
+    /// Leave out an EPUB's front matter: cover, title page, copyright, contents, dedication
+    /// (as its guide, landmarks or `epub:type`s mark them).
+    #[arg(long)]
+    pub skip_front_matter: bool,
+    /// `lectern`: CJK runs are read as Chinese and the rest as English, each with its own
+    /// numbers and punctuation; `upstream`: one language per paragraph, Chinese if it holds
+    /// any ideograph (CosyVoice3's rule) [default: lectern]
+    #[arg(long, value_enum)]
+    pub frontend: Option<FrontendArg>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FrontendArg {
+    Lectern,
+    Upstream,
+}
+
+impl ReadArgs {
+    pub fn options(&self) -> crate::reading::ReadOptions {
+        let frontend = match self.frontend {
+            Some(FrontendArg::Upstream) => lectern_text::Frontend::Upstream,
+            Some(FrontendArg::Lectern) | None => lectern_text::Frontend::Lectern,
+        };
+        crate::reading::ReadOptions { skip_front_matter: self.skip_front_matter, frontend }
+    }
+}
+
+/// The workstation's own settings (also in `config.toml`, except the keymap file).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct UiArgs {
+    /// Theme: dark, light, or a theme file's name in the configuration's themes/ folder
+    /// [default: dark]
+    #[arg(long)]
+    pub theme: Option<String>,
+    /// Audio output: `default`, a device name or cpal id, or `file` (write playback to a WAV)
+    /// [default: default]
+    #[arg(long)]
+    pub playback_device: Option<String>,
+    /// Key overrides (TOML, `action = "key"` lines) [default: keymap.toml in the configuration
+    /// directory, if there is one]
+    #[arg(long)]
+    pub keymap: Option<PathBuf>,
+}
+
+impl UiArgs {
+    pub(in crate::cli) fn extra(&self) -> ExtraFlags {
+        ExtraFlags { theme: self.theme.clone(), playback_device: self.playback_device.clone() }
+    }
+}
+
+/// Where the takes are kept, for the workstation and `render` alike.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProjectArgs {
+    /// Project directory keeping the takes [default: NAME.lectern next to the manuscript]
+    #[arg(long, conflicts_with = "no_project")]
+    pub project: Option<PathBuf>,
+    /// A scratch session: takes live in a temporary project removed at the end; nothing is
+    /// reused or kept.
+    #[arg(long)]
+    pub no_project: bool,
+    /// The project's database was lost (missing or empty beside take files): rebuild it from
+    /// the records the take files carry, then go on.
+    #[arg(long, conflicts_with = "no_project")]
+    pub rebuild: bool,
+}
+
+impl ProjectArgs {
+    pub fn choice(&self) -> crate::session::ProjectChoice {
+        use crate::session::ProjectChoice;
+        match (&self.project, self.no_project) {
+            (_, true) => ProjectChoice::Off,
+            (Some(dir), false) => ProjectChoice::Dir(dir.clone()),
+            (None, false) => ProjectChoice::NextToManuscript,
+        }
+    }
+}
+
+/// Model, voice, device and engine parameters shared by the workstation and `render`. Those
+/// left out come from `config.toml`, else from the defaults shown.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SynthArgs {
+    /// Upstream CosyVoice3 model directory [default: the demo tiny random-weight model]
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Voice name (see `lectern voice list`) or voice directory [default: tiny-demo on the
+    /// demo model]
+    #[arg(long)]
+    pub voice: Option<String>,
+    /// cpu, cuda, cuda:N or metal [default: cpu]
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Flow Euler steps, 1–64 [default: 10]
+    #[arg(long, value_parser = limits::parse_nfe, allow_negative_numbers = true)]
+    pub nfe: Option<usize>,
+    /// Target generated mel frames per flow group: 0 (one segment per group) or 50–8000
+    /// [default: 2000]
+    #[arg(long, value_parser = limits::parse_group_target, allow_negative_numbers = true)]
+    pub group_target: Option<usize>,
+    /// LM lanes decoded together, 1–32 [default: 8]
+    #[arg(long, value_parser = limits::parse_lanes, allow_negative_numbers = true)]
+    pub lanes: Option<usize>,
+    /// LM weight precision [default: f32]
+    #[arg(long, value_enum)]
+    pub precision: Option<PrecisionArg>,
+    /// Block every stop id below the minimum length (upstream blocks only id 6561).
+    #[arg(long)]
+    pub enforce_min_len: bool,
+    /// Base seed: each segment's first take is sampled with a seed derived from it and the
+    /// segment's text (so editing one sentence changes no other segment's seed); 0 to 2^64-1.
+    #[arg(
+        long,
+        default_value_t = 1000,
+        value_parser = limits::parse_seed,
+        allow_negative_numbers = true
+    )]
+    pub seed: u64,
+    /// Decode the LM and run the flow one after the other instead of at the same time.
+    #[arg(long)]
+    pub no_overlap: bool,
+    /// How the flow's large matmuls run; tf32x3 is three TF32 tensor-core products, as exact
+    /// as f32. Each take records which ran [default: tf32x3 on CUDA, f32 elsewhere]
+    #[arg(long, value_enum)]
+    pub flow_matmul: Option<FlowMatmulArg>,
+    /// Speak the book's voice in cross-lingual mode (text in another language than its
+    /// reference recording); a cast's voices say it in `cast.toml`.
+    #[arg(long)]
+    pub cross_lingual: bool,
+}
+
+/// `--flow-matmul`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FlowMatmulArg {
+    F32,
+    Tf32x3,
+    Bf16,
+}
+
+impl From<FlowMatmulArg> for FlowMatmul {
+    fn from(m: FlowMatmulArg) -> Self {
+        match m {
+            FlowMatmulArg::F32 => FlowMatmul::F32,
+            FlowMatmulArg::Tf32x3 => FlowMatmul::Tf32x3,
+            FlowMatmulArg::Bf16 => FlowMatmul::Bf16,
+        }
+    }
+}
+
+/// `--precision`. The variants' doc comments are the help text users see.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum PrecisionArg {
+    /// 32-bit float: the reference
+    F32,
+    /// 16-bit float: half the LM memory
+    F16,
+    /// bfloat16: half the LM memory
+    Bf16,
+    /// 8-bit quantized LM projections: about a quarter of the LM memory
+    // Named as the docs and take records spell it (clap would derive `q8-0`).
+    #[value(name = "q8_0", alias = "q8-0")]
+    Q8_0,
+}
+
+impl From<PrecisionArg> for Precision {
+    fn from(p: PrecisionArg) -> Self {
+        match p {
+            PrecisionArg::F32 => Precision::F32,
+            PrecisionArg::F16 => Precision::F16,
+            PrecisionArg::Bf16 => Precision::Bf16,
+            PrecisionArg::Q8_0 => Precision::Q8_0,
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! `lectern config`: the effective settings, where each came from, and the folders used.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::ConfigArgs;
+use crate::config::Config;
+
+pub(super) fn run(args: ConfigArgs) -> Result<()> {
+    let ConfigArgs { synth, ui } = &args;
+    let cfg = Config::load_default();
+    let eff = synth.effective(&cfg, &ui.extra());
+    let show = |p: Option<PathBuf>| {
+        p.map_or_else(|| "(none on this platform)".into(), |p| p.display().to_string())
+    };
+    let state = |p: &Option<PathBuf>| match p {
+        Some(p) if p.exists() => "",
+        Some(_) => " (not there)",
+        None => "",
+    };
+    let cfg_dir = crate::assets::config_dir();
+    let keymap =
+        ui.keymap.clone().or_else(|| cfg_dir.as_ref().map(|d| d.join(crate::config::KEYMAP_FILE)));
+    let themes = cfg_dir.as_ref().map(|d| d.join(crate::config::THEMES_DIR));
+    println!("config file   {}{}", show(cfg.path.clone()), state(&cfg.path));
+    println!("keymap file   {}{}", show(keymap.clone()), state(&keymap));
+    println!("themes        {}{}", show(themes.clone()), state(&themes));
+    println!("data          {}", show(crate::assets::data_dir()));
+    println!("voices        {}", crate::voices::voices_dir().display());
+    println!("cpu f32 flow  {}", cpu_flow_gemm());
+    println!();
+    for (k, v, s) in eff.lines() {
+        println!("{k:<16} {v:<32} ({s})");
+    }
+    if !cfg.errors.is_empty() {
+        println!();
+        for e in &cfg.errors {
+            println!("error: {e} (the default is used)");
+        }
+        anyhow::bail!("{} error(s) in {}", cfg.errors.len(), show(cfg.path.clone()));
+    }
+    Ok(())
+}
+
+/// What runs the CPU flow's f32 projections here, with a hint where the system's OpenBLAS
+/// would be used but is missing.
+fn cpu_flow_gemm() -> String {
+    use lectern_kernels::gemm::blas as cpu_blas;
+    let described = lectern_kernels::gemm::sgemm::describe();
+    let turned_off = std::env::var(cpu_blas::ENV_VAR).is_ok_and(|v| v == "0");
+    if cpu_blas::openblas().is_some() || !cpu_blas::cpu_has_avx512() || turned_off {
+        return described;
+    }
+    match cpu_blas::system_openblas() {
+        Some(found) => format!(
+            "{described} (the system's OpenBLAS runs its {} kernels, not AVX-512 ones: is \
+             OPENBLAS_CORETYPE set?)",
+            found.core
+        ),
+        None => format!(
+            "{described} (this CPU has AVX-512: with the system's OpenBLAS installed, e.g. \
+             libopenblas0-pthread, the f32 flow runs faster)"
+        ),
+    }
+}
