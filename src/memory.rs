@@ -6,9 +6,8 @@
 //! mmap threshold (32 MB at most) afresh, maps large blocks afresh on any thread but the main
 //! one (the engine's threads allocate from their own arenas, whose heaps are 64 MB at most),
 //! and trims the heap's top back to the kernel once 2 × that threshold is free. Every page of
-//! such a fresh block faults in and is cleared by the kernel before its first write. With
-//! `--flow-matmul bf16` on two cores that was 1.26–1.38 M page faults and 6–14 s of system
-//! time against ~75 s of user time on `smoke` (docs/benchmarks.md, 2026-12-03).
+//! such a fresh block faults in and is cleared by the kernel before its first write, system
+//! time that weighs most with `--flow-matmul bf16` (docs/refutations.md).
 //!
 //! The policy, set once at start-up before any thread exists:
 //! * one arena, so that every thread's blocks come from the same heap (`M_ARENA_MAX`);

@@ -480,7 +480,7 @@ pub struct App {
 
 /// Audio handed to the player ahead of the playhead, 24 kHz samples (20 s): enough to ride
 /// over a slow read, bounded so that a book rendering faster than it plays is not queued
-/// whole in memory (1,000 segments queued at once held ~170 MB).
+/// whole in memory.
 const PLAY_AHEAD_SAMPLES: u64 = 20 * 24_000;
 
 /// Takes that keep their samples in memory; older ones are read again from the project when

@@ -611,8 +611,7 @@ fn enqueued_segments(app: &mut App) -> Vec<u64> {
 
 /// A book that renders faster than it plays is not queued whole: the player is handed about
 /// 20 s ahead of the playhead, at most 32 takes keep their samples, and the rest are read again
-/// from the project when the playhead reaches them (the 1,000-segment soak held ~170 MB in the
-/// player's queue and as much again in loaded takes before this).
+/// from the project when the playhead reaches them, so memory stays bounded over a long book.
 #[test]
 fn playback_runs_ahead_a_bounded_stretch_and_loaded_takes_are_bounded() {
     let texts: Vec<String> = (0..100).map(|i| format!("segment {i}")).collect();

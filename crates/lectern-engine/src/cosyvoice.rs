@@ -231,9 +231,8 @@ impl CosyVoiceBackend {
 
     /// Runs every stage once on a few tokens, so that a GPU's one-time costs — the driver
     /// compiling candle's kernels for this GPU, NVRTC compiling Lectern's, cuBLAS choosing its
-    /// algorithms — are paid while the model loads and not by the narrator's first take (on
-    /// the H200 they added ~0.3 s to a process's first audio). Nothing it computes is kept,
-    /// and no stage keeps state from it.
+    /// algorithms — are paid while the model loads and not by the narrator's first take.
+    /// Nothing it computes is kept, and no stage keeps state from it.
     fn warm_up(&mut self) -> Result<()> {
         let side = self.lm.side();
         let voice = &side.voices[0];

@@ -4,8 +4,8 @@
 //!
 //! candle's CPU ops run these as separate single-threaded passes over the `(b, t, dim)`
 //! activations (nine for a modulation, three for a gated residual, a `tanhf` call per element
-//! for GELU, a permute copy and a rotary round trip for q|k|v); on a 2-core machine that left
-//! one core idle for a fifth of a block. Here every pass runs over rows on the rayon pool
+//! for GELU, a permute copy and a rotary round trip for q|k|v), the other cores idle meanwhile.
+//! Here every pass runs over rows on the rayon pool
 //! (the pool candle's kernels use), with the same operations in the same order as candle's
 //! path; only the row sums of the LayerNorm (eight interleaved partial sums) and GELU's
 //! `tanh` (from a vectorisable `exp`) round differently (tests below; every DiT, flow and

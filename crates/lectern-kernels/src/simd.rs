@@ -5,9 +5,8 @@
 //! function three times (AVX-512, AVX2 + FMA, baseline) and calls the widest one this CPU has,
 //! detected at run time (std caches the detection). Everything the function calls must be
 //! `#[inline(always)]` to be compiled for those features too. (pulp's `Arch::dispatch`, in the
-//! tree through gemm, does this for a closure, but the closure was not inlined into pulp's
-//! target-feature function — it was called, and compiled for the baseline, in the release
-//! binary — so the loops stayed SSE2. A named function here is inlined by construction.)
+//! tree through gemm, does this for a closure, but calls the closure instead of inlining it, so
+//! its loops stay SSE2: docs/refutations.md. A named function here is inlined by construction.)
 //!
 //! Results do not change with the level: Rust never contracts `a·b + c` into an FMA, and the
 //! vectoriser keeps the order of every float operation (a reduction vectorises only where the

@@ -234,16 +234,15 @@ const ROWS_PER_TASK: usize = 64;
 
 /// Most rows [`few_rows_product`] serves: the decode steps of up to 16 lanes.
 const FEW_ROWS: usize = 16;
-/// Most rows [`dot_product`] serves. `bench --stage lm --steps 16`, this session's machine, ms a
-/// step with dot products / with `(W·xᵀ)ᵀ`: 1 lane 92 / 79–148, 2 lanes 119 / 153–165,
-/// 4 lanes 158 / 162, 8 lanes 261 / 185 (the dots are compute-bound by then).
+/// Most rows [`dot_product`] serves: past two rows the dots gain nothing over `(W·xᵀ)ᵀ`, which
+/// wins once they are compute-bound (`bench --stage lm`).
 const DOT_ROWS: usize = 2;
 
 /// On the CPU, `x·Wᵀ` for 1 to [`FEW_ROWS`] rows (the decode steps of that many lanes): up to
 /// [`DOT_ROWS`] as dot products ([`dot_product`]), more as `(W·xᵀ)ᵀ`. With its AVX-512
 /// kernels (`x86-v4`) the `gemm` crate tiles the left operand's rows 48 at a time, so 2–8
-/// rows of `x·Wᵀ` ran 1.5× slower than on its AVX2 kernels (`bench --stage lm --lanes 2`: 370
-/// against 250 ms a step); as `W·xᵀ` the weight's rows fill the tiles.
+/// rows of `x·Wᵀ` waste most of each tile (docs/refutations.md); as `W·xᵀ` the weight's rows
+/// fill the tiles.
 fn few_rows_product(flat: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
     let rows = flat.dim(0)?;
     if !flat.device().is_cpu() || !(1..=FEW_ROWS).contains(&rows) {
@@ -263,9 +262,9 @@ fn few_rows_product(flat: &Tensor, weight: &Tensor) -> candle::Result<Option<Ten
 
 /// `x·Wᵀ` for a few rows as dot products: each weight row is read once and dotted with every
 /// input row at the CPU's vector width ([`dot_rows`]), the weight rows split over the threads.
-/// A one-lane decode step streams every weight once and is bound by memory bandwidth;
-/// candle's one-row matmul through the gemm crate streamed the 1388 MiB of LM weights at
-/// 9–11 GB/s. `None` where it does not apply (a weight that is not a plain CPU matrix).
+/// A one-lane decode step streams every weight once and is bound by memory bandwidth, which
+/// candle's one-row matmul through the gemm crate leaves far from saturated. `None` where it
+/// does not apply (a weight that is not a plain CPU matrix).
 fn dot_product(flat: &Tensor, weight: &Tensor) -> candle::Result<Option<Tensor>> {
     use candle::Storage;
     use rayon::prelude::*;

@@ -2,11 +2,9 @@
 //! `bench --stage flow`'s breakdown of one whole estimator call.
 //!
 //! Why: the bench's other figures time a block's parts one at a time, each alone and repeated on
-//! the same block's weights. On the Xeon host those parts added up to 40 ms less than the block
-//! they came from, and a block inside a real call took 15 % less than the same block timed alone
-//! (docs/benchmarks.md, tenth session): neither said where a real call spends its time. This
-//! clock times the steps inside the real call, the way `torch.profiler` does upstream's, so the
-//! two tables can be read side by side.
+//! the same block's weights, and neither their sum nor a block timed alone matches a block inside
+//! a real call. This clock times the steps inside the real call, the way `torch.profiler` does
+//! upstream's, so the two tables can be read side by side.
 //!
 //! Off unless a bench turns it on: a step then costs one relaxed atomic load. On the CPU every
 //! step has finished when it returns, so its wall time is its cost; on CUDA a step returns once

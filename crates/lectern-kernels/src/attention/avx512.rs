@@ -3,8 +3,7 @@
 //!
 //! The portable core runs each query block's two products through the `gemm` crate, which
 //! packs the head's keys (and values) again for every block of 64 queries and dispatches per
-//! call (a seventh of the attention core's time at a 1208-frame group on Zen 5, `perf`), and
-//! its softmax makes four passes over each row of scores (a fifth). Here a task packs its
+//! call, and its softmax makes four passes over each row of scores. Here a task packs its
 //! head's `Kᵀ` once, in panels of 32 keys, and for each block of 64 queries runs:
 //!
 //! * `S = Q·Kᵀ` panel by panel (a panel, 8 KB, stays in L1 while every query of the block
@@ -14,7 +13,7 @@
 //! * the softmax's weights `exp(s − max)` written in place and summed in the same pass (16
 //!   lane sums), unnormalised;
 //! * `O = P·V` over chunks of 64 keys (their values, 16 KB, stay in L1 while every query of
-//!   the block meets them; reading `V` whole for every 4 queries ran at the L2's bandwidth) on
+//!   the block meets them; reading `V` whole for every 4 queries is bound by the L2) on
 //!   a 4-query × `dh` register block whose sums are kept between chunks, each output row
 //!   divided by its weights' sum as it is stored (as flash attention does; the portable core
 //!   divides the weights instead — the two differ by rounding only, tests below).

@@ -2,7 +2,7 @@
 //!
 //! Candle's CPU path materialises the scores of all heads (b × h × t × t floats: 322 MB for a
 //! 1588-frame CFG pair) and runs each head's two matmuls one after another, each split over
-//! the threads: at flow sizes that spent half of a DiT block's time at ~30 GFLOP/s. Here
+//! the threads: products too small to keep the threads busy at flow sizes. Here
 //! every (batch, head, block of [`QUERY_BLOCK`] queries) is one task on the rayon pool (the
 //! pool candle's own kernels use): its scores (`QUERY_BLOCK × t`, under 1 MB at the longest
 //! groups, so they stay in cache) come from one single-threaded gemm, the softmax runs in
@@ -38,7 +38,7 @@ use crate::gemm::bf16::{self as bf16_gemm, PackedB};
 use crate::shared_out::OutPtr;
 
 /// Query rows per task: 64 rows × 1588 frames × 4 B = 406 KB of scores at a typical group,
-/// within a core's L2. (32, 64 and 128 measured the same in `bench --stage flow`.)
+/// within a core's L2. (Other block sizes are no faster: docs/refutations.md.)
 pub const QUERY_BLOCK: usize = 64;
 
 /// Softmax attention over all frames on the CPU: q (pre-scaled), k, v `(b, h, t, dh)` f32 →
@@ -324,8 +324,8 @@ unsafe fn matmul(
 }
 
 /// The softmax's unnormalised weights `exp(s − max)` of one row of scores, in place; returns
-/// their sum ([`sum_f32`]). Separate passes, each of which vectorises (a pass that also
-/// rounded to bf16 and summed per element stayed scalar: 3.7× slower attention on the Xeon).
+/// their sum ([`sum_f32`]). Separate passes, each of which vectorises (one pass that also
+/// rounds to bf16 and sums per element stays scalar: docs/refutations.md).
 #[inline(always)]
 fn exp_in_place(row: &mut [f32]) -> f32 {
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -378,8 +378,7 @@ fn exp_row_to_bf16(row: &mut [f32], probs: &mut [u16]) -> f32 {
 /// in integer operations, and finds the maximum one element at a time (a reduction the
 /// vectoriser leaves scalar).
 ///
-/// On the Xeon host this pass was the largest part of the bf16 attention core (33 of 70
-/// thread-ms at 1208 frames, docs/benchmarks.md "2026-12-03 (sixth session)"), for two reasons
+/// The portable pass would be the largest part of the bf16 attention core, for two reasons
 /// the code below removes:
 /// * the maximum and the sum were each one chain of dependent vector operations (a maximum, or
 ///   two additions, per 16 weights, each waiting for the last): four chains now;
@@ -388,8 +387,7 @@ fn exp_row_to_bf16(row: &mut [f32], probs: &mut [u16]) -> f32 {
 ///   stays bit for bit the portable one. The weights are rounded to bf16 (2⁻⁹ relative)
 ///   anyway, so here [`exp16_fma`]: the same reduction and polynomial in fused multiply-adds,
 ///   scaled by `VSCALEFPS`; a few f32 ulps from `exp_fast`, which can move a weight's bf16
-///   rounding by one bf16 step (tested against f64 below; the core's largest deviation from
-///   the f32 core at 1208 frames stayed 1.15e-3 on the Xeon host).
+///   rounding by one bf16 step (tested against f64 below).
 #[cfg(target_arch = "x86_64")]
 mod avx512_weights {
     use std::arch::x86_64::{
@@ -515,8 +513,7 @@ fn exp_row_rounded(row: &mut [f32]) -> f32 {
 
 crate::simd::multiversioned! {
     /// [`softmax_in_place`] over rows of `t` scores, compiled for this CPU's vector extension:
-    /// with SSE2 alone the softmax was two thirds of the attention core's time at a
-    /// 1208-frame group.
+    /// with SSE2 alone the softmax dominates the attention core's time.
     fn softmax_rows(scores: &mut [f32], t: usize) {
         for row in scores.chunks_exact_mut(t) {
             softmax_in_place(row);
@@ -563,7 +560,7 @@ pub(crate) const EXP_POLY: [f32; 6] =
 
 /// `eˣ` for `x ≤ 88` (max-subtracted scores, Mish's clamped input), branch-free so the loops
 /// using it vectorise;
-/// libm's `expf` is a call per element and was a quarter of the attention time. Cody–Waite
+/// libm's `expf` is a call per element, which keeps the loops scalar. Cody–Waite
 /// reduction `x = n·ln2 + r`, |r| ≤ ln2/2, Cephes' degree-6 polynomial for `eʳ`, then `2ⁿ`
 /// through the exponent bits: within 2 ulp of `expf` (tested below). Below −87 (where `eˣ`
 /// leaves the normal range) it returns 0. `n` is read back as an integer from the bits of the
@@ -814,8 +811,8 @@ mod tests {
         assert_eq!(exp_fast(f32::NEG_INFINITY), 0.0);
     }
 
-    /// The softmax compiled for this CPU's vector extension (AVX-512 here and on the Xeon
-    /// host) gives the scalar loop's bits: the same operations in the same order per lane.
+    /// The softmax compiled for this CPU's vector extension gives the scalar loop's bits: the
+    /// same operations in the same order per lane.
     #[test]
     fn vectorized_softmax_is_bit_identical_to_the_scalar_loop() {
         for len in [1usize, 7, 16, 17, 1208] {

@@ -2,14 +2,13 @@
 //!
 //! Why: the stacked-tap path ([`crate::conv::vocoder::conv1d`]) spends most of the vocoder's time in the
 //! `gemm` crate's micro-kernel on a product whose inner dimension is only the conv's input
-//! channels (64 at the last stage), then reads all `k` tap products back for the tap sum: on
-//! two Zen 3 cores (AVX2) 70–126 GFLOP/s of an FMA peak of about 190. Here each block of 4 output channels × 24 frames
+//! channels (64 at the last stage), then reads all `k` tap products back for the tap sum: far
+//! below the FMA peak. Here each block of 4 output channels × 24 frames
 //! (48 on AVX-512) keeps its 12 vector sums in registers over all `k · in` products (the input
 //! channels and the taps are the inner dimension together), reading the input in place from a
 //! zero-padded copy of the task's frames, and is stored once, bias and residual added. Nothing
 //! is packed per call but that copy: the weights are packed once ([`Panels`]). The whole
-//! vocoder is 1.17–1.30× as fast with the AVX2 kernel on Zen 3 and 1.23–1.30× with the AVX-512
-//! kernel on a Xeon ([`vocoder_default`]).
+//! vocoder is faster on it than on the stacked-tap path ([`vocoder_default`]).
 //!
 //! Each output's sum runs over chunks of input channels, within a chunk over the taps, within a
 //! tap over the chunk's channels, one FMA each, from zero — whatever the block, the task, the
@@ -73,10 +72,8 @@ impl Kernel {
 }
 
 /// The kernel the vocoder's stride-1 CPU convs run on by default: the widest this CPU runs.
-/// Measured against the stacked-tap path on the whole vocoder (10 s of audio, 2 cores):
-/// 1.17–1.30× as fast with the AVX2 kernel on Zen 3, 1.23–1.30× with the AVX-512 kernel on a
-/// Xeon (Emerald Rapids), where the `gemm` crate's AVX-512 kernels serve the stacked-tap path
-/// (and the AVX2 kernel is slower than it: docs/refutations.md).
+/// Each beats the stacked-tap path on its CPUs (docs/benchmarks.md); the AVX2 kernel does not
+/// where the `gemm` crate's AVX-512 kernels serve that path (docs/refutations.md).
 pub fn vocoder_default() -> Option<Kernel> {
     Kernel::widest()
 }
@@ -309,7 +306,7 @@ macro_rules! tile_sums_kernel {
             /// The loop over a chunk's channels is written in assembly: with 12 sums, 3 input
             /// vectors and a broadcast weight it needs all 16 AVX2 registers, and the compiler
             /// kept one sum on the stack, a store and a reload in every step's dependency chain
-            /// (measured: slower than the `gemm` crate's path).
+            /// (slower than the `gemm` crate's path: docs/refutations.md).
             ///
             /// # Safety
             /// The CPU has the kernel's features; `x` holds `c_in` rows of at least

@@ -9,8 +9,7 @@
 //!
 //! Why: the stacked-tap conv it replaces (the vocoder's, [`crate::conv::vocoder::conv1d`]) wrote
 //! 31 products per output value and summed them in a second pass, on channel-first copies of
-//! the input and output: 216 ms for both convs at 1208 frames on two Xeon cores against
-//! oneDNN's 104 ms in PyTorch (docs/benchmarks.md, 2026-12-03, third session).
+//! the input and output: memory traffic these window products do not make.
 
 use candle::{DType, Tensor};
 use gemm::{Parallelism, gemm};

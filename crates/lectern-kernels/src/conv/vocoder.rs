@@ -1,6 +1,6 @@
 //! The vocoder's CPU kernels: its stride-1 convolutions as one GEMM of the stacked tap weights
 //! and one tap-sum pass over blocks of output frames ([`conv1d`]), and Snake in one parallel
-//! pass ([`snake`]; candle's ops took five single-threaded passes) with a vectorised sine
+//! pass ([`snake`]; candle's ops make five single-threaded passes) with a vectorised sine
 //! ([`sin_fast`]).
 //!
 //! The pointwise op in front of a conv — Snake in the residual units, the leaky ReLU and the
@@ -10,12 +10,11 @@
 //! wrote one more of them (freshly mapped, so page-faulted in) for the conv to read back; the
 //! residual blocks' mean is one pass too ([`mean`]). Bit-identical to the separate ops (tested).
 //!
-//! Before, a stride-1 conv ran as a sum over taps of `(out, in) @ (in, t)` products on shifted
-//! views ([`crate::conv::tap_major::conv1d_tap_major`]): `k` GEMMs that each packed the same input again,
-//! `k − 1` full-size adds (a new tensor each), a bias pass and a residual pass, on an input
-//! copied once more to add its zero padding. Here (as on CUDA, [`crate::cuda::hift::conv1d`])
-//! the `k` taps are one product `W (k·out, in) @ x (in, frames)`, and one pass adds the
-//! shifted taps in order, then the bias, then the residual, reading the padding as zeros.
+//! A sum over taps of products on shifted views ([`crate::conv::tap_major::conv1d_tap_major`])
+//! packs the same input `k` times and writes `k − 1` full-size sums and a padded copy. Here (as
+//! on CUDA, [`crate::cuda::hift::conv1d`]) the `k` taps are one product
+//! `W (k·out, in) @ x (in, frames)`, and one pass adds the shifted taps in order, then the bias,
+//! then the residual, reading the padding as zeros.
 //!
 //! The frames are cut into blocks, one rayon task each (the pool candle's kernels use): a
 //! task's products `k·out × frames-of-the-block` (≤ [`TAPS_BUDGET_FLOATS`], so they stay in

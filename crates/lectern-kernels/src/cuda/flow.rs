@@ -1,17 +1,15 @@
 //! The DiT's own CUDA kernels (`kernels.cu`, compiled at run time: `nvrtc`),
-//! each found by timing a block at 1588 frames on the H200 (`bench --stage flow`, Nsight
-//! Compute):
+//! each where timing a block (`bench --stage flow`, Nsight Compute) showed candle's ops
+//! spending the time:
 //!
-//! * [`modulate`]: LayerNorm and AdaLN modulation in one pass per row, where candle runs nine
-//!   (0.8 of a 4.2 ms block before);
+//! * [`modulate`]: LayerNorm and AdaLN modulation in one pass per row, where candle runs nine;
 //! * [`gated_residual`]: `x + (y + bias)·gate`, with the bias of the projection that made `y`,
 //!   and [`bias_gelu`], [`qkv_bias_rope`]: the projections compute `x·Wᵀ` only and their biases
-//!   ride in the next kernel (candle's broadcast adds were 0.35 ms of a 2.9 ms block);
+//!   ride in the next kernel (candle's broadcast adds are a pass each);
 //! * [`attention`]: softmax attention flash style (tiles of keys, online softmax, the output
-//!   rows in registers); the materialised path wrote and re-read `2 × 16 × t²` scores (322 MB)
-//!   and took 2.0 ms against 0.8;
-//! * [`GroupConvWeights`]: the position embedding's causal grouped conv, 5.4 → 0.9 ms per
-//!   estimator call;
+//!   rows in registers); the materialised path writes and re-reads `2 × 16 × t²` scores
+//!   (322 MB at 1588 frames);
+//! * [`GroupConvWeights`]: the position embedding's causal grouped conv in one kernel;
 //! * [`tf32x3_lhs`]: the left operand of a 3xTF32 product in one pass.
 //!
 //! Plain f32, sums in a fixed order. Each function returns `None` where it does not apply (not
@@ -50,7 +48,7 @@ pub fn modulate(
 
 /// `x + (y + bias)·gate` for `x`, `y` `(b, t, dim)` contiguous, `bias` `(dim,)` and `gate`
 /// `(b, dim)`: the bias of the projection that made `y` rides along, so that projection can
-/// leave it out (candle's broadcast add costs 50–150 µs a projection at 1588 frames).
+/// leave it out (candle's broadcast add is a pass of its own).
 pub fn gated_residual(
     x: &Tensor,
     y: &Tensor,
@@ -178,7 +176,7 @@ impl GroupConvWeights {
 
     /// `Mish(conv(xs) + bias) (+ residual)`, channel-last: `xs` `(b, t, dim)` contiguous,
     /// `residual` the same shape. candle's path pads, transposes to channel-first and runs an
-    /// im2col and a GEMM per group: 5 ms per estimator call at 1588 frames on the H200.
+    /// im2col and a GEMM per group.
     pub fn forward(
         &self,
         xs: &Tensor,

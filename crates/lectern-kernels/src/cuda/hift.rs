@@ -1,10 +1,10 @@
 //! The vocoder's own CUDA kernels (`kernels.cu`, compiled at run time:
 //! `nvrtc`).
 //!
-//! Why: Nsight Compute over a 10 s HiFT call on the H200 showed three quarters of its GPU
-//! time outside the GEMMs — a stride-1 conv ran as one `(out, in) @ (in, t)` matmul per tap,
-//! each on a copied window of the padded input and each added to the last (k copies, k
-//! matmuls, k − 1 adds, then the bias), and every Snake activation took five passes. Here a
+//! Why: with candle's ops most of a HiFT call's GPU time is outside the GEMMs (Nsight Compute)
+//! — a stride-1 conv runs as one `(out, in) @ (in, t)` matmul per tap, each on a copied window
+//! of the padded input and each added to the last (k copies, k matmuls, k − 1 adds, then the
+//! bias), and every Snake activation takes five passes. Here a
 //! conv is one GEMM of the stacked tap weights `(k·out, in) @ (in, t)` (cuBLAS, through
 //! candle) and one `tap_sum` pass that adds the shifted taps, the bias and optionally a
 //! residual, the padding read as zeros instead of copied in; [`snake`] is one pass.

@@ -2,10 +2,9 @@
 //! `nvrtc`).
 //!
 //! Why: a decode step multiplies a few rows (one per lane) by every weight, and cuBLAS picks
-//! a kernel for that shape (`gemmSN`) that reads the weights at ~0.6 TB/s on the H200, an
-//! eighth of its bandwidth; candle's RMSNorm gives a row of 896 one warp (~15 µs a call).
-//! Profiled with Nsight Compute over 3-lane decode steps: those two were 62 % of the GPU time,
-//! the attention's probabilities·values another 11 % (docs/benchmarks.md). [`rows_matmul`]
+//! a kernel for that shape (`gemmSN`) that reads the weights far below the GPU's bandwidth;
+//! candle's RMSNorm gives a row of 896 one warp. With the attention's probabilities·values those
+//! take most of a decode step's GPU time (Nsight Compute). [`rows_matmul`]
 //! streams each weight row once with 16-byte loads, [`rms_norm`] gives each row a block and
 //! [`softmax_values`] fuses the softmax with the product by the values. All plain f32 with
 //! sums in a fixed order.
@@ -64,8 +63,8 @@ pub fn rms_norm(x: &Tensor, alpha: &Tensor, eps: f32) -> candle::Result<Option<T
 /// Softmax over the last dimension of `scores` `(batch, groups, len)` (post-mask, −∞ = not
 /// attended) times the cached values of a joined batch's layer: `cache`
 /// `(2, batch, capacity, 64)` holds keys then values. Returns `(batch, groups, 64)`: the
-/// second half of a decode step's attention in one kernel, where cuBLAS and candle's softmax
-/// took ~30 µs a layer on the H200 at 3 lanes.
+/// second half of a decode step's attention in one kernel, where cuBLAS runs the product as one
+/// tile per head after candle's separate softmax.
 pub fn softmax_values(scores: &Tensor, cache: &Tensor) -> candle::Result<Option<Tensor>> {
     if !applies(scores) || scores.rank() != 3 || cache.rank() != 4 {
         return Ok(None);

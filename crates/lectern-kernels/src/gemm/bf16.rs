@@ -3,18 +3,16 @@
 //! and values per head), accumulated in f32. Two micro-kernels over the same packed operands:
 //!
 //! * **Intel AMX** (`TDPBF16PS` on 16 × 16 tiles; Sapphire Rapids and later, Linux ≥ 5.16);
-//! * **AVX512-BF16** (`VDPBF16PS` on 16 lanes) on AMD CPUs, which have no AMX: on Zen 5 the
-//!   kernel runs at twice the f32 products' rate (docs/benchmarks.md). Not on Intel cores
-//!   without AMX (Cooper Lake, or a virtual machine that hides AMX): there `VDPBF16PS` measured
-//!   slower than f32 FMA (docs/refutations.md), so the option keeps rounding the inputs for the
-//!   f32 products.
+//! * **AVX512-BF16** (`VDPBF16PS` on 16 lanes) on AMD CPUs, which have no AMX: there the
+//!   kernel outruns the f32 products (docs/benchmarks.md). Not on Intel cores without AMX
+//!   (Cooper Lake, or a virtual machine that hides AMX): there `VDPBF16PS` is slower than f32
+//!   FMA (docs/refutations.md), so the option keeps rounding the inputs for the f32 products.
 //!
-//! Why our own kernels: tract-linalg's AMX kernel (the previous backend) holds one 16 × 16
-//! accumulator tile and packs the activations with scalar code, and reached 200–385 GFLOP/s on
-//! two cores of the H200's Xeon host where oneDNN reaches 580–875 (docs/refutations.md). Here
+//! Why our own kernels: tract-linalg's AMX kernel holds one 16 × 16 accumulator tile and packs
+//! the activations with scalar code, far behind oneDNN (docs/refutations.md). Here
 //! the AMX micro-kernel holds a 2 × 2 block of accumulator tiles (32 × 32 outputs: each A and B
 //! tile loaded serves two products) and walks `k` in chunks that keep its operands in L1/L2
-//! (537–590 GFLOP/s, docs/benchmarks.md); for `k` of 64 values (the attention's `Q·Kᵀ` over
+//! (docs/benchmarks.md); for `k` of 64 values (the attention's `Q·Kᵀ` over
 //! 64-value heads: two tile steps, so the 2 × 2 block loaded as many tiles as it multiplied) a
 //! second AMX kernel holds a 32-row block's four A tiles and walks the column tiles under them.
 //! `X` is rounded to bf16 once in a vectorised pass and read by the tile loads in place, and
@@ -201,9 +199,8 @@ impl PackedB {
 
     /// The tiles from `B`'s columns, `col_stride` apart: each column rounded to bf16 in one
     /// vectorised pass, then its pairs of `k` values copied to their places, a pair row of
-    /// each of the column's tiles. (Value by value, with the index arithmetic and bounds
-    /// checks of both layouts, packing 32 heads' keys and values at 1208 frames took 6.5–8.0 ms
-    /// on two Xeon cores; this and [`Self::fill_by_row_pairs`] take 3.2–3.3 ms.)
+    /// each of the column's tiles. (This and [`Self::fill_by_row_pairs`] are faster than
+    /// copying value by value with both layouts' index arithmetic and bounds checks.)
     fn fill_by_columns(&mut self, src: &[f32], col_stride: usize) {
         let k_pad = self.k_pad();
         let mut column = vec![0u16; k_pad];
@@ -299,8 +296,7 @@ impl PackedB {
         );
         // With one or two column blocks (the attention's `P·V`: 64 outputs) B is a few tiles per
         // step and gains nothing from a chunk of `k` kept in L2, while each chunk costs the
-        // outputs a round trip: all of `k` at once (on AMX, 17 → 15 thread-ms at 1208 frames:
-        // docs/benchmarks.md, "2026-12-03 (sixth session)").
+        // outputs a round trip: all of `k` at once.
         let k_chunk = if self.n_pad <= 2 * BLOCK { self.k_blocks.max(1) } else { K_CHUNK };
         // Rows a_stride apart that do not overlap: the general case's special one.
         self.product_windows_with(a, self.a_stride(), c, kernel, k_chunk);
@@ -390,9 +386,8 @@ impl PackedB {
 
     /// One task's block: every 32 × 32 output block of rows `r0..r0+rows`, columns
     /// `c0..c0+cols` (multiples of 32), rows outermost: a row block's A tiles stay in L1 while
-    /// the B tiles, 1 KB each and contiguous, stream from L2 (rows inside, so that B stayed in
-    /// L1 and the strided A rows streamed, measured ~20 % slower on AMX and the same on
-    /// AVX512-BF16: docs/benchmarks.md, "2026-12-02 (third session)"), `k` in chunks of
+    /// the B tiles, 1 KB each and contiguous, stream from L2 (the other order, B held in L1 and
+    /// the strided A rows streamed, is slower on AMX: docs/refutations.md), `k` in chunks of
     /// `k_chunk` tile steps. `A`'s rows are `a_stride` values apart. For `k` of two tile steps
     /// on the tile kernels, [`tiles::rows_k64`] instead, each 32-row block's A tiles held.
     ///
@@ -1124,7 +1119,7 @@ mod tests {
         }
     }
 
-    /// The `asm!` micro-kernel itself, where the CPU has AMX (the H200's Xeon host).
+    /// The `asm!` micro-kernel itself, where the CPU has AMX.
     #[test]
     fn amx_tiles_match_f64() {
         check_kernel(MicroKernel::Amx, &["amx_bf16", "amx_tile"], kernel() == Some(Kernel::Amx));

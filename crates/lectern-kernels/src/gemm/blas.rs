@@ -1,24 +1,20 @@
 //! The system's OpenBLAS for the flow's f32 projections on CPUs with AVX-512.
 //!
 //! Why: on AVX-512 CPUs OpenBLAS's `sgemm` (its SkylakeX kernels) runs the DiT's projection
-//! shapes faster than the `gemm` crate that candle uses, which is what kept the f32 flow
-//! behind PyTorch's (MKL) on Intel Xeons (docs/benchmarks.md, 2026-12-03, third session):
-//! Xeon host of the H200, two cores, 248–314 GFLOP/s against the `gemm` crate's 200–263 and
-//! MKL's 257–321 in the same round; AMD Zen 5, 360–407 against 285–348. End to end the f32
-//! flow gained 3–17 % on AMD and 3 % on average on the Xeon host.
+//! shapes faster than the `gemm` crate that candle uses, which kept the f32 flow behind
+//! PyTorch's (MKL) on Intel Xeons (docs/benchmarks.md).
 //!
 //! How:
 //! * Loaded at run time with `dlopen` (`libopenblas.so.0`, Debian's and most distributions'
 //!   name), so Lectern builds and runs without it; nothing links against it.
-//! * Used only on CPUs with AVX-512 (F, BW, DQ, VL, CD), where its kernels were measured to
-//!   win, and only when the library runs one of its AVX-512 cores. A distribution's OpenBLAS
-//!   may predate the CPU (Debian bookworm's 0.3.21 runs its SSE3 "Prescott" kernels on a
-//!   Sapphire Rapids Xeon, at a quarter of the rate): [`prepare_environment`] asks for its
-//!   SkylakeX kernels through `OPENBLAS_CORETYPE` before the library loads, unless the user
-//!   chose a core.
+//! * Used only on CPUs with AVX-512 (F, BW, DQ, VL, CD), where its kernels win, and only
+//!   when the library runs one of its AVX-512 cores. A distribution's OpenBLAS may predate the
+//!   CPU (Debian bookworm's 0.3.21 runs its slow SSE3 "Prescott" kernels on a Sapphire Rapids
+//!   Xeon): [`prepare_environment`] asks for its SkylakeX kernels through `OPENBLAS_CORETYPE`
+//!   before the library loads, unless the user chose a core.
 //! * One call per product on OpenBLAS's own threads, as many as rayon's pool has (Lectern's
 //!   `--threads`): splitting the rows over rayon tasks instead, each a single-threaded call,
-//!   ran no faster than the `gemm` crate (every task packs the whole weight, and 5 tasks on
+//!   is no faster than the `gemm` crate (every task packs the whole weight, and 5 tasks on
 //!   2 threads leave one idle a fifth of the time). Its idle threads go to sleep at once
 //!   (`OPENBLAS_THREAD_TIMEOUT`) instead of spinning beside the engine's other threads.
 //!   With its AVX-512 kernels its products are the same bits on any thread count (tested).

@@ -1,9 +1,9 @@
 //! An f32 GEMM of Lectern's own for the flow's projections on CPUs with AVX2 and FMA but no
 //! AVX-512 (AMD Zen 1–3, Intel before Skylake-SP and its client cores).
 //!
-//! Why: on those CPUs the `gemm` crate's AVX2 kernel runs the DiT's projection shapes at
-//! 108–155 GFLOP/s on two AMD Zen 3 cores (190 is the FMA peak), and the system's OpenBLAS,
-//! faster there, changes its products' bits with the thread count (docs/refutations.md).
+//! Why: on those CPUs the `gemm` crate's AVX2 kernel runs the DiT's projection shapes well
+//! below the FMA peak, and the system's OpenBLAS, faster there, changes its products' bits
+//! with the thread count (docs/refutations.md).
 //!
 //! How, laid out as BLIS lays out a GEMM:
 //! * The weight is packed once per call, in blocks of [`KC`] along the inner dimension, each
@@ -15,11 +15,10 @@
 //!   group against every row panel.
 //! * A 6 × 16 micro-kernel keeps its 12 sums in registers over the block (two weight vectors and
 //!   a broadcast `x` value per step: 15 of the 16 AVX2 registers), four steps a turn. It is
-//!   written in `asm!`: the compiler keeps one sum of such a loop on the stack (measured in the
+//!   written in `asm!`: the compiler keeps one sum of such a loop on the stack (as in the
 //!   vocoder's direct conv, `hift::conv_direct`). It prefetches the output rows it will add to,
-//!   the row panel ahead of it, and in its last pass over a weight panel the next one. The
-//!   output rows' prefetch took the whole product from 58–73 to 74–87 GFLOP/s on one Zen 3 core
-//!   (the micro-kernel alone: 83–87 with its data in L1, against an FMA peak of 90–99).
+//!   the row panel ahead of it, and in its last pass over a weight panel the next one; the
+//!   output rows' prefetch matters most (docs/refutations.md).
 //! * Each block's sums are added to the output in block order, and the tasks split the rows
 //!   only, so every output value is the same sum in the same order on any thread count (tested),
 //!   and on any CPU with AVX2 and FMA.
@@ -51,7 +50,7 @@ pub const GROUP_COLS: usize = 1024;
 pub const F32_LABEL: &str = "f32+avx2";
 
 /// The environment variable that turns this GEMM off for the flow (`0`): its f32 projections
-/// then run on candle's matmul (the `gemm` crate), as before it.
+/// then run on candle's matmul (the `gemm` crate).
 pub const ENV_VAR: &str = "LECTERN_AVX2_GEMM";
 
 /// What runs the flow's f32 projections on the CPU where candle's matmul does not.

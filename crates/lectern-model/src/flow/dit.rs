@@ -585,9 +585,8 @@ impl DiTBlock {
 
 /// `t` `(b,)` as `(1,)` where every row has the same time, as the CFG batch always does: the
 /// time embedding, every block's AdaLN projection and the final norm's then run on one row,
-/// broadcast over the batch. Two rows through candle's matmul (the `gemm` crate packs the
-/// 25 MB AdaLN weight for its row tiles) took 8–10 ms a block on two AMD cores against 0.9 ms
-/// for one row (its matrix–vector path): ~200 ms of an estimator call.
+/// broadcast over the batch. Two rows through candle's matmul make the `gemm` crate pack the
+/// 25 MB AdaLN weight for its row tiles; one row takes its matrix–vector path.
 fn shared_time(t: &Tensor) -> candle::Result<Tensor> {
     if t.elem_count() <= 1 {
         return Ok(t.clone());

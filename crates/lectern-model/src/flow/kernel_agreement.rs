@@ -40,7 +40,8 @@ fn matches_the_materialised_path() {
         // As in the DiT: q carries 1/√dh, so scores have unit scale.
         let d = deviation((b, h, t, dh), 1.0 / (dh as f32).sqrt());
         assert!(d < 2e-6, "(b {b}, h {h}, t {t}, dh {dh}) unit scores: max |Δ| {d:e}");
-        // Unscaled q: scores of ±20 and more, a nearly one-hot softmax (observed 7.5e-6).
+        // Unscaled q: scores of ±20 and more, a nearly one-hot softmax (rounding grows with
+        // the scores).
         let d = deviation((b, h, t, dh), 1.5);
         assert!(d < 1e-5, "(b {b}, h {h}, t {t}, dh {dh}) peaked scores: max |Δ| {d:e}");
     }

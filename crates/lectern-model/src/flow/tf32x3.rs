@@ -28,11 +28,9 @@ pub enum FlowMatmul {
     #[default]
     F32,
     /// Three TF32 tensor-core products per f32 product (this module), within the f32 fixture
-    /// tolerances (H200: DiT 6.0e-6, flow mel 3.5e-6 from upstream, against 5.3e-6 and 2.9e-6
-    /// in f32). The CUDA default ([`Self::default_for`]): once the DiT's attention and
-    /// elementwise work ran in Lectern's kernels, the GEMMs were half of a block, and 3xTF32
-    /// makes H200 `short` 1.17× faster end to end (docs/benchmarks.md), for 1.9 GB more
-    /// device memory (the split weights).
+    /// tolerances. The CUDA default ([`Self::default_for`]): with the DiT's other work in
+    /// Lectern's kernels the GEMMs weigh most in a block, and 3xTF32 speeds them up
+    /// (docs/benchmarks.md), for the split weights' device memory.
     Tf32x3,
     /// The blocks' projections (and, on the CPU, the attention's products) with bf16 inputs
     /// and f32 accumulation ([`lectern_kernels::gemm::bf16_weight`]): Intel AMX on CPUs that have it, the same
@@ -153,7 +151,7 @@ mod tests {
     }
 
     /// The three emulated TF32 products stay within f32 reach of the f32 product, while a
-    /// single TF32 product (heads only) is ~1000× further off.
+    /// single TF32 product (heads only) is orders of magnitude further off.
     #[test]
     fn three_tf32_products_match_the_f32_product() {
         let dev = Device::Cpu;

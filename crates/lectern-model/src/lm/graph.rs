@@ -1,7 +1,7 @@
 //! Joined decode steps replayed as CUDA graphs.
 //!
-//! A decode step is ~500 small kernels (24 layers of ~20), each costing candle ~10 µs of host
-//! time to launch, so the LM on a GPU is bound by launching, not by the GPU. A CUDA graph
+//! A decode step is ~500 small kernels (24 layers of ~20), each a launch with candle's host-side
+//! overhead, so the LM on a GPU is bound by launching, not by the GPU. A CUDA graph
 //! records the step once and replays it with one launch. Replay needs every kernel to see the
 //! same shapes and buffers each time, so a graphed step differs from [`SpeechLm::step_batch`]
 //! in what is fixed:

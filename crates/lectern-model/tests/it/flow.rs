@@ -177,14 +177,8 @@ fn dit_estimator_shares_one_time_and_keeps_distinct_ones() {
 
 /// Largest deviation from upstream's f32 allowed of `--flow-matmul bf16` (a reduced precision,
 /// not held to the f32 gates): about twice what it measures, so a change that makes it worse
-/// is caught. Measured (2026-12-01): DiT 6.4e-3, mel 2.5e-3 (NFE 10) and 3.9e-3 (NFE 4) with
-/// the rounding before f32 products; AMX on a Xeon host 6.4e-3, 2.6e-3 and 4.1e-3
-/// (docs/benchmarks.md). With the CPU attention core in bf16 too (2026-12-02): 6.2e-3, 2.6e-3
-/// and 3.4e-3; on AMD's AVX512-BF16 kernel 6.2e-3, 2.6e-3 and 3.3e-3. With the position
-/// embedding's convs in bf16 too (2026-12-03, as PyTorch's bf16 autocast runs them): 1.15e-2,
-/// 1.60e-2 and 1.37e-2 on AVX512-BF16 (the tiny fixture model's convs have 4 channels a group,
-/// so their rounding errors do not average out; on full-size weights the log-mel RMS
-/// deviation went 5.0e-4 → 5.5e-4).
+/// is caught. Mostly the position embedding's bf16 convs: the tiny fixture model's have 4
+/// channels a group, so their rounding errors do not average out as full-size ones do.
 const BF16_DIT_BOUND: f32 = 2.5e-2;
 
 const BF16_MEL_BOUND: f32 = 3e-2;
