@@ -9,8 +9,8 @@ pub(super) fn run(args: BenchArgs) -> Result<()> {
     let BenchArgs { stage, workload, wl, device, json, quick } = args;
     let device = parse_device(&device)?;
     let report = match (stage, workload) {
-        (_, Some(w)) => bench::workload::run(&wl.options(w, device, json))?,
-        (Some(stage), None) => bench::run_stage(stage, &wl.stage_options(device, quick))?,
+        (_, Some(w)) => bench::run(&wl.options(w, device, json))?,
+        (Some(stage), None) => lectern_bench::run_stage(stage, &wl.stage_options(device, quick))?,
         (None, None) => anyhow::bail!("give --stage or --workload"),
     };
     if json {

@@ -2,7 +2,7 @@
 //! model's config with seeded random weights): forced lengths, cuts and the report's fields.
 //! Not timed: speed is what the benchmark reports.
 
-use lectern::bench::workload::{self, Workload, WorkloadOptions};
+use lectern::bench::{self as workload, Workload, WorkloadOptions};
 use lectern_model::config::{ModelConfig, SAMPLES_PER_TOKEN};
 
 #[test]

@@ -141,7 +141,7 @@ fn written_checkpoints_load_back_unchanged() {
     let a = Tensor::arange(0f32, 12.0, &Device::Cpu).unwrap().reshape((3, 4)).unwrap();
     let b = Tensor::new(&[1.5f32], &Device::Cpu).unwrap();
     let tensors = vec![("x.weight".to_string(), a.clone()), ("x.bias".to_string(), b.clone())];
-    lectern::bench::checkpoint::write_pt(&path, &tensors).unwrap();
+    lectern_bench::checkpoint::write_pt(&path, &tensors).unwrap();
     let ckpt = Checkpoint::load(&path, &Device::Cpu).unwrap();
     let got = ckpt.get_unchecked("x.weight").unwrap();
     assert_eq!(got.to_vec2::<f32>().unwrap(), a.to_vec2::<f32>().unwrap());

@@ -13,10 +13,10 @@ use crate::{bench, limits};
 pub struct BenchArgs {
     /// The stage to benchmark.
     #[arg(long, value_enum, required_unless_present = "workload")]
-    pub stage: Option<bench::BenchStage>,
+    pub stage: Option<lectern_bench::BenchStage>,
     /// An end-to-end workload through the engine.
     #[arg(long, value_enum, conflicts_with = "stage")]
-    pub workload: Option<bench::workload::Workload>,
+    pub workload: Option<bench::Workload>,
     #[command(flatten)]
     pub wl: WorkloadArgs,
     /// cpu (default) or cuda / cuda:N / metal.
@@ -75,7 +75,7 @@ pub struct WorkloadArgs {
     #[arg(long)]
     pub breakdown_frames: Option<usize>,
     /// Speech tokens forced per word (10 is the real model's rate; less only for quick runs).
-    #[arg(long, default_value_t = bench::workload::TOKENS_PER_WORD)]
+    #[arg(long, default_value_t = bench::TOKENS_PER_WORD)]
     pub tokens_per_word: usize,
     /// Segment without the fast start (the first segment is then a full upstream-sized one).
     #[arg(long)]
@@ -101,11 +101,11 @@ pub struct WorkloadArgs {
 impl WorkloadArgs {
     pub(in crate::cli) fn options(
         &self,
-        w: bench::workload::Workload,
+        w: bench::Workload,
         device: candle::Device,
         json: bool,
-    ) -> bench::workload::WorkloadOptions {
-        let mut o = bench::workload::WorkloadOptions::new(w);
+    ) -> bench::WorkloadOptions {
+        let mut o = bench::WorkloadOptions::new(w);
         o.device = device;
         o.lanes = if self.lanes.is_empty() {
             vec![8]
@@ -133,8 +133,8 @@ impl WorkloadArgs {
         &self,
         device: candle::Device,
         quick: bool,
-    ) -> bench::BenchOptions {
-        let mut o = bench::BenchOptions::new(device);
+    ) -> lectern_bench::BenchOptions {
+        let mut o = lectern_bench::BenchOptions::new(device);
         o.quick = quick;
         o.lanes = (!self.lanes.is_empty()).then(|| self.lanes.iter().map(|&l| l.max(1)).collect());
         o.steps = self.steps;
@@ -198,7 +198,7 @@ mod tests {
         assert_eq!((o.lanes, o.steps, o.precision, o.quick), (None, None, None, true));
         // A workload still defaults to 8 lanes and f32.
         let wl = parse(&["--workload", "smoke", "--flow-matmul", "tf32x3", "--no-lm-kernels"]);
-        let o = wl.options(bench::workload::Workload::Smoke, candle::Device::Cpu, true);
+        let o = wl.options(bench::Workload::Smoke, candle::Device::Cpu, true);
         assert_eq!((o.lanes, o.precision), (vec![8], Precision::F32));
         assert_eq!(
             (o.flow_matmul, o.lm_kernels, o.flow_kernels),

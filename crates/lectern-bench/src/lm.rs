@@ -24,7 +24,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
 use serde_json::json;
 
-use super::{BenchOptions, sync};
+use crate::{BenchOptions, sync};
 use lectern_model::config::ModelConfig;
 use lectern_model::lm::{
     END_OF_PROMPT_ID, GraphSlot, KvCache, LaneBatch, LmPrecision, SpeechLm, graph_stats,
@@ -43,7 +43,7 @@ fn uniform(rng: &mut ChaCha8Rng, shape: &[usize], device: &Device) -> Result<Ten
 }
 
 /// Seeded random `llm.pt` tensors of the full-size model (see the module doc).
-pub(crate) fn random_checkpoint(
+pub fn random_checkpoint(
     cfg: &ModelConfig,
     seed: u64,
     text_ids: &[u32],
@@ -122,7 +122,7 @@ fn decode_run(
     let cfg = SamplingConfig::default();
     let sts = lm.config().speech_token_size;
     sync(lm.device())?;
-    let _profiled = super::profiled_range();
+    let _profiled = lectern_kernels::cuda::profiled_range();
     let start = Instant::now();
     let mut sampling_s = 0.0;
     for _ in 0..steps {

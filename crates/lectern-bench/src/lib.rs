@@ -1,5 +1,9 @@
-//! `lectern bench`: per-stage and end-to-end benchmarks on full-size, seeded random weights
-//! (../shared/bench/README.md). Figures are printed as a table and returned as JSON.
+//! `lectern bench --stage`: each model stage timed on full-size, seeded random weights
+//! (../shared/bench/README.md), the device synchronised before every clock read. Figures are
+//! printed as a table and returned as JSON. The end-to-end workloads run through the engine, in
+//! the app (`lectern::bench`).
+
+#![forbid(unsafe_code)]
 
 use std::time::Instant;
 
@@ -10,7 +14,6 @@ pub mod flow;
 pub mod gemm;
 pub mod hift;
 pub mod lm;
-pub mod workload;
 
 /// Which benchmark to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -85,7 +88,7 @@ pub fn sync(device: &Device) -> candle::Result<()> {
 }
 
 /// Best-of-`reps` wall time of `f`, in seconds, with the device synchronised.
-pub(crate) fn time<T>(
+pub fn time<T>(
     dev: &Device,
     reps: usize,
     mut f: impl FnMut() -> anyhow::Result<T>,
@@ -100,26 +103,4 @@ pub(crate) fn time<T>(
         drop(out);
     }
     Ok(best)
-}
-
-/// Marks a timed region for a profiler started with `--profile-from-start off` (Nsight
-/// Compute: only the kernels launched while the guard lives are profiled).
-#[allow(unsafe_code)] // CUDA profiler driver calls (SAFETY notes below)
-pub(crate) fn profiled_range() -> impl Drop {
-    struct Range;
-    impl Drop for Range {
-        fn drop(&mut self) {
-            #[cfg(feature = "cuda")]
-            // SAFETY: a plain driver call; without a profiler attached it does nothing.
-            unsafe {
-                let _ = candle::cuda_backend::cudarc::driver::sys::cuProfilerStop();
-            }
-        }
-    }
-    #[cfg(feature = "cuda")]
-    // SAFETY: as above.
-    unsafe {
-        let _ = candle::cuda_backend::cudarc::driver::sys::cuProfilerStart();
-    }
-    Range
 }

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use candle::{DType, Device, Tensor};
 
-use super::BenchOptions;
+use crate::BenchOptions;
 use lectern_model::config::ModelConfig;
 use lectern_model::weights::{Checkpoint, LoadChecks};
 
@@ -225,12 +225,12 @@ fn run_in(cfg: &ModelConfig, opts: &BenchOptions, dir: &Path) -> anyhow::Result<
     let builders: [(&str, Build); 3] = [
         (
             "llm.pt",
-            Box::new(|| sorted_tensors(&super::lm::random_checkpoint(cfg, seed, &[0], &cpu)?)),
+            Box::new(|| sorted_tensors(&crate::lm::random_checkpoint(cfg, seed, &[0], &cpu)?)),
         ),
-        ("flow.pt", Box::new(|| sorted_tensors(&super::flow::random_flow(&cfg.flow, seed, &cpu)?))),
+        ("flow.pt", Box::new(|| sorted_tensors(&crate::flow::random_flow(&cfg.flow, seed, &cpu)?))),
         (
             "hift.pt",
-            Box::new(|| sorted_tensors(super::hift::random_weights(cfg, seed, &cpu)?.checkpoint())),
+            Box::new(|| sorted_tensors(crate::hift::random_weights(cfg, seed, &cpu)?.checkpoint())),
         ),
     ];
     let mut rows = Vec::new();

@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::BenchOptions;
+use crate::BenchOptions;
 use lectern_kernels::gemm::bf16_weight::{self as bf16, Bf16Weight};
 use lectern_kernels::gemm::{blas as cpu_blas, sgemm as cpu_gemm};
 

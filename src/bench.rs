@@ -2,8 +2,8 @@
 //! ([`Engine::spawn`]: LM lanes, flow groups, cuts, telemetry) over the standard workloads of
 //! ../shared/bench/README.md, on seeded random weights.
 //!
-//! - Weights (seed 0): the per-stage builders of [`super::lm`], [`super::flow`] and
-//!   [`super::hift`]. The flow shares one weight set across its 22 blocks (each block is 60 MB,
+//! - Weights (seed 0): the per-stage builders of [`lectern_bench::lm`], [`lectern_bench::flow`] and
+//!   [`lectern_bench::hift`]. The flow shares one weight set across its 22 blocks (each block is 60 MB,
 //!   far beyond any cache, so the cost per block is unchanged; it keeps memory and set-up small).
 //! - Voice prompt (seed 1): 31 prompt-text ids + `<|endofprompt|>` (32), 294 speech tokens,
 //!   588 mel frames, a 192-d speaker embedding.
@@ -44,7 +44,7 @@ use lectern_text::hashing::stable_hash as fnv1a;
 use lectern_text::{Manuscript, ParseOptions, Tokenizer};
 
 /// The standard bench passage (a copy of ../shared/bench/passage-132.txt).
-pub const PASSAGE: &str = include_str!("../../fixtures/text/passage-132.txt");
+pub const PASSAGE: &str = include_str!("../fixtures/text/passage-132.txt");
 /// Prompt shapes of the standard workloads.
 pub const PROMPT_TEXT_TOKENS: usize = 32;
 pub const PROMPT_SPEECH_TOKENS: usize = 294;
@@ -398,12 +398,16 @@ fn build_backend(
 ) -> anyhow::Result<CosyVoiceBackend> {
     let cfg = &opts.config;
     let dev = &opts.device;
-    let lm_ckpt =
-        super::lm::random_checkpoint(cfg, opts.weights_seed, all_text_ids, &lm_device(dev)?)?;
+    let lm_ckpt = lectern_bench::lm::random_checkpoint(
+        cfg,
+        opts.weights_seed,
+        all_text_ids,
+        &lm_device(dev)?,
+    )?;
     let mut lm = SpeechLm::new(&cfg.lm, &Weights::root(Arc::new(lm_ckpt)), opts.precision)?;
     lm.set_decode_graphs(opts.cuda_graphs);
     lm.set_kernels(opts.lm_kernels);
-    let flow_ckpt = super::flow::random_flow(&cfg.flow, opts.weights_seed, dev)?;
+    let flow_ckpt = lectern_bench::flow::random_flow(&cfg.flow, opts.weights_seed, dev)?;
     let mut flow = CausalMaskedDiffWithDiT::new(
         &cfg.flow,
         &Weights::root(Arc::new(flow_ckpt)),
@@ -411,7 +415,8 @@ fn build_backend(
     )?;
     flow.set_matmul(opts.flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(dev)))?;
     flow.set_kernels(opts.flow_kernels);
-    let mut hift = Hift::new(cfg, &super::hift::random_weights(cfg, opts.weights_seed, dev)?)?;
+    let mut hift =
+        Hift::new(cfg, &lectern_bench::hift::random_weights(cfg, opts.weights_seed, dev)?)?;
     hift.set_kernels(opts.vocoder_kernels);
     // Never used: the forced backend builds its own lane requests from the stand-in ids.
     let tokenizer = Tokenizer::tiny_fallback(std::path::Path::new("bench-stand-in"));

@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-use super::{BenchOptions, sync, time};
+use crate::{BenchOptions, sync, time};
 use lectern_kernels::conv::direct::{self as conv_direct, Kernel, Panels};
 use lectern_kernels::conv::vocoder as cpu;
 use lectern_kernels::cuda::hift::{self as kernels, ConvGeometry};
@@ -99,7 +99,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     let mel = mel_of(500)?;
     {
         // One more 10 s call for a kernel profiler (ncu).
-        let _profiled = super::profiled_range();
+        let _profiled = lectern_kernels::cuda::profiled_range();
         hift.forward(&mel)?;
         sync(&opts.device)?;
     }
@@ -291,11 +291,7 @@ fn rand_tensor(
 }
 
 /// Every HiFT tensor at full size, plain (already folded) weights, uniform ±1/√fan_in.
-pub(crate) fn random_weights(
-    cfg: &ModelConfig,
-    seed: u64,
-    dev: &Device,
-) -> anyhow::Result<Weights> {
+pub fn random_weights(cfg: &ModelConfig, seed: u64, dev: &Device) -> anyhow::Result<Weights> {
     let h = &cfg.hift;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut map = HashMap::new();

@@ -24,7 +24,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
-use super::{BenchOptions, sync, time};
+use crate::{BenchOptions, sync, time};
 use lectern_kernels::attention as cpu_attention;
 use lectern_model::config::{DitConfig, FlowConfig, ModelConfig};
 use lectern_model::flow::cfm::{Estimator, FlowCond};
@@ -57,7 +57,7 @@ fn uniform(
 /// A `flow.pt`-shaped checkpoint of seeded random weights. All blocks share one weight set
 /// (60 MB per block, far beyond any cache, so the cost per block is unchanged) to keep the
 /// benchmark's memory and set-up time small.
-pub(crate) fn random_flow(cfg: &FlowConfig, seed: u64, dev: &Device) -> candle::Result<Checkpoint> {
+pub fn random_flow(cfg: &FlowConfig, seed: u64, dev: &Device) -> candle::Result<Checkpoint> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let d = &cfg.dit;
     let (dim, mel) = (d.dim, cfg.input_size);
@@ -369,10 +369,10 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     };
     {
         // One more block and one outside-the-blocks pass for a kernel profiler (ncu).
-        let _profiled = super::profiled_range();
+        let _profiled = lectern_kernels::cuda::profiled_range();
         block.forward(&xs, &temb_silu, &rope, None)?;
         dit0.velocity(&inp.x, 0.3, &inp.cond)?;
-        super::sync(dev)?;
+        crate::sync(dev)?;
     }
     let pct = |x: f64| 100.0 * x / whole;
     println!(
@@ -557,7 +557,7 @@ fn bf16_deviation(
     let (rms_diff, rms_mel) = (rms(&diff)?, rms(&mel32)?);
     let mean_abs = f64::from(diff.abs()?.mean_all()?.to_scalar::<f32>()?);
     let full = ModelConfig::full_size();
-    let hift = Hift::new(&full, &super::hift::random_weights(&full, seed, dev)?)?;
+    let hift = Hift::new(&full, &crate::hift::random_weights(&full, seed, dev)?)?;
     let wav32 = hift.forward(&mel32)?;
     let wav16 = hift.forward(&mel16)?;
     let signal: f64 = wav32.iter().map(|&v| f64::from(v).powi(2)).sum();
