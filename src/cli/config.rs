@@ -46,13 +46,13 @@ pub(super) fn run(args: ConfigArgs) -> Result<()> {
 /// What runs the CPU flow's f32 projections here, with a hint where the system's OpenBLAS
 /// would be used but is missing.
 fn cpu_flow_gemm() -> String {
-    use lectern_kernels::gemm::blas as cpu_blas;
+    use lectern_kernels::gemm::blas;
     let described = lectern_kernels::gemm::sgemm::describe();
-    let turned_off = std::env::var(cpu_blas::ENV_VAR).is_ok_and(|v| v == "0");
-    if cpu_blas::openblas().is_some() || !cpu_blas::cpu_has_avx512() || turned_off {
+    let turned_off = std::env::var(blas::ENV_VAR).is_ok_and(|v| v == "0");
+    if blas::openblas().is_some() || !blas::cpu_has_avx512() || turned_off {
         return described;
     }
-    match cpu_blas::system_openblas() {
+    match blas::system_openblas() {
         Some(found) => format!(
             "{described} (the system's OpenBLAS runs its {} kernels, not AVX-512 ones: is \
              OPENBLAS_CORETYPE set?)",

@@ -25,7 +25,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use crate::{BenchOptions, sync, time};
-use lectern_kernels::attention as cpu_attention;
+use lectern_kernels::attention;
 use lectern_model::config::{DitConfig, FlowConfig, ModelConfig};
 use lectern_model::flow::cfm::{Estimator, FlowCond};
 use lectern_model::flow::dit::{
@@ -350,9 +350,9 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         None
     };
     // On the CPU in f32, where `attend` runs the AVX-512 core: the portable core beside it.
-    let core = cpu_attention::f32_core(cfg.dit.dim_head);
+    let core = attention::f32_core(cfg.dit.dim_head);
     let portable = if matmul == FlowMatmul::F32 && dev.is_cpu() && core != "portable" {
-        Some(time(dev, reps, || Ok(cpu_attention::attend_portable(&q, &k, &v)?))?)
+        Some(time(dev, reps, || Ok(attention::attend_portable(&q, &k, &v)?))?)
     } else {
         None
     };

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::{BenchOptions, sync, time};
 use lectern_kernels::conv::direct::{self as conv_direct, Kernel, Panels};
-use lectern_kernels::conv::vocoder as cpu;
+use lectern_kernels::conv::vocoder;
 use lectern_kernels::cuda::hift::{self as kernels, ConvGeometry};
 use lectern_model::config::{ModelConfig, SAMPLES_PER_FRAME};
 use lectern_model::hift::Hift;
@@ -112,10 +112,10 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
 }
 
 /// The 10 s call with and without Lectern's vocoder kernels (CUDA: [`kernels`]; CPU: the
-/// stacked-tap convs and Snake of [`cpu`]), time and the largest difference in the waveform.
+/// stacked-tap convs and Snake of [`vocoder`]), time and the largest difference in the waveform.
 ///
 /// [`kernels`]: lectern_kernels::cuda::hift
-/// [`cpu`]: lectern_kernels::conv::vocoder
+/// [`vocoder`]: lectern_kernels::conv::vocoder
 fn kernel_comparison(hift: &mut Hift, mel: &Tensor, device: &Device) -> anyhow::Result<Value> {
     let mut timed = |on: bool| -> anyhow::Result<(f64, Vec<f32>)> {
         hift.set_kernels(on);
@@ -228,8 +228,8 @@ fn conv_comparison(device: &Device, seed: u64) -> anyhow::Result<serde_json::Val
         let geometry = ConvGeometry { k, dilation: d, pad_left: 0, pad_right: 0 };
         let stacked_conv = || -> candle::Result<Tensor> {
             if device.is_cpu() {
-                let plain = cpu::ConvInput::Plain;
-                return cpu::conv1d(&x, &stacked, &bias, geometry, None, plain, None);
+                let plain = vocoder::ConvInput::Plain;
+                return vocoder::conv1d(&x, &stacked, &bias, geometry, None, plain, None);
             }
             match kernels::conv1d(&x, &stacked, &bias, geometry, None)? {
                 Some(y) => Ok(y),
@@ -248,7 +248,7 @@ fn conv_comparison(device: &Device, seed: u64) -> anyhow::Result<serde_json::Val
             for &kernel in &kernels_here {
                 let conv = || -> candle::Result<Tensor> {
                     let mut y = vec![0f32; c * frames];
-                    let plain = cpu::ConvInput::Plain;
+                    let plain = vocoder::ConvInput::Plain;
                     conv_direct::conv1d(
                         kernel, &xs, x_frames, &panels, &zeros, geometry, None, plain, &mut y,
                     );

@@ -24,7 +24,7 @@
 use candle::{D, Tensor};
 
 use crate::checks::{is_f32_vector, on_cuda_f32};
-use crate::elementwise as cpu_ops;
+use crate::elementwise;
 
 /// `LN(xs)·(1 + scale) + shift` for `xs` `(b, t, dim)` contiguous, `scale` and `shift`
 /// `(b, dim)` with unit stride along `dim` (views into the modulation vector are fine).
@@ -37,8 +37,8 @@ pub fn modulate(
     if !per_batch_rows(xs, scale) || !per_batch_rows(xs, shift) {
         return Ok(None);
     }
-    if cpu_ops::applies(xs) {
-        return cpu_ops::modulate(xs, scale, shift, eps).map(Some);
+    if elementwise::applies(xs) {
+        return elementwise::modulate(xs, scale, shift, eps).map(Some);
     }
     if !applies(xs) {
         return Ok(None);
@@ -62,8 +62,8 @@ pub fn gated_residual(
     {
         return Ok(None);
     }
-    if cpu_ops::applies(x) {
-        return cpu_ops::gated_residual(x, y, bias, gate).map(Some);
+    if elementwise::applies(x) {
+        return elementwise::gated_residual(x, y, bias, gate).map(Some);
     }
     if !applies(x) {
         return Ok(None);
@@ -76,8 +76,8 @@ pub fn bias_gelu(x: &Tensor, bias: &Tensor) -> candle::Result<Option<Tensor>> {
     if !is_f32_vector(bias, x.dim(D::Minus1)?) {
         return Ok(None);
     }
-    if cpu_ops::applies(x) {
-        return cpu_ops::bias_gelu(x, bias).map(Some);
+    if elementwise::applies(x) {
+        return elementwise::bias_gelu(x, bias).map(Some);
     }
     if !applies(x) {
         return Ok(None);
@@ -102,8 +102,8 @@ pub fn qkv_bias_rope(
     if !fits || !is_f32_vector(bias, width) || !cos_sin.is_contiguous() {
         return Ok(None);
     }
-    if cpu_ops::applies(qkv) {
-        return cpu_ops::qkv_bias_rope(qkv, bias, cos_sin, heads).map(Some);
+    if elementwise::applies(qkv) {
+        return elementwise::qkv_bias_rope(qkv, bias, cos_sin, heads).map(Some);
     }
     if !applies(qkv) {
         return Ok(None);

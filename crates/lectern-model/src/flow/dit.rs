@@ -20,8 +20,8 @@ use crate::op_clock::step;
 use crate::weights::{Result, Weights};
 use lectern_kernels::conv::grouped::WindowConv;
 use lectern_kernels::cuda::flow as kernels;
-use lectern_kernels::elementwise as cpu_ops;
-use lectern_kernels::gemm::bf16_weight as bf16;
+use lectern_kernels::elementwise;
+use lectern_kernels::gemm::bf16_weight;
 use lectern_kernels::gemm::sgemm::F32Gemm;
 
 /// Width of the sinusoidal time features (`TimestepEmbedding(freq_embed_dim=256)`).
@@ -129,8 +129,8 @@ pub struct CausalGroupConv {
     /// On the CPU in f32: the groups as window products ([`WindowConv`]).
     cpu_windows: Option<WindowConv>,
     /// `--flow-matmul bf16` where a bf16 kernel runs: the groups as window products
-    /// ([`bf16::GroupConvWindows`]).
-    windows: Option<bf16::GroupConvWindows>,
+    /// ([`bf16_weight::GroupConvWindows`]).
+    windows: Option<bf16_weight::GroupConvWindows>,
 }
 
 impl CausalGroupConv {
@@ -144,8 +144,8 @@ impl CausalGroupConv {
     /// by [`InputEmbedding::position_embedded`]), as window products where a bf16 kernel runs.
     fn as_bf16(&self) -> candle::Result<Self> {
         let bias = self.bias.flatten_all()?;
-        let mut conv = Self::from_tensors(bf16::round(&self.weight)?, &bias)?;
-        conv.windows = bf16::GroupConvWindows::new(&conv.weight, &bias, CONV_POS_GROUPS)?;
+        let mut conv = Self::from_tensors(bf16_weight::round(&self.weight)?, &bias)?;
+        conv.windows = bf16_weight::GroupConvWindows::new(&conv.weight, &bias, CONV_POS_GROUPS)?;
         if conv.windows.is_some() {
             conv.cpu_windows = None; // the bf16 kernel's windows run instead: no f32 copy kept
         }
@@ -184,17 +184,17 @@ impl InputEmbedding {
     /// `u` plus its causal conv position embedding, channel-last: (b, t, dim) → (b, t, dim).
     /// On CUDA both convs (with their Mish, the second with the residual) are Lectern's
     /// kernel, on the CPU window products: in bf16 on a bf16 kernel
-    /// [`bf16::GroupConvWindows`], else f32 ones ([`WindowConv`], on rounded operands under
+    /// [`bf16_weight::GroupConvWindows`], else f32 ones ([`WindowConv`], on rounded operands under
     /// bf16); elsewhere
     /// [`Self::position_embedded_by_candle`].
     pub fn position_embedded(&self, u: &Tensor) -> candle::Result<Tensor> {
         let (conv1, conv2) = self.convs();
         if self.use_kernels
             && let (Some(c1), Some(c2)) = (&conv1.windows, &conv2.windows)
-            && cpu_ops::applies(u)
+            && elementwise::applies(u)
         {
-            let h = cpu_ops::mish(&c1.forward(u)?)?;
-            return cpu_ops::mish(&c2.forward(&h)?)? + u;
+            let h = elementwise::mish(&c1.forward(u)?)?;
+            return elementwise::mish(&c2.forward(&h)?)? + u;
         }
         if self.use_kernels
             && let (Some(c1), Some(c2)) = (&conv1.kernel, &conv2.kernel)
@@ -205,11 +205,11 @@ impl InputEmbedding {
         }
         if self.use_kernels
             && let (Some(c1), Some(c2)) = (&conv1.cpu_windows, &conv2.cpu_windows)
-            && cpu_ops::applies(u)
+            && elementwise::applies(u)
         {
             // In bf16 without a bf16 kernel: the rounded weights, the inputs rounded here.
-            let h = cpu_ops::mish(&c1.forward(&self.conv_input(u)?)?)?;
-            return cpu_ops::mish(&c2.forward(&self.conv_input(&h)?)?)? + u;
+            let h = elementwise::mish(&c1.forward(&self.conv_input(u)?)?)?;
+            return elementwise::mish(&c2.forward(&self.conv_input(&h)?)?)? + u;
         }
         self.position_embedded_by_candle(u)
     }
@@ -234,7 +234,7 @@ impl InputEmbedding {
     /// A conv's input: rounded to bf16 under `--flow-matmul bf16`, as it is otherwise.
     fn conv_input(&self, x: &Tensor) -> candle::Result<Tensor> {
         match self.bf16_convs {
-            Some(_) => bf16::round(x),
+            Some(_) => bf16_weight::round(x),
             None => Ok(x.clone()),
         }
     }

@@ -23,7 +23,7 @@ use super::config::{HiftConfig, ModelConfig};
 use super::noise;
 use super::weights::{Checkpoint, ModelError, Result, Weights};
 use lectern_kernels::conv::direct::Kernel;
-use lectern_kernels::conv::vocoder as cpu;
+use lectern_kernels::conv::vocoder;
 use lectern_kernels::cuda::hift as kernels;
 
 /// Snake activation `z + 1/(α + 1e-9) · sin(αz)²`, α per channel.
@@ -52,11 +52,11 @@ impl Snake {
         })
     }
 
-    fn host_params(&self) -> cpu::SnakeParams<'_> {
-        cpu::SnakeParams { alpha: &self.alpha_host, inv_alpha: &self.inv_alpha_host }
+    fn host_params(&self) -> vocoder::SnakeParams<'_> {
+        vocoder::SnakeParams { alpha: &self.alpha_host, inv_alpha: &self.inv_alpha_host }
     }
 
-    /// `residual + conv(self(x))`: on the CPU as one pass of the conv ([`cpu::conv1d`]'s
+    /// `residual + conv(self(x))`: on the CPU as one pass of the conv ([`vocoder::conv1d`]'s
     /// Snake input); elsewhere Snake, then the conv.
     fn then_conv(
         &self,
@@ -65,7 +65,7 @@ impl Snake {
         residual: Option<&Tensor>,
     ) -> Result<Tensor> {
         if self.use_kernels {
-            let input = cpu::ConvInput::Snake(self.host_params());
+            let input = vocoder::ConvInput::Snake(self.host_params());
             if let Some(y) = conv.forward_cpu_of(x, input, residual)? {
                 return Ok(y);
             }
@@ -79,8 +79,8 @@ impl Snake {
             if let Some(y) = kernels::snake(x, &alpha, &inv_alpha)? {
                 return Ok(y);
             }
-            if cpu::applies(x) && x.dims3()?.0 == 1 {
-                return Ok(cpu::snake(x, self.host_params())?);
+            if vocoder::applies(x) && x.dims3()?.0 == 1 {
+                return Ok(vocoder::snake(x, self.host_params())?);
             }
         }
         let s = x.broadcast_mul(&self.alpha)?.sin()?.sqr()?;
@@ -260,7 +260,7 @@ impl Hift {
     }
 
     /// Uses an explicit source-noise buffer `(rows, harmonics)` instead of the rebuilt one.
-    /// Runs Lectern's own kernels (CUDA: [`kernels`]; CPU: [`cpu`]) where they apply (`on`,
+    /// Runs Lectern's own kernels (CUDA: [`kernels`]; CPU: [`vocoder`]) where they apply (`on`,
     /// the default), or candle's ops only (benchmarks compare the two; within the fixture
     /// gates either way).
     pub fn set_kernels(&mut self, on: bool) {
@@ -271,7 +271,7 @@ impl Hift {
     }
 
     /// Runs the stride-1 CPU convs on `kernel` of [`conv_direct`], or (none) on the stacked-tap
-    /// path ([`cpu::conv1d`]); the default is [`conv_direct::vocoder_default`]. Benchmarks
+    /// path ([`vocoder::conv1d`]); the default is [`conv_direct::vocoder_default`]. Benchmarks
     /// compare them; within the fixture gates either way.
     pub fn set_direct_conv(&mut self, kernel: Option<Kernel>) {
         self.convs_mut().for_each(|conv| conv.direct = kernel);
@@ -418,10 +418,10 @@ impl Hift {
             tap(&format!("source_res{i}"), &si)?;
             x = (x + si)?;
             let blocks = &self.resblocks[i * n_kernels..(i + 1) * n_kernels];
-            x = if cpu::applies(&x) && blocks.iter().all(|b| b.use_kernels()) {
+            x = if vocoder::applies(&x) && blocks.iter().all(|b| b.use_kernels()) {
                 let outs: Vec<Tensor> =
                     blocks.iter().map(|b| b.forward(&x)).collect::<Result<_>>()?;
-                cpu::mean(&outs)?
+                vocoder::mean(&outs)?
             } else {
                 let mut xs = blocks[0].forward(&x)?;
                 for block in &blocks[1..] {
@@ -455,7 +455,7 @@ impl Hift {
 }
 
 /// `up(upsample_nearest(leaky_relu(x, slope), times))`: on the CPU one pass of the conv
-/// ([`cpu::ConvInput::LeakyReluRepeat`]), never writing the upsampled input; elsewhere the
+/// ([`vocoder::ConvInput::LeakyReluRepeat`]), never writing the upsampled input; elsewhere the
 /// three ops.
 fn leaky_relu_upsample_conv(
     x: &Tensor,
@@ -463,7 +463,7 @@ fn leaky_relu_upsample_conv(
     times: usize,
     up: &CausalConv1d,
 ) -> Result<Tensor> {
-    let input = cpu::ConvInput::LeakyReluRepeat { slope: slope as f32, times };
+    let input = vocoder::ConvInput::LeakyReluRepeat { slope: slope as f32, times };
     if let Some(y) = up.forward_cpu_of(x, input, None)? {
         return Ok(y);
     }
