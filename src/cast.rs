@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde::Deserialize;
 
-use crate::store::CastingOverride;
+use crate::review::CastingOverride;
 use lectern_engine::protocol::{Casting, Mode};
 use lectern_text::manuscript::PACE_RANGE;
 use lectern_text::{Segment, Voicing};

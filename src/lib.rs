@@ -8,15 +8,19 @@
 //!
 //! Modules, with dependencies pointing down the list:
 //! - `cli`: subcommands (the binary's edge);
-//! - `bench`: `lectern bench`, stage benchmarks on full-size random weights;
+//! - `bench`: `lectern bench --workload`, the standard workloads through the engine (the stage
+//!   benchmarks are `lectern-bench`);
 //! - `workstation`, `render`: the two ways a session runs (live, or a whole book to files);
 //! - `tui`: the workstation front end (state, keys, themes, panels, event loop);
 //! - `session`: manuscript + model + voice → the project's segments and takes;
 //! - `deliver`: delivery files (ACX MP3s, M4B) mastered from the 24 kHz master, and `check`;
 //! - `quality`: per-take quality figures (speaker similarity, speaking rate, loudness);
 //! - `store`: project database, take files, export;
+//! - `review`: what the narrator reviews and the store keeps of it (review states, casting
+//!   overrides, stored takes), plain values the store, the session and the TUI share;
 //! - `reading`: manuscripts and EPUB books (read by `lectern_text::epub`) as the project reads them;
-//! - `audio`: playback (cpal + ring buffer, file sink), WAV I/O;
+//! - `audio`: playback (cpal + ring buffer, file sink), WAV I/O, the 24 kHz master's joins and
+//!   loudness;
 //! - `config`, `voices`, `assets`: the installation (config file, voices directory, what the
 //!   binary carries and the platform directories);
 //! - `limits`: the accepted ranges of numeric settings (CLI, workstation, config files).
@@ -33,6 +37,7 @@ pub mod memory;
 pub mod quality;
 pub mod reading;
 pub mod render;
+pub mod review;
 pub mod say;
 pub mod session;
 pub mod store;

@@ -108,8 +108,8 @@ pub struct TakeFigures {
 impl TakeFigures {
     /// Measures a take of `text` (24 kHz samples); `similarity` from the caller's CAM++.
     pub fn measure(text: &str, samples: &[f32], similarity: Option<f32>) -> Result<Self, String> {
-        let rate = crate::store::SAMPLE_RATE_HZ;
-        let lufs = crate::store::export::integrated_lufs(samples).map_err(|e| e.to_string())?;
+        let rate = crate::audio::SAMPLE_RATE_HZ;
+        let lufs = crate::audio::loudness::integrated_lufs(samples).map_err(|e| e.to_string())?;
         Ok(Self {
             voiced_s: voiced_seconds(samples, rate),
             text_units: text_units(text),
@@ -294,7 +294,7 @@ fn take_embedding(
     samples: &[f32],
 ) -> anyhow::Result<Option<Vec<f32>>> {
     use lectern_voice::dsp::{kaldi, resample};
-    let wav16 = resample(samples, crate::store::SAMPLE_RATE_HZ, 16_000);
+    let wav16 = resample(samples, crate::audio::SAMPLE_RATE_HZ, 16_000);
     let (mut fbank, frames) = kaldi::fbank_80(&wav16);
     if frames == 0 {
         return Ok(None);

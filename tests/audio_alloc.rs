@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lectern::audio::render::{Shared, ring};
+use lectern::audio::callback::{Shared, ring};
 
 struct Counting;
 

@@ -1,15 +1,17 @@
-//! Playback: WAV I/O, the real-time render state behind the output callback, and the player
-//! (cpal output stream or a file sink when there is no device).
+//! Playback: WAV I/O, the real-time state behind the output callback, and the player (cpal
+//! output stream or a file sink when there is no device); and the 24 kHz master's signal
+//! definitions ([`master`], [`loudness`]).
 //!
 //! Threads: the caller talks to a [`player::Player`] handle; an `audio-mgr` thread owns the sink
 //! and the producer half of a wait-free ring (rtrb); the device callback (or the `audio-file`
-//! thread of the file sink) owns the consumer half through a [`render::Renderer`]. The only state
-//! shared with the callback is atomics in [`render::Shared`]. Nothing here imports the model or
-//! the TUI.
+//! thread of the file sink) owns the consumer half through a [`callback::Renderer`]. The only
+//! state shared with the callback is atomics in [`callback::Shared`]. Nothing here imports the
+//! model or the TUI.
 
+pub mod callback;
+pub mod loudness;
 pub mod master;
 pub mod player;
-pub mod render;
 pub mod resample;
 pub mod wav;
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use cpal::{FromSample, SampleFormat, SizedSample, StreamConfig};
 
-use super::render::{self, Renderer, Shared};
+use super::callback::{self, Renderer, Shared};
 use super::{SAMPLE_RATE_HZ, resample, wav};
 
 /// Period of the manager loop while there is audio to play: how often the ring is topped up
@@ -591,7 +591,7 @@ impl Manager {
         };
         let name = device.id().map_or_else(|_| "output".to_string(), |id| id.to_string());
         let (config, format) = pick_config(&device, self.cfg.rate_hz, self.cfg.channels)?;
-        let (prod, renderer) = render::ring(
+        let (prod, renderer) = callback::ring(
             self.ring_frames(config.sample_rate),
             Arc::clone(&self.shared),
             config.channels.into(),
@@ -624,7 +624,7 @@ impl Manager {
 
     fn open_file(&mut self) {
         let (prod, renderer) =
-            render::ring(self.ring_frames(SAMPLE_RATE_HZ), Arc::clone(&self.shared), 1);
+            callback::ring(self.ring_frames(SAMPLE_RATE_HZ), Arc::clone(&self.shared), 1);
         let path = self.cfg.fallback_wav.clone();
         match FileSink::start(&path, renderer) {
             Ok(fs) => {

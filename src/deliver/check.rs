@@ -159,7 +159,7 @@ pub fn decode(path: &Path) -> Result<Decoded, String> {
 
 /// Decodes with ffmpeg to a float WAV in a temp folder, then reads it.
 fn decode_with_ffmpeg(path: &Path) -> Result<Decoded, String> {
-    let program = super::m4b::require_ffmpeg().map_err(|e| e.to_string())?;
+    let program = super::ffmpeg::require_ffmpeg().map_err(|e| e.to_string())?;
     let work = tempfile::tempdir().map_err(|e| format!("temp folder: {e}"))?;
     let wav = work.path().join("decoded.wav");
     let out = std::process::Command::new(&program)

@@ -11,39 +11,15 @@
 //! `-fflags +bitexact -flags:a +bitexact` keep ffmpeg's version string and timestamps out of
 //! the file, so two exports of the same project are the same bytes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
+use super::ffmpeg::require_ffmpeg;
 use super::mastering::DELIVERY_RATE_HZ;
 use super::{DeliverError, DeliveredFile, DeliveryOptions, Result, TrackAudio};
 
 /// AAC bitrate of the M4B, kbps (mono speech; well above what AAC-LC needs for it).
 pub const AAC_BITRATE_KBPS: u32 = 96;
-
-/// The ffmpeg program: `$LECTERN_FFMPEG`, else `ffmpeg` on the PATH.
-#[must_use]
-pub fn ffmpeg_program() -> PathBuf {
-    std::env::var_os("LECTERN_FFMPEG").map_or_else(|| PathBuf::from("ffmpeg"), PathBuf::from)
-}
-
-/// Fails with install advice when ffmpeg cannot be run.
-pub fn require_ffmpeg() -> Result<PathBuf> {
-    let program = ffmpeg_program();
-    let ok = Command::new(&program)
-        .args(["-hide_banner", "-version"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        Ok(program)
-    } else {
-        Err(DeliverError::Invalid(format!(
-            "--format m4b needs the ffmpeg program for its AAC encoder, and `{}` could not be run. \
-             Install it (Debian/Ubuntu: `sudo apt install ffmpeg`; macOS: `brew install ffmpeg`) \
-             or set LECTERN_FFMPEG to its path. Nothing was written",
-            program.display()
-        )))
-    }
-}
 
 /// Escapes a value for ffmpeg's FFMETADATA format (`=`, `;`, `#`, `\` and newlines).
 #[must_use]

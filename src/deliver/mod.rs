@@ -13,6 +13,7 @@
 
 pub mod check;
 pub mod credits;
+pub mod ffmpeg;
 pub mod m4b;
 pub mod mastering;
 pub mod mp3;
@@ -602,7 +603,7 @@ fn master(voice: &[f32], ceiling_db: f64, room_tone: &RoomTone, track: u64) -> V
 /// measured in memory. The MP3 encoding is not run, so the bitrate is not checked and the peaks
 /// are the limiter's (the export re-checks them after encoding).
 pub fn chapter_check(
-    takes: &[(crate::store::TakeInfo, u64)],
+    takes: &[(crate::review::TakeInfo, u64)],
     chapter: usize,
 ) -> Result<check::FileCheck> {
     let pieces: Vec<Piece> = takes
@@ -785,14 +786,14 @@ mod tests {
     /// A take of `secs` seconds (only its length matters to the plan).
     fn take(secs: f64) -> Piece {
         let n = (secs * f64::from(SAMPLE_RATE_HZ)) as u64;
-        Piece::Take(Box::new(crate::store::TakeInfo {
+        Piece::Take(Box::new(crate::review::TakeInfo {
             id: 0,
             engine_take_id: 0,
             record: record(),
             audio_hash: String::new(),
             wav_path: PathBuf::new(),
             num_samples: n,
-            status: crate::store::TakeStatus::Ok,
+            status: crate::review::TakeStatus::Ok,
             segment_hash: 0,
             content_key: String::new(),
             figures: None,

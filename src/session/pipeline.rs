@@ -16,11 +16,9 @@ use super::seed;
 use crate::cast::Cast;
 use crate::quality::{QualityProbe, TakeFigures};
 use crate::reading::ReadOptions;
+use crate::review::{CastingOverride, Review, SegmentKey, TakeInfo, TakeStatus};
 use crate::store::BookRecord;
-use crate::store::{
-    CastingOverride, OpenReport, Project, ProofedSegment, Review, SegmentKey, Sources, StoreError,
-    StoredSegment, TakeInfo, TakeStatus,
-};
+use crate::store::{OpenReport, Project, ProofedSegment, Sources, StoreError, StoredSegment};
 use lectern_engine::protocol::{SegmentSpec, Take, TakeId, TakeRecord, TakeSettings};
 use lectern_text::{Manuscript, Tokenizer};
 use lectern_voice::Voice;

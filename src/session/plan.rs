@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use crate::store::{CastingOverride, SegmentKey};
+use crate::review::{CastingOverride, SegmentKey};
 use lectern_engine::protocol::{Casting, SegmentSpec, TakeContent};
 
 /// One manuscript segment as the session plans it.

@@ -13,6 +13,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, param
 use sha2::{Digest, Sha256};
 
 use super::{Diff, Result, StoreError, StoredSegment};
+use crate::review::{CastingOverride, Review};
 
 /// Schema version 1: manuscripts and their versions, segments keyed by (hash, dup), takes
 /// (indexed key columns + the full record as JSON), chosen takes, settings.
@@ -232,7 +233,7 @@ fn proofed_from_row(r: &Row<'_>) -> rusqlite::Result<super::ProofedSegment> {
     Ok(super::ProofedSegment {
         segment: segment_from_row(r)?,
         key: r.get(9)?,
-        review: super::Review::parse(&r.get::<_, String>(10)?),
+        review: Review::parse(&r.get::<_, String>(10)?),
         note: r.get(11)?,
     })
 }
@@ -270,13 +271,13 @@ pub(crate) fn segments_needing_takes(conn: &Connection) -> rusqlite::Result<Vec<
 /// before it knows the segments' keys.
 pub(crate) fn casting_overrides(
     conn: &Connection,
-) -> rusqlite::Result<Vec<(u64, u32, super::CastingOverride)>> {
+) -> rusqlite::Result<Vec<(u64, u32, CastingOverride)>> {
     let mut stmt = conn.prepare(
         "SELECT s.hash, s.dup, o.voice, o.style FROM casting_overrides o
          JOIN segments s ON s.key = o.segment_key WHERE s.manuscript_id = ?1",
     )?;
     stmt.query_map([MANUSCRIPT_ID], |r| {
-        let over = super::CastingOverride { voice: r.get(2)?, style: r.get(3)? };
+        let over = CastingOverride { voice: r.get(2)?, style: r.get(3)? };
         Ok((parse_hash(&r.get::<_, String>(0)?), r.get(1)?, over))
     })?
     .collect()
@@ -286,7 +287,7 @@ pub(crate) fn casting_overrides(
 pub(crate) fn set_casting_override(
     conn: &Connection,
     key: i64,
-    over: &super::CastingOverride,
+    over: &CastingOverride,
 ) -> rusqlite::Result<()> {
     if over.is_empty() {
         conn.execute("DELETE FROM casting_overrides WHERE segment_key = ?1", [key])?;

@@ -2,8 +2,8 @@
 //! as one file or one file per chapter; WAV (16/24-bit integer or 32-bit float) or FLAC
 //! (16/24-bit, pure-Rust `flacenc`); a chapter list as a cue sheet and as JSON; optional
 //! loudness normalisation to a target integrated loudness (ITU-R BS.1770 / EBU R128, measured
-//! with the `ebur128` crate: K-weighting, 400 ms blocks, absolute −70 LUFS and relative −10 LU
-//! gates).
+//! by [`crate::audio::loudness`] with the `ebur128` crate: K-weighting, 400 ms blocks, absolute
+//! −70 LUFS and relative −10 LU gates).
 //!
 //! Every take is read back and checked against its audio hash before it is exported. Output
 //! files are written to a temp file and renamed. Integer formats are quantised without dither
@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::{
-    Project, Result, SAMPLE_RATE_HZ, SAMPLES_PER_MS, SegmentRef, StoreError, TakeInfo, TakeStatus,
-};
+use super::{Project, Result, SAMPLE_RATE_HZ, SAMPLES_PER_MS, SegmentRef, StoreError};
+use crate::audio::loudness::Meter;
+use crate::review::{TakeInfo, TakeStatus};
 use lectern_engine::protocol::SegmentId;
 
 /// Output container.
@@ -170,33 +170,6 @@ pub fn cue_time(samples: u64) -> String {
     format!("{:02}:{:02}:{:02}", frames / (75 * 60), (frames / 75) % 60, frames % 75)
 }
 
-/// Integrated loudness of 24 kHz mono samples, LUFS (−∞ for silence).
-pub fn integrated_lufs(samples: &[f32]) -> Result<f64> {
-    let mut meter = Meter::new()?;
-    meter.add(samples)?;
-    meter.integrated()
-}
-
-struct Meter(ebur128::EbuR128);
-
-impl Meter {
-    fn new() -> Result<Self> {
-        ebur128::EbuR128::new(1, SAMPLE_RATE_HZ, ebur128::Mode::I)
-            .map(Self)
-            .map_err(|e| StoreError::Export(format!("loudness meter: {e}")))
-    }
-
-    fn add(&mut self, samples: &[f32]) -> Result<()> {
-        self.0
-            .add_frames_f32(samples)
-            .map_err(|e| StoreError::Export(format!("loudness meter: {e}")))
-    }
-
-    fn integrated(&self) -> Result<f64> {
-        self.0.loudness_global().map_err(|e| StoreError::Export(format!("loudness meter: {e}")))
-    }
-}
-
 /// The export's chapters, and the stale takes it uses (only when allowed).
 pub(crate) struct ExportPlan {
     pub(crate) chapters: Vec<ChapterPlan>,
@@ -306,7 +279,7 @@ fn write_file(path: &Path, pieces: &[&Piece], opts: &ExportOptions) -> Result<Ex
         None => (None, 0.0),
         Some(target) => {
             let mut meter = Meter::new()?;
-            for_each_chunk(pieces, |c| meter.add(c))?;
+            for_each_chunk(pieces, |c| Ok(meter.add(c)?))?;
             let lufs = meter.integrated()?;
             // Silence has no loudness: leave it alone rather than amplify by infinity.
             let gain = if lufs.is_finite() { target - lufs } else { 0.0 };

@@ -19,6 +19,7 @@
 pub mod db;
 pub mod export;
 pub mod rebuild;
+pub mod record;
 pub mod takes;
 
 use std::fs::{self, File};
@@ -28,7 +29,11 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use lectern_engine::protocol::{RenderParams, SegmentId, Take, TakeId, TakeRecord};
+use lectern_engine::protocol::{RenderParams, SegmentId, Take, TakeId};
+
+/// The proofing values the store keeps, defined in the leaf [`crate::review`] (the session and
+/// the workstation use them from there); named here too, as the store's API speaks them.
+pub use crate::review::{CastingOverride, Review, SegmentKey, TakeInfo, TakeStatus};
 
 /// Sample rate of every take and export, Hz.
 pub use lectern_model::config::SAMPLE_RATE_HZ;
@@ -198,6 +203,12 @@ impl StoreError {
     }
 }
 
+impl From<crate::audio::loudness::MeterError> for StoreError {
+    fn from(e: crate::audio::loudness::MeterError) -> Self {
+        Self::Export(e.to_string())
+    }
+}
+
 /// A manuscript segment as the store keeps it (the text frontend's output, minimally).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredSegment {
@@ -220,40 +231,6 @@ pub struct StoredSegment {
     pub content_key: String,
 }
 
-/// Where the narrator is with a segment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Review {
-    #[default]
-    Unheard,
-    Heard,
-    /// Approved: the chosen take is locked (never replaced automatically, not re-chosen).
-    Approved,
-    /// Needs a pickup: listed in the pickups view until it is approved.
-    Pickup,
-}
-
-impl Review {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Unheard => "unheard",
-            Self::Heard => "heard",
-            Self::Approved => "approved",
-            Self::Pickup => "pickup",
-        }
-    }
-
-    /// Unknown text reads as unheard (a newer Lectern's state is never taken for approval).
-    pub fn parse(text: &str) -> Self {
-        match text {
-            "heard" => Self::Heard,
-            "approved" => Self::Approved,
-            "pickup" => Self::Pickup,
-            _ => Self::Unheard,
-        }
-    }
-}
-
 /// A current segment with its store key and proofing state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProofedSegment {
@@ -262,27 +239,6 @@ pub struct ProofedSegment {
     pub key: SegmentKey,
     pub review: Review,
     pub note: String,
-}
-
-/// The store's stable key of a segment (see the module docs).
-pub type SegmentKey = i64;
-
-/// The narrator's casting of one segment, chosen in the workstation: it wins over the
-/// manuscript's markup and the cast. `None`: that part as the manuscript and cast give it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CastingOverride {
-    /// A voice of the session, by its manifest name.
-    pub voice: Option<String>,
-    /// An instruction (instruct mode), e.g. "Whisper.".
-    pub style: Option<String>,
-}
-
-impl CastingOverride {
-    /// Overrides nothing.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.voice.is_none() && self.style.is_none()
-    }
 }
 
 /// What a manuscript sync changed, keyed by segment hash.
@@ -294,36 +250,6 @@ pub struct Diff {
     pub changed: Vec<SegmentId>,
     /// Ids (from the previous version) of segments no longer in the manuscript.
     pub removed: Vec<SegmentId>,
-}
-
-/// Whether a take's file was found intact at the last check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TakeStatus {
-    Ok,
-    /// The row is kept (its record can regenerate the audio) but the file is gone or damaged.
-    Missing,
-}
-
-/// A stored take: its record and where its audio is.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TakeInfo {
-    pub id: TakeId,
-    /// The engine's run-local id at save time.
-    pub engine_take_id: u64,
-    pub record: TakeRecord,
-    /// SHA-256 of the samples as little-endian f32 bytes, hex.
-    pub audio_hash: String,
-    /// Absolute path of the WAV file.
-    pub wav_path: PathBuf,
-    pub num_samples: u64,
-    pub status: TakeStatus,
-    /// Content hash of the segment the take was rendered for.
-    pub segment_hash: u64,
-    /// Key of the take's content (empty for takes saved before keys existed).
-    pub content_key: String,
-    /// The take's own quality figures (None: not measured yet, e.g. saved by an older Lectern).
-    pub figures: Option<crate::quality::TakeFigures>,
 }
 
 /// What the startup check found and did.

@@ -14,14 +14,14 @@ use rusqlite::{Connection, params};
 use sha2::{Digest, Sha256};
 
 use super::db::{now_ms, parse_hash};
-use super::rebuild::{self, SegmentIdentity, TakeFileRecord};
+use super::record::{NewRow, RECORD_CHUNK, SegmentIdentity, TakeFileRecord, append_chunk};
 use super::{
-    ORPHANS_DIR, OpenReport, Project, QUARANTINE_DIR, Result, SAMPLE_RATE_HZ, SegmentKey,
-    StoreError, TAKES_DIR, TakeInfo, TakeStatus,
+    ORPHANS_DIR, OpenReport, Project, QUARANTINE_DIR, Result, SAMPLE_RATE_HZ, StoreError, TAKES_DIR,
 };
-use lectern_engine::protocol::{Take, TakeId, TakeRecord};
+use crate::review::{SegmentKey, TakeInfo, TakeStatus};
+use lectern_engine::protocol::{Take, TakeId};
 
-/// Writes a take's samples and its record ([`super::rebuild`]) to a file and makes them
+/// Writes a take's samples and its record ([`super::record`]) to a file and makes them
 /// durable. The store uses [`FsWriter`]; tests inject failures (a full disk) through this trait.
 pub trait TakeWriter {
     fn write_wav(&mut self, path: &Path, samples: &[f32], record: &[u8]) -> io::Result<()>;
@@ -59,7 +59,7 @@ pub fn write_wav_to<W: Write + Seek>(w: &mut W, samples: &[f32], record: &[u8]) 
     }
     wav.finalize().map_err(hound_to_io)?;
     if !record.is_empty() {
-        rebuild::append_chunk(w, rebuild::RECORD_CHUNK, record)?;
+        append_chunk(w, RECORD_CHUNK, record)?;
     }
     Ok(())
 }
@@ -252,18 +252,6 @@ fn insert_rows(
     }
     tx.commit()?;
     Ok(ids)
-}
-
-/// A take row to insert.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct NewRow<'a> {
-    pub engine_take_id: u64,
-    pub record: &'a TakeRecord,
-    pub audio_hash: &'a str,
-    /// The file's path relative to the project directory.
-    pub rel_path: &'a str,
-    pub num_samples: u64,
-    pub created_ms: i64,
 }
 
 pub(crate) fn insert_row(

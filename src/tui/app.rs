@@ -17,10 +17,10 @@ use ratatui::layout::{Position, Rect};
 use super::action::Action;
 use super::casting::{CastView, RowCasting};
 use super::keymap::KeyMap;
-use super::view;
+use super::layout::layout;
 use crate::audio::master;
 use crate::audio::player::{AudioCommand, Cue, PlayState, PlayerStatus};
-use crate::store::{CastingOverride, Review};
+use crate::review::{CastingOverride, Review};
 use lectern_engine::protocol::{
     EngineEvent, RenderParams, Request, SegmentId, SegmentState, TakeId, TakeRecord,
     TelemetrySample,
@@ -1175,7 +1175,7 @@ impl App {
         if self.size.width == 0 {
             return usize::MAX / 2;
         }
-        usize::from(view::layout(self.size, self.lane_count()).list_rows())
+        usize::from(layout(self.size, self.lane_count()).list_rows())
     }
 
     /// Lanes in the shown telemetry (sizes the lanes panel).
@@ -1516,7 +1516,7 @@ impl App {
     }
 
     fn on_mouse(&mut self, m: MouseEvent) {
-        let areas = view::layout(self.size, self.lane_count());
+        let areas = layout(self.size, self.lane_count());
         let at = Position::new(m.column, m.row);
         let list = areas.list_inner();
         match m.kind {

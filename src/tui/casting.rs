@@ -1,8 +1,8 @@
 //! Who speaks each segment, as the workstation shows it: the compact tag of the segment list,
 //! the detail panel's casting line, and the cast the voices panel lists.
 
+use crate::review::CastingOverride;
 use crate::session::{PlannedSegment, Session};
-use crate::store::CastingOverride;
 use lectern_engine::protocol::{Casting, Mode};
 
 /// A segment's casting, as the session planned it.

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, Sender, channel};
 
 use super::app::{ChapterAcx, Msg};
-use crate::store::TakeInfo;
+use crate::review::TakeInfo;
 use lectern_engine::protocol::TakeId;
 
 /// A chapter to check: its chosen takes with the pause after each (24 kHz samples).

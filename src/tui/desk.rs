@@ -12,8 +12,8 @@ use super::app::{AUDITION_ID, AuditionChoice, Command, Msg, RowInit, TakeEntry};
 use super::casting::{CastView, RowCasting};
 use super::checks::ChapterChecks;
 use crate::reading::ReadOptions;
+use crate::review::{CastingOverride, Review, SegmentKey, TakeInfo, TakeStatus};
 use crate::session::{SegmentView, Session, Work};
-use crate::store::{CastingOverride, Review, SegmentKey, TakeInfo, TakeStatus};
 use lectern_engine::protocol::{Request, SegmentId, SegmentSpec, Take};
 use lectern_text::{Manuscript, ParseOptions, Pronunciations, Tokenizer};
 

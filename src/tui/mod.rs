@@ -3,13 +3,14 @@
 //! - [`app`]: all UI state and `update(Msg) -> Vec<Command>`; no I/O;
 //! - [`action`], [`keymap`]: what keys do (defaults in code, optional TOML patch);
 //! - [`theme`]: style roles, `themes/*.toml` patches, hot reload;
+//! - [`layout`]: where each panel goes, shared by the app (mouse, page size) and the view;
 //! - [`view`]: draw `&App` into a frame, one module per panel;
 //! - [`run`]: terminal setup/restore and the event loop;
 //! - [`desk`]: the session as the run loop drives it (saves takes, choices, manuscript reloads);
 //! - [`watch`]: manuscript hot reload (debounced re-parse on save).
 //!
-//! The UI imports `engine::protocol`, `audio`, the store's proofing types and the session,
-//! never the model; it runs against any `Sender<Request>` / `Receiver<EngineEvent>` pair (tests
+//! The UI imports `engine::protocol`, `audio`, the proofing types of [`crate::review`] and the
+//! session, never the store or the model; it runs against any `Sender<Request>` / `Receiver<EngineEvent>` pair (tests
 //! use the engine's `FakeBackend`).
 
 pub mod action;
@@ -18,6 +19,7 @@ pub mod casting;
 pub mod checks;
 pub mod desk;
 pub mod keymap;
+pub mod layout;
 pub mod run;
 pub mod theme;
 pub mod view;

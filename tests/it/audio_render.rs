@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use lectern::audio::render::{Shared, ring};
+use lectern::audio::callback::{Shared, ring};
 use lectern::audio::resample;
 
 fn push(prod: &mut rtrb::Producer<f32>, xs: &[f32]) {

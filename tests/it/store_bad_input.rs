@@ -352,7 +352,7 @@ fn a_lost_database_is_rebuilt_from_the_take_files() {
     let mut times: Vec<(i64, u64)> = lectern::store::takes::take_files(&dir)
         .unwrap()
         .iter()
-        .filter_map(|f| lectern::store::rebuild::read_record(f))
+        .filter_map(|f| lectern::store::record::read_record(f))
         .map(|r| (r.created_ms, r.record.seed))
         .collect();
     times.sort();

@@ -6,8 +6,9 @@ use crate::store_common;
 use std::f32::consts::PI;
 use std::sync::Arc;
 
+use lectern::audio::loudness::integrated_lufs;
 use lectern::store::export::{
-    ExportFormat, ExportOptions, SampleFormat, cue_time, export, integrated_lufs, quantise,
+    ExportFormat, ExportOptions, SampleFormat, cue_time, export, quantise,
 };
 use lectern::store::{Project, StoreError, StoredSegment};
 use store_common::{manuscript, sentences, synthetic_take};

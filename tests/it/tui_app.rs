@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use lectern::audio::master;
 use lectern::audio::player::{AudioCommand, NowPlaying, PlayState, PlayerStatus};
-use lectern::store::Review;
+use lectern::review::Review;
 use lectern::tui::action::Action;
 use lectern::tui::app::{App, AppConfig, Command, Mode, Msg, NFE_MAX, RowInit, TakeEntry};
 use lectern::tui::keymap::KeyMap;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use lectern::cast::Cast;
+use lectern::review::{CastingOverride, Review};
 use lectern::session::{ProjectChoice, Session};
-use lectern::store::{CastingOverride, Review};
 use lectern::tui::app::{App, AppConfig, Command, Mode, Msg, RowInit};
 use lectern::tui::casting::{CastView, CharacterEntry, RowCasting, VoiceEntry};
 use lectern::tui::desk::{Desk, read_manuscript};

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use lectern::audio::player::{NowPlaying, PlayState, PlayerStatus, SinkInfo};
 use lectern::quality::TakeFigures;
-use lectern::store::Review;
+use lectern::review::Review;
 use lectern::tui::app::{App, AppConfig, Msg, RowInit, TakeEntry};
 use lectern::tui::keymap::KeyMap;
 use lectern::tui::theme::Theme;
-use lectern::tui::view;
+use lectern::tui::{layout, view};
 use lectern_engine::protocol::{
     EngineEvent, LaneMemory, MemorySample, SegmentState, TelemetrySample,
 };
@@ -264,7 +264,7 @@ fn the_default_terminal_size_shows_the_profiler_memory_and_kv_panels() {
     for panel in ["profiler · stage RTF", "memory", "KV lanes", "transport", "manuscript"] {
         assert!(text.contains(panel), "{panel} missing at 80×24:\n{text}");
     }
-    let a = view::layout(Rect::new(0, 0, 80, 24), 8);
+    let a = layout::layout(Rect::new(0, 0, 80, 24), 8);
     assert!(a.medium && !a.compact);
 }
 
@@ -499,10 +499,10 @@ fn empty_panels_say_so() {
 
 #[test]
 fn layout_is_the_same_for_app_and_view() {
-    let a = view::layout(Rect::new(0, 0, 120, 36), 3);
+    let a = layout::layout(Rect::new(0, 0, 120, 36), 3);
     assert!(!a.compact);
     assert_eq!(a.list_inner().y, 2);
-    let small = view::layout(Rect::new(0, 0, 60, 14), 3);
+    let small = layout::layout(Rect::new(0, 0, 60, 14), 3);
     assert!(small.compact);
-    assert!(view::layout(Rect::new(0, 0, 20, 5), 3).too_small);
+    assert!(layout::layout(Rect::new(0, 0, 20, 5), 3).too_small);
 }

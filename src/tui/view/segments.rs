@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{clock, panel, state_label};
-use crate::store::Review;
+use crate::review::Review;
 use crate::tui::app::{App, Row, RowStatus};
 use crate::tui::theme::Theme;
 
