@@ -6,7 +6,13 @@
 //! the document's title), scripts and styles, images, MathML and SVG, ruby annotations
 //! (`rt`, `rp`), footnote markers (`epub:type="noteref"`, `role="doc-noteref"`, or a link to
 //! a fragment whose text is only a marker such as `1`, `[2]`, `*`, `†`) and the notes themselves
-//! (`aside`/`section` typed as footnotes, endnotes or notes).
+//! (`aside`/`section` typed as footnotes, endnotes or notes). Nor, as no narrator reads them:
+//! printed page numbers (`pagebreak`, `doc-pagebreak`), navigation (`nav`, and anything typed
+//! `toc`, `landmarks`, `page-list` or their DPUB-ARIA roles), what a reader never sees
+//! (`hidden`, `aria-hidden="true"`), preformatted listings (`pre`: code, sample output; inline
+//! `code` and `kbd` in running text are read, as a narrator says "type ls"), the fallback
+//! content of `canvas`, `video` and `audio`, and every `epub:case` of an `epub:switch` (its
+//! `epub:default` is read). A `<br/>` inside a heading is a space.
 
 use std::collections::HashSet;
 
@@ -68,8 +74,24 @@ const BLOCKS: &[&str] = &[
     "hgroup",
 ];
 const HEADINGS: &[&str] = &["h1", "h2", "h3", "h4", "h5", "h6"];
-/// Elements whose content is never read.
-const SKIPPED: &[&str] = &["head", "script", "style", "svg", "math", "rt", "rp", "object"];
+/// Elements whose content is never read (`case`: an `epub:switch`'s alternatives, whose
+/// `epub:default` fallback is read instead).
+const SKIPPED: &[&str] = &[
+    "head", "script", "style", "svg", "math", "rt", "rp", "object", "nav", "pre", "canvas",
+    "video", "audio", "case",
+];
+/// `epub:type`s and DPUB-ARIA roles of what is never read: printed page numbers and navigation.
+const UNREAD_TYPES: &[&str] = &[
+    "pagebreak",
+    "doc-pagebreak",
+    "toc",
+    "doc-toc",
+    "landmarks",
+    "page-list",
+    "doc-pagelist",
+    "lot",
+    "loi",
+];
 /// `epub:type` / DPUB-ARIA roles of notes and note references.
 const NOTE_TYPES: &[&str] = &[
     "noteref",
@@ -156,13 +178,14 @@ impl Walk {
             attr_tokens(e, "epub:type").into_iter().chain(attr_tokens(e, "role")).collect();
         self.note_front_matter(&name, &types);
         let is_note = types.iter().any(|t| NOTE_TYPES.contains(&t.as_str()));
-        let skip = SKIPPED.contains(&name.as_str()) || is_note;
+        let unread = types.iter().any(|t| UNREAD_TYPES.contains(&t.as_str()));
+        let skip = SKIPPED.contains(&name.as_str()) || is_note || unread || is_hidden(e);
         if BLOCKS.contains(&name.as_str()) {
             self.flush();
         }
         if empty {
             if name == "br" && self.skip_depth == 0 {
-                self.buf.push('\n');
+                self.buf.push(if self.heading_depth > 0 { ' ' } else { '\n' });
             }
             return;
         }
@@ -253,6 +276,11 @@ impl Walk {
             *l = None;
         }
     }
+}
+
+/// Whether the element is hidden from every reader: `hidden`, or `aria-hidden="true"`.
+fn is_hidden(e: &BytesStart<'_>) -> bool {
+    attr(e, "hidden").is_some() || attr(e, "aria-hidden").is_some_and(|v| v.trim() == "true")
 }
 
 /// A footnote marker's text: `1`, `12a`, `[3]`, `(4)`, `*`, `†`, `‡`, `§`, a roman `iv`.

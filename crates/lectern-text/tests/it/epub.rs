@@ -194,3 +194,56 @@ fn bad_books_name_the_file_and_the_entry() {
     let e = error_of(&entity);
     assert!(e.contains("entity.epub: entry `a.xhtml`: unknown entity `&madeup;`"), "{e}");
 }
+
+/// One content document with `body`, read back as its blocks' texts.
+fn blocks_of(body: &str) -> Vec<String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("one.epub");
+    let opf = r#"<package xmlns="http://www.idpf.org/2007/opf" version="3.0"><metadata/>
+      <manifest><item id="a" href="a.xhtml" media-type="application/xhtml+xml"/></manifest>
+      <spine><itemref idref="a"/></spine></package>"#;
+    let a = xhtml("One", body);
+    write_epub(&path, "p.opf", &[("p.opf", opf.as_bytes()), ("a.xhtml", a.as_bytes())]);
+    let doc = epub::read(&path).unwrap();
+    doc.chapters.iter().flat_map(|c| c.blocks.iter().map(|b| b.text.clone())).collect()
+}
+
+/// Printed page numbers sit mid-sentence in real books (Standard Ebooks, DAISY samples): as an
+/// empty marker, or with the number as its text; neither is read.
+#[test]
+fn page_numbers_are_never_read() {
+    let body = r#"<p>marching along <span epub:type="pagebreak" id="p173" title="173"/>the high
+        road, <span role="doc-pagebreak" id="p174">174</span>singing.</p>"#;
+    assert_eq!(blocks_of(body), s(&["marching along the high road, singing."]));
+}
+
+/// Navigation is never read, wherever it sits: a contents list inside a chapter, hidden or not.
+#[test]
+fn navigation_is_never_read() {
+    let body = r#"<nav epub:type="toc" hidden=""><ol><li><a href="a.xhtml">Guide</a></li></ol></nav>
+        <section role="doc-toc"><h2>Contents</h2><p>Begin Reading</p></section>
+        <nav epub:type="landmarks"><ol><li>Pages</li></ol></nav><p>The story.</p>"#;
+    assert_eq!(blocks_of(body), s(&["The story."]));
+}
+
+/// What no reader sees, code listings and fallbacks are not read (inline code in running text
+/// is); an `epub:switch` reads its default.
+#[test]
+fn hidden_content_code_and_fallbacks_are_not_read() {
+    let body = r#"<p>Seen.<span aria-hidden="true"> Unseen.</span><span hidden=""> Gone.</span></p>
+        <p>Type <kbd>ls</kbd> to list, as in <code>ls -l</code>.</p>
+        <pre><code>fn main() {}</code></pre>
+        <canvas>Your reader cannot draw this.</canvas>
+        <epub:switch><epub:case required-namespace="http://www.w3.org/1998/Math/MathML">Case.</epub:case>
+        <epub:default><p>Default.</p></epub:default></epub:switch>"#;
+    assert_eq!(blocks_of(body), s(&["Seen.", "Type ls to list, as in ls -l.", "Default."]));
+}
+
+/// A line break inside a heading is a space: the heading is one line.
+#[test]
+fn a_break_in_a_heading_is_a_space() {
+    assert_eq!(
+        blocks_of("<h2>Chapter I<br/>The Arrival</h2><p>Text.</p>"),
+        s(&["Chapter I The Arrival", "Text."])
+    );
+}
