@@ -9,11 +9,12 @@
 //! place, and a second gemm writes the output rows straight into the `(b, t, h·dh)` layout
 //! the output projection reads.
 //!
-//! On CPUs with AVX-512 the f32 core is [`crate::attention::avx512`] instead (the same tasks on
-//! register-blocked kernels of its own, the keys packed once per head), on other CPUs with AVX2
-//! and FMA [`crate::attention::avx2`] (the same design at half the width); this module's
-//! portable core serves the other CPUs, heads wider than 64 values, and the bf16 option's
-//! rounded products where the CPU has no bf16 kernel.
+//! On CPUs with AVX-512 the f32 core is [`crate::attention::avx512`] instead, on other CPUs with
+//! AVX2 and FMA [`crate::attention::avx2`]: the same tasks, the keys packed once per head, on
+//! one register-blocked core ([`crate::attention::blocked`]) written once over an
+//! instruction-set trait ([`crate::attention::lanes`]) and built at the two widths. This
+//! module's portable core serves the other CPUs, heads wider than 64 values, and the bf16
+//! option's rounded products where the CPU has no bf16 kernel.
 //!
 //! Same arithmetic as the materialised path (q pre-scaled; max-subtracted exp; f32 sums;
 //! divide by the sum), so the two agree to f32 rounding (tests below; every DiT, flow and
@@ -27,6 +28,12 @@
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+#[cfg(target_arch = "x86_64")]
+mod blocked;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod golden;
+#[cfg(target_arch = "x86_64")]
+mod lanes;
 #[cfg(target_arch = "x86_64")]
 mod tasks;
 
@@ -382,12 +389,12 @@ fn exp_row_to_bf16(row: &mut [f32], probs: &mut [u16]) -> f32 {
 /// the code below removes:
 /// * the maximum and the sum were each one chain of dependent vector operations (a maximum, or
 ///   two additions, per 16 weights, each waiting for the last): four chains now;
-/// * the exponential was [`crate::attention::avx512::exp16`], which repeats the portable
-///   [`exp_fast`]'s separate multiplies and adds and its integer scaling so that the f32 core
-///   stays bit for bit the portable one. The weights are rounded to bf16 (2⁻⁹ relative)
-///   anyway, so here [`exp16_fma`]: the same reduction and polynomial in fused multiply-adds,
-///   scaled by `VSCALEFPS`; a few f32 ulps from `exp_fast`, which can move a weight's bf16
-///   rounding by one bf16 step (tested against f64 below).
+/// * the exponential was the f32 core's [`crate::attention::blocked::exp`], which repeats the
+///   portable [`exp_fast`]'s separate multiplies and adds and its integer scaling so that the
+///   f32 core stays bit for bit the portable one. The weights are rounded to bf16 (2⁻⁹
+///   relative) anyway, so here [`exp16_fma`]: the same reduction and polynomial in fused
+///   multiply-adds, scaled by `VSCALEFPS`; a few f32 ulps from `exp_fast`, which can move a
+///   weight's bf16 rounding by one bf16 step (tested against f64 below).
 #[cfg(target_arch = "x86_64")]
 mod avx512_weights {
     use std::arch::x86_64::{
@@ -554,7 +561,7 @@ fn sum_f32(xs: &[f32]) -> f32 {
 pub(crate) const LN2_HI: f32 = 0.693_359_4;
 pub(crate) const LN2_LO: f32 = 2.121_944_4e-4;
 /// Cephes' polynomial `p(r)` with `eʳ ≈ 1 + r + r²·p(r)` for |r| ≤ ln2/2, highest degree
-/// first: [`exp_fast`] and its AVX-512 forms evaluate it by Horner's rule.
+/// first: [`exp_fast`] and its vector forms evaluate it by Horner's rule.
 pub(crate) const EXP_POLY: [f32; 6] =
     [1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5];
 

@@ -1,8 +1,9 @@
 //! The task layout the register-blocked f32 attention cores share ([`crate::attention::avx512`],
 //! [`crate::attention::avx2`]): every (batch, head, run of query blocks) is one task on the
 //! rayon pool. A task packs its head's `Kᵀ` once, in panels of the core's width, and runs the
-//! core's block kernel on each of its query blocks; a block's output rows come from one task
-//! whatever the thread count, so the bits do not depend on `--threads`.
+//! core's block kernel ([`crate::attention::blocked::block`] at its width) on each of its query
+//! blocks; a block's output rows come from one task whatever the thread count, so the bits do
+//! not depend on `--threads`.
 
 // The cores' kernels are `unsafe fn`s (their CPU features) called from the tasks (SAFETY note
 // at the call).
