@@ -102,7 +102,7 @@ pub(super) struct Avx512(());
 impl Avx512 {
     /// The instruction set, if this CPU has it.
     pub(super) fn new() -> Option<Self> {
-        std::arch::is_x86_feature_detected!("avx512f").then_some(Self(()))
+        crate::simd::has_avx512f().then_some(Self(()))
     }
 
     /// The instruction set, unchecked.
@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn matches_the_portable_core() {
-        if !cpu_or_skip(&["avx512f"], std::arch::is_x86_feature_detected!("avx512f")) {
+        if !cpu_or_skip(&["avx512f"], crate::simd::has_avx512f()) {
             return;
         }
         core_checks::matches_the_portable_core(attend);
@@ -290,7 +290,7 @@ mod tests {
 
     #[test]
     fn the_same_bits_on_any_thread_count() {
-        if !cpu_or_skip(&["avx512f"], std::arch::is_x86_feature_detected!("avx512f")) {
+        if !cpu_or_skip(&["avx512f"], crate::simd::has_avx512f()) {
             return;
         }
         core_checks::the_same_bits_on_any_thread_count(attend, 2 * QUERY_BLOCK + 5);
@@ -321,7 +321,7 @@ mod tests {
 
     #[test]
     fn weights_and_exp_follow_exp_fast() {
-        if !cpu_or_skip(&["avx512f"], std::arch::is_x86_feature_detected!("avx512f")) {
+        if !cpu_or_skip(&["avx512f"], crate::simd::has_avx512f()) {
             return;
         }
         // SAFETY: the CPU has the features (checked above).

@@ -408,8 +408,7 @@ mod avx512_weights {
     use super::{EXP_POLY, LN2_HI, LN2_LO};
 
     pub(super) fn supported() -> bool {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bf16")
+        crate::simd::has_avx512_bf16()
     }
 
     /// 16 bf16 values as plain bits.

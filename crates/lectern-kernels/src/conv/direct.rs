@@ -57,10 +57,9 @@ impl Kernel {
     pub fn runs_here(self) -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            use std::arch::is_x86_feature_detected as has;
             match self {
                 Kernel::Avx2 => crate::simd::has_avx2_fma(),
-                Kernel::Avx512 => has!("avx512f"),
+                Kernel::Avx512 => crate::simd::has_avx512f(),
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -591,7 +590,7 @@ mod tests {
         let here = Kernel::all_here();
         assert_eq!(vocoder_default(), here.last().copied(), "kernels here: {here:?}");
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if crate::simd::has_avx512f() {
             assert_eq!(vocoder_default(), Some(Kernel::Avx512));
         }
     }

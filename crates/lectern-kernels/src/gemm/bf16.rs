@@ -82,9 +82,9 @@ impl Kernel {
 pub fn kernel() -> Option<Kernel> {
     static KERNEL: OnceLock<Option<Kernel>> = OnceLock::new();
     *KERNEL.get_or_init(|| {
-        if amx_usable() {
+        if crate::simd::amx_usable() {
             Some(Kernel::Amx)
-        } else if dot_bf16_supported() && is_amd() {
+        } else if crate::simd::has_avx512_bf16() && crate::simd::is_amd() {
             Some(Kernel::DotBf16)
         } else {
             None
@@ -95,53 +95,6 @@ pub fn kernel() -> Option<Kernel> {
 /// Whether a bf16 micro-kernel runs here ([`kernel`]).
 pub fn available() -> bool {
     kernel().is_some()
-}
-
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-fn amx_usable() -> bool {
-    // CPUID.(EAX=7, ECX=0):EDX bit 22 AMX-BF16, bit 24 AMX-TILE.
-    if std::arch::x86_64::__cpuid(0).eax < 7 {
-        return false;
-    }
-    let edx = std::arch::x86_64::__cpuid_count(7, 0).edx;
-    let cpu_has = edx & (1 << 22) != 0 && edx & (1 << 24) != 0;
-    // Linux hands out the 8 KB tile data state only on request (arch_prctl(2),
-    // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); without it a tile instruction faults.
-    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
-    const XFEATURE_XTILEDATA: libc::c_long = 18;
-    // SAFETY: arch_prctl with these arguments only changes this process's permissions.
-    cpu_has
-        && unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) }
-            == 0
-}
-
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
-fn amx_usable() -> bool {
-    false
-}
-
-/// Whether this CPU has `VDPBF16PS` (used only where it pays: [`kernel`]).
-#[cfg(target_arch = "x86_64")]
-fn dot_bf16_supported() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bf16")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn dot_bf16_supported() -> bool {
-    false
-}
-
-/// CPUID's vendor string is "AuthenticAMD".
-#[cfg(target_arch = "x86_64")]
-fn is_amd() -> bool {
-    let id = std::arch::x86_64::__cpuid(0);
-    [id.ebx, id.edx, id.ecx].map(u32::to_le_bytes).concat() == *b"AuthenticAMD"
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn is_amd() -> bool {
-    false
 }
 
 /// `rows` rounded up to the row blocks' 32: the rows of the `C` buffers the serial products
@@ -1129,7 +1082,7 @@ mod tests {
     /// [`kernel`] picks AMX or the rounded f32 products instead).
     #[test]
     fn dot_bf16_matches_f64() {
-        check_kernel(MicroKernel::DotBf16, &["avx512_bf16"], dot_bf16_supported());
+        check_kernel(MicroKernel::DotBf16, &["avx512_bf16"], crate::simd::has_avx512_bf16());
     }
 
     #[test]

@@ -95,19 +95,7 @@ impl std::fmt::Debug for OpenBlas {
 /// Whether this CPU has the AVX-512 subsets OpenBLAS's SkylakeX kernels use.
 #[must_use]
 pub fn cpu_has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        has!("avx512f")
-            && has!("avx512bw")
-            && has!("avx512dq")
-            && has!("avx512vl")
-            && has!("avx512cd")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::simd::has_avx512_skylake_x()
 }
 
 /// Sets OpenBLAS's environment for Lectern's use of it, where the user has not: its idle
