@@ -49,7 +49,7 @@ fn cpu_flow_gemm() -> String {
     use lectern_kernels::gemm::blas;
     let described = lectern_kernels::gemm::sgemm::describe();
     let turned_off = std::env::var(blas::ENV_VAR).is_ok_and(|v| v == "0");
-    if blas::openblas().is_some() || !blas::cpu_has_avx512() || turned_off {
+    if blas::openblas().is_some() || !lectern_kernels::simd::has_avx512_skylake_x() || turned_off {
         return described;
     }
     match blas::system_openblas() {

@@ -31,9 +31,8 @@ use serde::{Deserialize, Serialize};
 
 use lectern_engine::protocol::{RenderParams, SegmentId, Take, TakeId};
 
-/// The proofing values the store keeps, defined in the leaf [`crate::review`] (the session and
-/// the workstation use them from there); named here too, as the store's API speaks them.
-pub use crate::review::{CastingOverride, Review, SegmentKey, TakeInfo, TakeStatus};
+// The proofing values the store keeps; callers name them from `crate::review`, one path.
+use crate::review::{CastingOverride, Review, SegmentKey, TakeInfo, TakeStatus};
 
 /// Sample rate of every take and export, Hz.
 pub use lectern_model::config::SAMPLE_RATE_HZ;

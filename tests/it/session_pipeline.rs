@@ -7,8 +7,8 @@ use crate::session_common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use lectern::review::{Review, TakeStatus};
 use lectern::session::{ProjectChoice, Session};
-use lectern::store::{Review, TakeStatus};
 use lectern::tui::desk::read_manuscript;
 use lectern_engine::protocol::{RenderParams, TakeSettings};
 use lectern_voice::Voice;

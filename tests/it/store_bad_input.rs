@@ -11,9 +11,10 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use lectern::review::TakeStatus;
 use lectern::store::export::{ExportOptions, export};
 use lectern::store::takes::{TakeWriter, take_files};
-use lectern::store::{DB_FILE, Project, StoreError, TakeStatus};
+use lectern::store::{DB_FILE, Project, StoreError};
 use store_common::{manuscript, orphan_rows, sentences, synthetic_samples, synthetic_take};
 
 /// A project with 3 segments, each with one take; returns (take ids, seeds).
@@ -295,7 +296,7 @@ fn a_version_3_project_migrates_and_keeps_casting_overrides() {
     let mut p = Project::open(tmp.path()).unwrap();
     assert!(p.casting_overrides().unwrap().is_empty());
     let key = p.proofed_segments().unwrap()[1].key;
-    let over = lectern::store::CastingOverride { voice: Some("alto".into()), style: None };
+    let over = lectern::review::CastingOverride { voice: Some("alto".into()), style: None };
     p.set_casting_override(key, &over).unwrap();
     let err = p.set_casting_override(9999, &over).unwrap_err();
     assert!(matches!(err, StoreError::UnknownSegment(9999)), "{err}");

@@ -11,7 +11,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use lectern::store::{Project, TakeStatus, takes::audio_hash};
+use lectern::review::TakeStatus;
+use lectern::store::{Project, takes::audio_hash};
 use rand::{Rng, SeedableRng};
 use store_common::{manuscript, orphan_rows, sentences, synthetic_samples, synthetic_take};
 

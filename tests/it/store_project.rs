@@ -3,7 +3,8 @@
 
 use crate::store_common;
 
-use lectern::store::{Project, StoreError, TakeStatus};
+use lectern::review::TakeStatus;
+use lectern::store::{Project, StoreError};
 use lectern_engine::protocol::{Precision, RenderParams};
 use store_common::{manuscript, orphan_rows, sentences, synthetic_take};
 

@@ -90,7 +90,7 @@ pub(crate) fn has_avx512f() -> bool {
 
 /// Whether this CPU has the AVX-512 subsets of Skylake-X (F, BW, DQ, VL, CD), which OpenBLAS's
 /// SkylakeX kernels use.
-pub(crate) fn has_avx512_skylake_x() -> bool {
+pub fn has_avx512_skylake_x() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::weights::{ModelError, Result};
+use crate::error::{ModelError, Result};
 
 /// Output sample rate of the vocoder, Hz.
 pub const SAMPLE_RATE_HZ: u32 = 24_000;

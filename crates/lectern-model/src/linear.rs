@@ -9,9 +9,10 @@
 use candle::quantized::{GgmlDType, QMatMul, QTensor};
 use candle::{D, DType, Module, Tensor};
 
+use crate::error::{ModelError, Result};
 use crate::flow::tf32x3::{self, FlowMatmul};
 use crate::precision::LmPrecision;
-use crate::weights::{ModelError, Result, Weights};
+use crate::weights::Weights;
 use lectern_kernels::cuda::lm as lm_kernels;
 use lectern_kernels::gemm::bf16_weight::Bf16Weight;
 use lectern_kernels::gemm::few_rows;

@@ -40,7 +40,8 @@ pub use graph::{GraphSlot, GraphStats, graph_stats};
 use lectern_kernels::cuda::lm as kernels;
 
 use super::config::{LmConfig, ModelConfig, ModelFiles};
-use super::weights::{Checkpoint, ModelError, Result, Weights};
+use super::weights::{Checkpoint, Weights};
+use crate::error::{ModelError, Result};
 
 /// `<|endofprompt|>`: upstream asserts it occurs in `prompt_text ++ text`.
 pub const END_OF_PROMPT_ID: u32 = 151_646;

@@ -10,7 +10,7 @@
 use std::f64::consts::PI;
 
 use super::config::{N_MELS, SAMPLE_RATE_HZ};
-use super::weights::{ModelError, Result};
+use crate::error::{ModelError, Result};
 
 /// FFT size and window length, samples.
 pub const N_FFT: usize = 1920;

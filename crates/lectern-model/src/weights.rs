@@ -12,7 +12,7 @@ use candle::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 pub use super::pt::LoadChecks;
-pub use crate::error::{ModelError, Result};
+use crate::error::{ModelError, Result};
 
 /// All tensors of one checkpoint file, keyed by their state-dict names.
 #[derive(Debug)]

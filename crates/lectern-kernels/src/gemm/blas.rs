@@ -92,12 +92,6 @@ impl std::fmt::Debug for OpenBlas {
     }
 }
 
-/// Whether this CPU has the AVX-512 subsets OpenBLAS's SkylakeX kernels use.
-#[must_use]
-pub fn cpu_has_avx512() -> bool {
-    crate::simd::has_avx512_skylake_x()
-}
-
 /// Sets OpenBLAS's environment for Lectern's use of it, where the user has not: its idle
 /// threads sleep at once instead of spinning for ~0.1 s after each call (2^4 cycles, its
 /// least), and on an AVX-512 CPU it runs its SkylakeX kernels. Call before any thread starts
@@ -105,7 +99,7 @@ pub fn cpu_has_avx512() -> bool {
 #[allow(unsafe_code)] // `std::env::set_var` (SAFETY below)
 pub fn prepare_environment() {
     let mut settings = vec![("OPENBLAS_THREAD_TIMEOUT", "4")];
-    if cpu_has_avx512() {
+    if crate::simd::has_avx512_skylake_x() {
         settings.push(("OPENBLAS_CORETYPE", "SkylakeX"));
     }
     for (name, value) in settings {
@@ -135,7 +129,7 @@ pub fn system_openblas() -> Option<&'static OpenBlas> {
 /// core, is said on stderr once (the flow then runs on the `gemm` crate, as without it).
 fn load_from_environment() -> Option<OpenBlas> {
     let chosen = std::env::var(ENV_VAR).ok().filter(|v| !v.is_empty());
-    if chosen.as_deref() == Some("0") || !cpu_has_avx512() {
+    if chosen.as_deref() == Some("0") || !crate::simd::has_avx512_skylake_x() {
         return None;
     }
     let loaded = match &chosen {

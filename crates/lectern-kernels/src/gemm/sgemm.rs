@@ -73,7 +73,9 @@ impl F32Gemm {
             let off = std::env::var(ENV_VAR).is_ok_and(|v| v == "0");
             match cpu_blas::openblas() {
                 Some(blas) => Some(Self::OpenBlas(blas)),
-                None if runs_here() && !cpu_blas::cpu_has_avx512() && !off => Some(Self::Avx2),
+                None if runs_here() && !crate::simd::has_avx512_skylake_x() && !off => {
+                    Some(Self::Avx2)
+                }
                 None => None,
             }
         })

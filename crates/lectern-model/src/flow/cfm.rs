@@ -8,7 +8,7 @@
 use candle::Tensor;
 
 use super::dit::DiT;
-use crate::weights::{ModelError, Result};
+use crate::error::{ModelError, Result};
 
 /// The CFG batch's conditioning, channel-first. Row 0 conditional, row 1 unconditional (zeros).
 #[derive(Debug, Clone)]

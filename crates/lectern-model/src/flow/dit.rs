@@ -15,9 +15,10 @@ use candle::{D, DType, Device, Module, Tensor};
 
 use super::tf32x3::{self, FlowMatmul};
 use crate::config::DitConfig;
+use crate::error::Result;
 use crate::linear::Linear;
 use crate::op_clock::step;
-use crate::weights::{Result, Weights};
+use crate::weights::Weights;
 use lectern_kernels::conv::grouped::WindowConv;
 use lectern_kernels::cuda::flow as kernels;
 use lectern_kernels::elementwise;

@@ -37,7 +37,8 @@ use self::dit::DiT;
 pub use self::tf32x3::FlowMatmul;
 use super::config::{FlowConfig, MAX_FLOW_FRAMES, N_MELS};
 use super::noise::flow_noise;
-use super::weights::{Checkpoint, ModelError, Result, Weights};
+use super::weights::{Checkpoint, Weights};
+use crate::error::{ModelError, Result};
 use crate::linear::Linear;
 
 /// NFE upstream hard-codes in `flow.inference`.

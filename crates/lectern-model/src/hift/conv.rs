@@ -5,7 +5,8 @@ use std::sync::OnceLock;
 
 use candle::Tensor;
 
-use crate::weights::{Result, Weights};
+use crate::error::Result;
+use crate::weights::Weights;
 use lectern_kernels::conv::direct::{self as conv_direct, Kernel, Panels};
 use lectern_kernels::conv::tap_major::conv1d_tap_major;
 use lectern_kernels::conv::vocoder::{self as cpu, ConvInput};

@@ -6,7 +6,8 @@
 use candle::{DType, Tensor};
 
 use super::conv::CausalConv1d;
-use crate::weights::{Result, Weights};
+use crate::error::Result;
+use crate::weights::Weights;
 
 /// Look-ahead frames of `condnet.0` (kernel 4, padded on the right).
 pub const F0_LOOKAHEAD_FRAMES: usize = 3;

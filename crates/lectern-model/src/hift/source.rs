@@ -9,8 +9,9 @@
 use std::sync::Mutex;
 
 use crate::config::{HiftConfig, MAX_VOCODER_SAMPLES};
+use crate::error::{ModelError, Result};
 use crate::noise::Mt19937;
-use crate::weights::{ModelError, Result, Weights};
+use crate::weights::Weights;
 
 /// Harmonics including the fundamental (`nb_harmonics + 1`).
 pub type Harmonics = usize;

@@ -3,7 +3,7 @@
 
 use candle::Tensor;
 
-use crate::weights::{ModelError, Result};
+use crate::error::{ModelError, Result};
 
 /// Keys and values of one lane, f32: per layer one `(2, kv_heads, capacity, head_dim)` tensor,
 /// k then v, matching the adjacent k and v columns of the fused projection so that one

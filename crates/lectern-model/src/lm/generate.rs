@@ -2,8 +2,8 @@
 //! and results, and each lane's sampling state.
 
 use super::{DEFAULT_MAX_LANES, KvCache, LaneBatch, LaneMode, SpeechLm, graph};
+use crate::error::{ModelError, Result};
 use crate::sampling::{SamplingConfig, SilentFilter, sampling_ids, segment_rng};
-use crate::weights::{ModelError, Result};
 
 impl SpeechLm {
     /// Decodes several segments together (at most `opts.max_lanes` at a time; a finished lane's
