@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use candle::{DType, Device, Tensor};
+use candle::{Device, Tensor};
+use lectern_test_support::tensors::max_abs_diff;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/cosyvoice3-tiny-a")
@@ -13,12 +14,6 @@ fn fixtures() -> PathBuf {
 
 fn load(path: &Path) -> HashMap<String, Tensor> {
     candle::safetensors::load(path, &Device::Cpu).unwrap()
-}
-
-fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
-    assert_eq!(a.dims(), b.dims());
-    let d = (a.to_dtype(DType::F32).unwrap() - b.to_dtype(DType::F32).unwrap()).unwrap();
-    d.abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar::<f32>().unwrap()
 }
 
 #[test]

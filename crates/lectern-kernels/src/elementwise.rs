@@ -267,18 +267,11 @@ pub fn qkv_bias_rope(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lectern_test_support::tensors::max_abs_diff;
 
+    /// Values uniform in [−1, 1) times `scale`.
     fn seeded(shape: &[usize], seed: u64, scale: f32) -> Tensor {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let n: usize = shape.iter().product();
-        let data: Vec<f32> = (0..n).map(|_| scale * rng.gen_range(-1.0f32..1.0)).collect();
-        Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
-    }
-
-    fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
-        assert_eq!(a.dims(), b.dims());
-        (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
+        (lectern_test_support::tensors::seeded(shape, seed) * f64::from(scale)).unwrap()
     }
 
     #[test]

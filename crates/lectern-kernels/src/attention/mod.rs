@@ -668,19 +668,12 @@ pub(super) mod core_checks {
 mod tests {
     use super::*;
     use lectern_test_support::optional::cpu_or_skip;
+    use lectern_test_support::tensors::max_abs_diff;
 
-    fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
-        (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
-    }
-
-    /// Seeded unit-variance values (uniform on ±√3), times `scale`.
+    /// Seeded unit-variance values (uniform on ±√3), times `scale`, for `(b, h, t, dh)` heads.
     fn seeded(shape: (usize, usize, usize, usize), seed: u64, scale: f32) -> Tensor {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let n = shape.0 * shape.1 * shape.2 * shape.3;
-        let a = 3f32.sqrt();
-        let data: Vec<f32> = (0..n).map(|_| scale * rng.gen_range(-a..a)).collect();
-        Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
+        let dims = [shape.0, shape.1, shape.2, shape.3];
+        lectern_test_support::tensors::seeded_unit(&dims, seed, scale)
     }
 
     /// `attend` runs `core` (its bits, not the portable core's: they differ in the last bits,

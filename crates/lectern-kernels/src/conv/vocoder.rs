@@ -334,11 +334,8 @@ pub(super) const CONV_TEST_CASES: [ConvTestCase; 8] = [
 mod tests {
     use super::*;
     use crate::conv::tap_major::conv1d_tap_major;
+    use lectern_test_support::tensors::max_abs_diff;
     use lectern_test_support::tensors::seeded;
-
-    fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
-        (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
-    }
 
     /// The tap-major reference: pad, sum of per-tap products, bias, residual.
     fn reference(

@@ -5,31 +5,19 @@
 use candle::{Device, Tensor};
 use lectern_kernels::attention::{QUERY_BLOCK, attend, attend_portable};
 use lectern_kernels::elementwise::{mish, modulate, qkv_bias_rope};
+use lectern_test_support::tensors::{max_abs_diff, seeded_unit};
 
 use super::FlowMatmul;
 use super::dit::{self, attend_materialised};
 
-fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
-    assert_eq!(a.dims(), b.dims());
-    (a - b).unwrap().abs().unwrap().flatten_all().unwrap().max(0).unwrap().to_scalar().unwrap()
-}
-
-/// Seeded unit-variance values (uniform on ±√3), times `scale`.
+/// `seeded_unit` for `(b, h, t, dh)` heads.
 fn seeded_heads(shape: (usize, usize, usize, usize), seed: u64, scale: f32) -> Tensor {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let n = shape.0 * shape.1 * shape.2 * shape.3;
-    let a = 3f32.sqrt();
-    let data: Vec<f32> = (0..n).map(|_| scale * rng.gen_range(-a..a)).collect();
-    Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
+    seeded_unit(&[shape.0, shape.1, shape.2, shape.3], seed, scale)
 }
 
+/// Values uniform in [−1, 1) times `scale`.
 fn seeded(shape: &[usize], seed: u64, scale: f32) -> Tensor {
-    use rand::{Rng, SeedableRng};
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let n: usize = shape.iter().product();
-    let data: Vec<f32> = (0..n).map(|_| scale * rng.gen_range(-1.0f32..1.0)).collect();
-    Tensor::from_vec(data, shape, &Device::Cpu).unwrap()
+    (lectern_test_support::tensors::seeded(shape, seed) * f64::from(scale)).unwrap()
 }
 
 #[test]
