@@ -6,16 +6,30 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use lectern_text::{Cover, Frontend, Manuscript, ParseOptions, Pronunciations, Tokenizer};
+use lectern_text::{
+    Cover, Frontend, Manuscript, ParseOptions, Pronunciations, ReadPolicy, Tokenizer,
+};
 
 /// Choices about what of a manuscript is read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct ReadOptions {
-    /// Leave out an EPUB's front matter (cover, title page, copyright, contents, dedication).
+    /// Leave out every front-matter section of a document (`--skip-front-matter`), on top of
+    /// `policy`.
     pub skip_front_matter: bool,
     /// How a paragraph's language is decided (per run, or upstream's one per paragraph).
     pub frontend: Frontend,
+    /// What of a document (EPUB, DOCX) is read: skipped kinds, notes, the chapter level.
+    pub policy: ReadPolicy,
+}
+
+impl ReadOptions {
+    /// The policy the document readers apply.
+    #[must_use]
+    pub fn effective_policy(&self) -> ReadPolicy {
+        let policy = self.policy.clone();
+        if self.skip_front_matter { policy.skipping_front_matter() } else { policy }
+    }
 }
 
 /// Reads a manuscript: EPUB by its `.epub` extension, else plain text or Markdown.
@@ -31,8 +45,8 @@ pub fn load(path: &Path, tokenizer: &Tokenizer, read: &ReadOptions) -> anyhow::R
         .with_frontend(read.frontend)
         .with_pronunciations(prons);
     let book = if lectern_text::epub::is_epub(path) {
-        let doc = lectern_text::epub::read(path)?;
-        Manuscript::from_document(&doc, path, read.skip_front_matter, &opts)
+        let doc = lectern_text::epub::read(path, &read.effective_policy())?;
+        Manuscript::from_document(&doc, path, &opts)
     } else {
         Manuscript::load(path, &opts)
     };

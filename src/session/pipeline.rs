@@ -451,7 +451,7 @@ impl Session {
             info: book.info.clone(),
             chapter_titles: book.chapters.iter().map(|c| c.title.clone()).collect(),
             cover_file: None,
-            read: *read,
+            read: read.clone(),
         })?;
         let proofed = self.project.proofed_segments()?;
         if proofed.len() != stored.len() {

@@ -7,6 +7,7 @@
 //! (what `render --dry-run` shows), not of the XHTML files.
 
 use super::kind::SegmentKind;
+use super::policy::SkipReason;
 
 /// What a book says about itself (EPUB `dc:title`, `dc:creator`, `dc:language`, its cover; a
 /// Markdown front matter's `title:`, `author:`, `narrator:`, `lang:` and `cover:`).
@@ -54,39 +55,137 @@ impl Cover {
 pub struct DocBlock {
     pub kind: SegmentKind,
     pub text: String,
+    /// A stanza: each line (`\n`-separated) is a phrase, read with a short pause and no full
+    /// stop added; the stanza ends like a paragraph.
+    pub verse: bool,
+}
+
+impl DocBlock {
+    /// A paragraph of prose.
+    pub fn body(text: impl Into<String>) -> Self {
+        Self { kind: SegmentKind::Body, text: text.into(), verse: false }
+    }
+
+    /// A heading.
+    pub fn heading(text: impl Into<String>) -> Self {
+        Self { kind: SegmentKind::Heading, text: text.into(), verse: false }
+    }
+
+    /// A stanza of verse, its lines separated by `\n`.
+    pub fn stanza(text: impl Into<String>) -> Self {
+        Self { kind: SegmentKind::Body, text: text.into(), verse: true }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DocChapter {
     pub title: Option<String>,
-    /// Cover, title page, copyright, contents, dedication...: skipped on request.
+    /// Its structural kind where the book names one (`chapter`, `preface`, `dedication`,
+    /// `notes`, …; EPUB 3 structural semantics without prefix).
+    pub kind: Option<String>,
+    /// It lies in the book's front matter (before the body matter, or typed so).
     pub front_matter: bool,
     pub blocks: Vec<DocBlock>,
+    /// Contents entries inside the chapter (sections, or the part that opens it): kept as
+    /// sub-chapters in the chapter list, not as chapters of their own.
+    pub marks: Vec<DocMark>,
+}
+
+/// A contents entry that is not a chapter: its title, the block it starts at, its depth below
+/// the chapter (0: a part heading that opens the chapter, 1: a section of it, …).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DocMark {
+    pub title: String,
+    pub block: usize,
+    pub depth: usize,
+}
+
+/// Something of the book that is not read: where it was (before block `block` of chapter
+/// `chapter` of the document; `block` may be the chapter's length), why, and a short excerpt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocSkip {
+    pub chapter: usize,
+    pub block: usize,
+    pub reason: SkipReason,
+    /// The structural kind that made it skipped, where there is one (`titlepage`, `footnote`).
+    pub kind: Option<String>,
+    /// The start of its text, at most [`SKIP_EXCERPT_CHARS`] chars, whitespace collapsed.
+    pub text: String,
+    /// The book's file it was in (an EPUB entry), where there is one.
+    pub file: Option<String>,
+}
+
+/// How much of a skipped text its record keeps.
+pub const SKIP_EXCERPT_CHARS: usize = 80;
+
+/// The first [`SKIP_EXCERPT_CHARS`] chars of `text`, whitespace collapsed, `…` when cut.
+#[must_use]
+pub fn excerpt(text: &str) -> String {
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if words.chars().count() <= SKIP_EXCERPT_CHARS {
+        return words;
+    }
+    let cut: String = words.chars().take(SKIP_EXCERPT_CHARS - 1).collect();
+    format!("{}\u{2026}", cut.trim_end())
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Document {
     pub info: BookInfo,
     pub chapters: Vec<DocChapter>,
+    /// What the reader left out, in reading order.
+    pub skipped: Vec<DocSkip>,
+    /// Characters of text the reader read and the ones it skipped (for the dry run's warning
+    /// when the rules remove most of a book).
+    pub read_chars: usize,
+    pub skipped_chars: usize,
 }
 
-/// A block laid out in [`Document::source_text`]: its byte range there and, when it opens a
+/// A block laid out in [`Document::layout`]: its byte range there and, when it opens a
 /// chapter, that chapter's title (`Some(None)` for an untitled chapter).
 pub(crate) struct LaidOutBlock {
     pub kind: SegmentKind,
+    pub verse: bool,
     pub range: std::ops::Range<usize>,
     pub opens_chapter: Option<Option<String>>,
 }
 
+/// A document laid out as plain text: the text, its blocks, and where in it each skipped
+/// stretch and each mark falls (the byte offset of the next block).
+pub(crate) struct Layout<'d> {
+    pub text: String,
+    pub blocks: Vec<LaidOutBlock>,
+    pub skipped: Vec<(usize, &'d DocSkip)>,
+    pub marks: Vec<(usize, &'d DocMark)>,
+}
+
 impl Document {
-    /// The document as plain text, and where each block lies in it. Front matter is left out
-    /// when `skip_front_matter`; chapters without blocks are left out.
-    pub(crate) fn source_text(&self, skip_front_matter: bool) -> (String, Vec<LaidOutBlock>) {
+    /// The document as plain text (a chapter's blocks one per paragraph, blank lines between),
+    /// and where each block, skip and mark lies in it. Chapters without blocks are left out.
+    pub(crate) fn layout(&self) -> Layout<'_> {
         let mut text = String::new();
         let mut blocks = Vec::new();
-        let chapters = self.chapters.iter().filter(|c| !(skip_front_matter && c.front_matter));
-        for chapter in chapters {
+        // Byte offset of each (chapter, block) position, filled as the text grows: a position
+        // whose block is empty or missing gets the offset of the next block laid out.
+        let mut pending: Vec<(usize, usize)> = Vec::new();
+        let mut starts: std::collections::HashMap<(usize, usize), usize> =
+            std::collections::HashMap::new();
+        let wanted: std::collections::HashSet<(usize, usize)> = self
+            .skipped
+            .iter()
+            .map(|s| (s.chapter, s.block))
+            .chain(
+                self.chapters
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(c, ch)| ch.marks.iter().map(move |m| (c, m.block))),
+            )
+            .collect();
+        for (c, chapter) in self.chapters.iter().enumerate() {
             for (i, block) in chapter.blocks.iter().enumerate() {
+                if wanted.contains(&(c, i)) {
+                    pending.push((c, i));
+                }
                 let body = block.text.trim();
                 if body.is_empty() {
                     continue;
@@ -95,17 +194,37 @@ impl Document {
                     text.push_str("\n\n");
                 }
                 let start = text.len();
+                for p in pending.drain(..) {
+                    starts.insert(p, start);
+                }
                 text.push_str(body);
                 // A chapter opens at its first block, titled or not, so chapters stay apart.
                 let opens_chapter = (!blocks_before_in(chapter, i)).then(|| chapter.title.clone());
                 blocks.push(LaidOutBlock {
                     kind: block.kind,
+                    verse: block.verse,
                     range: start..text.len(),
                     opens_chapter,
                 });
             }
+            if wanted.contains(&(c, chapter.blocks.len())) {
+                pending.push((c, chapter.blocks.len()));
+            }
         }
-        (text, blocks)
+        let end = text.len();
+        for p in pending.drain(..) {
+            starts.insert(p, end);
+        }
+        let at = |p: (usize, usize)| starts.get(&p).copied().unwrap_or(end);
+        let skipped = self.skipped.iter().map(|s| (at((s.chapter, s.block)), s)).collect();
+        let marks = self
+            .chapters
+            .iter()
+            .enumerate()
+            .flat_map(|(c, ch)| ch.marks.iter().map(move |m| (c, m)))
+            .map(|(c, m)| (at((c, m.block)), m))
+            .collect();
+        Layout { text, blocks, skipped, marks }
     }
 }
 

@@ -47,19 +47,21 @@ pub mod kind;
 pub mod manuscript;
 pub mod mapped;
 pub mod normalize;
+pub mod policy;
 pub mod pronounce;
 pub mod segment;
 pub mod tokenizer;
 
 use std::path::PathBuf;
 
-pub use document::{BookInfo, Cover, DocBlock, DocChapter, Document};
+pub use document::{BookInfo, Cover, DocBlock, DocChapter, DocMark, DocSkip, Document};
 pub use kind::SegmentKind;
 pub use manuscript::{
-    Chapter, Format, Frontend, Manuscript, ParseOptions, PauseDefaults, Position, Segment, Span,
-    Voicing,
+    Chapter, Format, Frontend, Manuscript, Mark, ParseOptions, PauseDefaults, Position, Segment,
+    Skipped, Span, Voicing,
 };
 pub use normalize::Lang;
+pub use policy::{NotesPolicy, ReadPolicy, SkipReason};
 pub use pronounce::Pronunciations;
 pub use segment::{Boundary, SegmentLimits};
 pub use tokenizer::{Tokenizer, TokenizerKind};

@@ -45,10 +45,11 @@ use std::path::{Path, PathBuf};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 use super::cjk::is_cjk;
-use super::document::{BookInfo, Document};
+use super::document::{BookInfo, DocSkip, Document, Layout};
 use super::kind::SegmentKind;
 use super::mapped::Mapped;
 use super::normalize::{Lang, Latin, normalize_at, normalize_runs_latin_at, script_runs};
+use super::policy::SkipReason;
 use super::pronounce::Pronunciations;
 use super::segment::{
     Boundary, Measure, SegmentLimits, estimate_tokens, is_closer, is_mark, sentence_pieces,
@@ -264,6 +265,34 @@ pub struct Segment {
 pub struct Chapter {
     pub title: Option<String>,
     pub segments: Vec<Segment>,
+    /// Contents entries inside it (a part that opens it, its sections): sub-chapters of the
+    /// chapter list, not chapters (nor M4B tracks) of their own.
+    pub marks: Vec<Mark>,
+}
+
+/// A sub-chapter: its title, the id of the segment it starts at, its depth below the chapter
+/// (0: a part heading that opens the chapter, 1: a section, …).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Mark {
+    pub title: String,
+    pub segment: usize,
+    pub depth: usize,
+}
+
+/// Text of the book that is not read, and why ([`crate::policy`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Skipped {
+    /// 0-based index of the chapter it falls in (the one whose text follows it).
+    pub chapter: usize,
+    /// The line of the laid-out text where it was left out.
+    pub line: usize,
+    pub reason: SkipReason,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Its start, at most [`crate::document::SKIP_EXCERPT_CHARS`] chars.
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
@@ -274,6 +303,11 @@ pub struct Manuscript {
     pub chapters: Vec<Chapter>,
     /// Explicit pauses before the first segment.
     pub lead_in_ms: u32,
+    /// What of the book is not read, in reading order (a document's readers fill it).
+    pub skipped: Vec<Skipped>,
+    /// Characters of the book's text read and skipped (documents only; 0 for plain text).
+    pub read_chars: usize,
+    pub skipped_chars: usize,
 }
 
 impl Manuscript {
@@ -295,34 +329,71 @@ impl Manuscript {
         parse_source(src, opts.format.unwrap_or(Format::Plain), opts, Path::new("<text>"))
     }
 
-    /// Segments a document read from a container (an EPUB): its plain-text layout
-    /// ([`Document::source_text`]) is the source the spans point into. Front matter is left out
-    /// when `skip_front_matter`.
-    pub fn from_document(
-        doc: &Document,
-        path: &Path,
-        skip_front_matter: bool,
-        opts: &ParseOptions<'_>,
-    ) -> Result<Self> {
-        let (src, laid_out) = doc.source_text(skip_front_matter);
-        let blocks = laid_out
-            .into_iter()
+    /// Segments a document read from a container (EPUB, DOCX), whose reader already applied
+    /// the reading policy: its plain-text layout ([`Document::layout`]) is the source the spans
+    /// point into, and the skipped stretches and marks are placed in it.
+    pub fn from_document(doc: &Document, path: &Path, opts: &ParseOptions<'_>) -> Result<Self> {
+        let layout = doc.layout();
+        let src = layout.text.as_str();
+        let blocks = layout
+            .blocks
+            .iter()
             .map(|b| {
                 let text = Mapped::identity(&src[b.range.clone()], b.range.start);
-                (b.opens_chapter, Block { kind: b.kind, text })
+                (b.opens_chapter.clone(), Block { kind: b.kind, verse: b.verse, text })
             })
             .collect();
         let language = opts.language.as_deref().or(doc.info.language.as_deref());
-        let m = parse_blocks(&src, blocks, opts, path, language)?;
+        let mut m = parse_blocks(src, blocks, opts, path, language)?;
         if m.segments().next().is_none() {
             return Err(TextError::Empty { path: path.to_path_buf() });
         }
+        place_skips_and_marks(&mut m, &layout);
+        m.read_chars = doc.read_chars;
+        m.skipped_chars = doc.skipped_chars;
         Ok(Self { path: Some(path.to_path_buf()), info: doc.info.clone(), ..m })
     }
 
     /// All segments in reading order.
     pub fn segments(&self) -> impl Iterator<Item = &Segment> {
         self.chapters.iter().flat_map(|c| c.segments.iter())
+    }
+}
+
+/// Places a layout's skipped stretches and marks in the segmented book: each belongs to the
+/// chapter of the first segment at or after its offset (the last chapter at the end).
+fn place_skips_and_marks(m: &mut Manuscript, layout: &Layout<'_>) {
+    // (byte offset, chapter, segment id) of every segment, in order.
+    let starts: Vec<(usize, usize, usize)> = m
+        .chapters
+        .iter()
+        .enumerate()
+        .flat_map(|(c, ch)| ch.segments.iter().map(move |s| (s.span.bytes.start, c, s.id)))
+        .collect();
+    let last_chapter = m.chapters.len().saturating_sub(1);
+    let at = |offset: usize| {
+        let k = starts.partition_point(|(o, _, _)| *o < offset);
+        starts.get(k).map_or((last_chapter, None), |(_, c, id)| (*c, Some(*id)))
+    };
+    let mut cursor = Cursor::new(&layout.text);
+    let mut skipped: Vec<(usize, &DocSkip)> = layout.skipped.clone();
+    skipped.sort_by_key(|(o, _)| *o);
+    for (offset, s) in skipped {
+        let (chapter, _) = at(offset);
+        m.skipped.push(Skipped {
+            chapter,
+            line: cursor.position(offset).line,
+            reason: s.reason,
+            kind: s.kind.clone(),
+            text: s.text.clone(),
+            file: s.file.clone(),
+        });
+    }
+    for (offset, mark) in &layout.marks {
+        if let (chapter, Some(segment)) = at(*offset) {
+            let title = mark.title.clone();
+            m.chapters[chapter].marks.push(Mark { title, segment, depth: mark.depth });
+        }
     }
 }
 
@@ -349,6 +420,8 @@ pub fn decode<'b>(bytes: &'b [u8], path: &Path) -> Result<&'b str> {
 /// A block of cleaned text (over source bytes).
 struct Block {
     kind: SegmentKind,
+    /// A stanza: its lines are phrases ([`crate::document::DocBlock::verse`]).
+    verse: bool,
     text: Mapped,
 }
 
@@ -536,7 +609,7 @@ fn parse_blocks(
     if chapters.iter().all(|c| c.segments.is_empty()) {
         chapters.clear();
     }
-    Ok(Manuscript { path: None, info: BookInfo::default(), chapters, lead_in_ms })
+    Ok(Manuscript { chapters, lead_in_ms, ..Manuscript::default() })
 }
 
 /// [`split_lead_sentence`] over cuts: the opener ends as [`Boundary::FirstSentence`].
@@ -1283,7 +1356,7 @@ fn plain_blocks(src: &str) -> Vec<(Option<String>, Block)> {
     for (content, off, _) in lines(src) {
         if content.trim().is_empty() {
             if let Some(p) = para.take() {
-                out.push((None, Block { kind: SegmentKind::Body, text: p }));
+                out.push((None, Block { kind: SegmentKind::Body, verse: false, text: p }));
             }
             continue;
         }
@@ -1294,7 +1367,7 @@ fn plain_blocks(src: &str) -> Vec<(Option<String>, Block)> {
         p.push_copy(content, off);
     }
     if let Some(p) = para {
-        out.push((None, Block { kind: SegmentKind::Body, text: p }));
+        out.push((None, Block { kind: SegmentKind::Body, verse: false, text: p }));
     }
     out
 }
@@ -1385,7 +1458,7 @@ impl Leaf {
     fn flush_body(&mut self, src: &str, out: &mut Vec<(Option<String>, Block)>) {
         if let Some(extent) = self.extent.take() {
             let text = read_lines(src, extent, false);
-            out.push((None, Block { kind: SegmentKind::Body, text }));
+            out.push((None, Block { kind: SegmentKind::Body, verse: false, text }));
         }
     }
 
@@ -1393,7 +1466,7 @@ impl Leaf {
     fn flush_heading(&mut self, src: &str, out: &mut Vec<(Option<String>, Block)>) {
         let text = self.extent.take().map(|e| read_lines(src, e, true)).unwrap_or_default();
         let title = strip_title_markup(text.text.trim()).trim().replace('\n', " ");
-        out.push((Some(title), Block { kind: SegmentKind::Heading, text }));
+        out.push((Some(title), Block { kind: SegmentKind::Heading, verse: false, text }));
     }
 }
 

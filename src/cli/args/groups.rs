@@ -54,7 +54,11 @@ impl ReadArgs {
             Some(FrontendArg::Upstream) => lectern_text::Frontend::Upstream,
             Some(FrontendArg::Lectern) | None => lectern_text::Frontend::Lectern,
         };
-        crate::reading::ReadOptions { skip_front_matter: self.skip_front_matter, frontend }
+        crate::reading::ReadOptions {
+            skip_front_matter: self.skip_front_matter,
+            frontend,
+            ..Default::default()
+        }
     }
 }
 

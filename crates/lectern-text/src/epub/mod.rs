@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::{BookInfo, Cover, DocChapter, Document};
+use crate::{BookInfo, Cover, DocChapter, Document, ReadPolicy};
 use package::{Package, TocEntry};
 
 /// Why a book could not be read; every variant names the book and, where one is at fault,
@@ -87,7 +87,7 @@ impl Container {
 }
 
 /// Reads a book: its metadata and its chapters of headings and paragraphs, in reading order.
-pub fn read(path: &Path) -> Result<Document> {
+pub fn read(path: &Path, _policy: &ReadPolicy) -> Result<Document> {
     let mut container = Container::open(path)?;
     let opf_path = rootfile(&mut container)?;
     let opf = container.text(&opf_path, "the package document named by META-INF/container.xml")?;
@@ -109,7 +109,7 @@ pub fn read(path: &Path) -> Result<Document> {
         ..BookInfo::default()
     };
     let chapters = chapters(&mut container, &pkg, &toc)?;
-    Ok(Document { info, chapters })
+    Ok(Document { info, chapters, ..Document::default() })
 }
 
 /// The package document's path, from `META-INF/container.xml`.
@@ -182,6 +182,7 @@ fn chapters(container: &mut Container, pkg: &Package, toc: &[TocEntry]) -> Resul
                     title: title.filter(|t| !t.is_empty()),
                     front_matter: is_front,
                     blocks: part.blocks,
+                    ..DocChapter::default()
                 }),
                 None => {
                     let last = out.last_mut().expect("a chapter is open after the first part");

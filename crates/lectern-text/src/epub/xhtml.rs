@@ -267,7 +267,7 @@ impl Walk {
                 self.first_heading = Some(text.replace('\n', " "));
             }
             let part = self.doc.parts.last_mut().expect("a part is open");
-            part.blocks.push(DocBlock { kind, text });
+            part.blocks.push(DocBlock { kind, text, verse: false });
         }
         self.buf.clear();
         self.buf_heading = false;

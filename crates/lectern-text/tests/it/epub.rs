@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use lectern_text::epub::{self, EpubError};
-use lectern_text::{Document, Manuscript, ParseOptions, SegmentKind};
+use lectern_text::{Document, Manuscript, ParseOptions, ReadPolicy, SegmentKind};
 
 use lectern_test_support::epub::{PNG, epub2, epub3, write_epub, xhtml};
 
@@ -28,7 +28,7 @@ fn epub3_chapters_follow_the_nav_document() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("book.epub");
     epub3(&path);
-    let doc = epub::read(&path).unwrap();
+    let doc = epub::read(&path, &ReadPolicy::default()).unwrap();
     assert_eq!(
         outline(&doc),
         vec![
@@ -63,7 +63,7 @@ fn epub2_chapters_follow_the_ncx_and_the_guide_marks_front_matter() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("old.epub");
     epub2(&path);
-    let doc = epub::read(&path).unwrap();
+    let doc = epub::read(&path, &ReadPolicy::default()).unwrap();
     assert_eq!(
         outline(&doc),
         vec![
@@ -91,9 +91,9 @@ fn a_book_becomes_a_manuscript_without_losing_a_paragraph() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("book.epub");
     epub3(&path);
-    let doc = epub::read(&path).unwrap();
+    let doc = epub::read(&path, &ReadPolicy::default()).unwrap();
     let opts = ParseOptions::default().with_lead_sentence(false);
-    let book = Manuscript::from_document(&doc, &path, false, &opts).unwrap();
+    let book = Manuscript::from_document(&doc, &path, &opts).unwrap();
     let titles: Vec<_> = book.chapters.iter().map(|c| c.title.as_deref()).collect();
     assert_eq!(
         titles,
@@ -109,7 +109,9 @@ fn a_book_becomes_a_manuscript_without_losing_a_paragraph() {
     }
     assert_eq!(book.info.title.as_deref(), Some("The Test of Time"));
     // Front matter left out on request; the chapters after it are unchanged.
-    let skipped = Manuscript::from_document(&doc, &path, true, &opts).unwrap();
+    let front = ReadPolicy::default().skipping_front_matter();
+    let doc_without_front = epub::read(&path, &front).unwrap();
+    let skipped = Manuscript::from_document(&doc_without_front, &path, &opts).unwrap();
     let titles: Vec<_> = skipped.chapters.iter().map(|c| c.title.as_deref()).collect();
     assert_eq!(titles, [Some("Chapter 1: Arrival"), Some("Chapter 2"), Some("Chapter 3")]);
     let texts = |m: &Manuscript| m.segments().map(|s| s.text.clone()).collect::<Vec<_>>();
@@ -132,7 +134,7 @@ fn a_book_without_navigation_makes_a_chapter_of_each_file() {
         "p.opf",
         &[("p.opf", opf.as_bytes()), ("a.xhtml", a.as_bytes()), ("b.xhtml", b.as_bytes())],
     );
-    let doc = epub::read(&path).unwrap();
+    let doc = epub::read(&path, &ReadPolicy::default()).unwrap();
     assert_eq!(
         outline(&doc),
         vec![
@@ -143,7 +145,7 @@ fn a_book_without_navigation_makes_a_chapter_of_each_file() {
 }
 
 fn error_of(path: &Path) -> String {
-    let e: EpubError = epub::read(path).unwrap_err();
+    let e: EpubError = epub::read(path, &ReadPolicy::default()).unwrap_err();
     e.to_string()
 }
 
@@ -204,7 +206,7 @@ fn blocks_of(body: &str) -> Vec<String> {
       <spine><itemref idref="a"/></spine></package>"#;
     let a = xhtml("One", body);
     write_epub(&path, "p.opf", &[("p.opf", opf.as_bytes()), ("a.xhtml", a.as_bytes())]);
-    let doc = epub::read(&path).unwrap();
+    let doc = epub::read(&path, &ReadPolicy::default()).unwrap();
     doc.chapters.iter().flat_map(|c| c.blocks.iter().map(|b| b.text.clone())).collect()
 }
 

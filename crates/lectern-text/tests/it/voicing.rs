@@ -5,8 +5,7 @@ use std::path::Path;
 
 use lectern_text::manuscript::normalized_runs;
 use lectern_text::{
-    Boundary, DocBlock, DocChapter, Document, Format, Manuscript, ParseOptions, SegmentKind,
-    TextError, Voicing,
+    Boundary, DocBlock, DocChapter, Document, Format, Manuscript, ParseOptions, TextError, Voicing,
 };
 
 /// A cast of two, one of them with a space in her name.
@@ -324,8 +323,8 @@ fn bad_markup_names_its_line_and_column() {
 /// and every chapter starts in the book's voice.
 #[test]
 fn documents_read_voicing_markup_per_chapter() {
-    let body = |text: &str| DocBlock { kind: SegmentKind::Body, text: text.to_string() };
-    let chapter = |blocks| DocChapter { title: None, front_matter: false, blocks };
+    let body = DocBlock::body;
+    let chapter = |blocks| DocChapter { blocks, ..DocChapter::default() };
     let doc = Document {
         chapters: vec![
             chapter(vec![body("[voice:anna]One."), body("Mrs Hale: Two.")]),
@@ -333,7 +332,7 @@ fn documents_read_voicing_markup_per_chapter() {
         ],
         ..Document::default()
     };
-    let book = Manuscript::from_document(&doc, Path::new("book.epub"), false, &opts()).unwrap();
+    let book = Manuscript::from_document(&doc, Path::new("book.epub"), &opts()).unwrap();
     let got: Vec<_> = book.segments().map(|s| (s.text.clone(), s.voicing.clone())).collect();
     assert_eq!(
         got,
