@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod docx;
 pub mod epub;
 pub mod fixtures;
 pub mod optional;

@@ -41,15 +41,18 @@
 
 pub mod cjk;
 pub mod document;
+pub mod docx;
 pub mod epub;
 pub mod hashing;
 pub mod kind;
 pub mod manuscript;
 pub mod mapped;
+pub mod markup;
 pub mod normalize;
 pub mod policy;
 pub mod pronounce;
 pub mod segment;
+pub mod table;
 pub mod tokenizer;
 
 use std::path::PathBuf;

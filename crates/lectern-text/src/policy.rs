@@ -7,7 +7,7 @@
 //! section). The default, [`ReadPolicy::default`], is what a narrator would choose:
 //!
 //! * **skipped**: the cover, half-title and title pages, copyright and imprint pages, the
-//!   contents and lists of figures or tables, the publisher's colophon, code;
+//!   contents and lists of figures or tables, the publisher's colophon, bibliographies, code;
 //! * **read**: everything the author wrote, front matter included (dedication, epigraph,
 //!   foreword, preface, prologue, introduction, a novel's "Etymology"), tables row by row;
 //! * **never read, whatever the policy**: printed page numbers, verse line numbers, navigation
@@ -59,6 +59,7 @@ pub const SKIPPED_BY_DEFAULT: &[&str] = &[
     "toc",
     "loi",
     "lot",
+    "bibliography",
     "code",
 ];
 

@@ -9,15 +9,19 @@
 //! the landmarks place before the body matter, or what an `epub:type` calls front matter.
 //! Errors name the book and the entry inside it.
 
+mod chapters;
 mod package;
+mod semantics;
 mod xhtml;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::{BookInfo, Cover, DocChapter, Document, ReadPolicy};
-use package::{Package, TocEntry};
+use crate::{BookInfo, Cover, Document, NotesPolicy, ReadPolicy};
+use chapters::Piece;
+use package::{Nav, Package};
+use xhtml::Notes;
 
 /// Why a book could not be read; every variant names the book and, where one is at fault,
 /// the entry inside it.
@@ -86,14 +90,15 @@ impl Container {
     }
 }
 
-/// Reads a book: its metadata and its chapters of headings and paragraphs, in reading order.
-pub fn read(path: &Path, _policy: &ReadPolicy) -> Result<Document> {
+/// Reads a book under a reading policy: its metadata, its chapters of headings, paragraphs,
+/// stanzas and table rows in reading order, their marks, and what was left out.
+pub fn read(path: &Path, policy: &ReadPolicy) -> Result<Document> {
     let mut container = Container::open(path)?;
     let opf_path = rootfile(&mut container)?;
     let opf = container.text(&opf_path, "the package document named by META-INF/container.xml")?;
     let mut pkg =
         Package::parse(&opf, &opf_path).map_err(|r| container.entry_error(&opf_path, r))?;
-    let toc = table_of_contents(&mut container, &mut pkg)?;
+    let nav = navigation(&mut container, &mut pkg)?;
     let cover = match &pkg.cover_href {
         Some(href) => {
             let media_type = pkg.media_type_of(href).unwrap_or("image/jpeg").to_string();
@@ -108,8 +113,15 @@ pub fn read(path: &Path, _policy: &ReadPolicy) -> Result<Document> {
         cover,
         ..BookInfo::default()
     };
-    let chapters = chapters(&mut container, &pkg, &toc)?;
-    Ok(Document { info, chapters, ..Document::default() })
+    let notes = match policy.notes {
+        NotesPolicy::Skip => Notes::new(),
+        NotesPolicy::Inline | NotesPolicy::ChapterEnd => all_notes(&mut container, &pkg)?,
+    };
+    let pieces = pieces(&mut container, &pkg, &nav, policy, &notes)?;
+    let roles = chapters::roles(&nav.toc, &pieces, policy.chapter_level);
+    let mut doc = chapters::assemble(pieces, &nav.toc, &roles);
+    doc.info = info;
+    Ok(doc)
 }
 
 /// The package document's path, from `META-INF/container.xml`.
@@ -119,79 +131,102 @@ fn rootfile(container: &mut Container) -> Result<String> {
     package::rootfile(&xml).map_err(|r| container.entry_error(ENTRY, r))
 }
 
-/// The table of contents: the EPUB 3 nav document's `toc` nav, else the NCX; empty when the
-/// book has neither (each spine item is then a chapter). The nav document's landmarks go to
-/// the package.
-fn table_of_contents(container: &mut Container, pkg: &mut Package) -> Result<Vec<TocEntry>> {
+/// The navigation: the EPUB 3 nav document's contents, landmarks and page list, else the NCX's
+/// contents; empty contents when the book has neither (each spine item is then a chapter).
+/// The nav document's landmarks go to the package.
+fn navigation(container: &mut Container, pkg: &mut Package) -> Result<Nav> {
+    let mut out = Nav::default();
     if let Some(nav) = pkg.nav_href.clone() {
         let xml = container.text(&nav, "the manifest lists it as the navigation document")?;
-        let (entries, landmarks) =
-            package::nav(&xml, &nav).map_err(|r| container.entry_error(&nav, r))?;
-        pkg.landmarks = landmarks;
-        if !entries.is_empty() {
-            return Ok(entries);
+        out = package::nav(&xml, &nav).map_err(|r| container.entry_error(&nav, r))?;
+        pkg.landmarks = std::mem::take(&mut out.landmarks);
+    }
+    if out.toc.is_empty() {
+        if let Some(ncx) = &pkg.ncx_href {
+            let xml = container.text(ncx, "the spine names it as the NCX table of contents")?;
+            out.toc = package::ncx_toc(&xml, ncx).map_err(|r| container.entry_error(ncx, r))?;
         }
     }
-    if let Some(ncx) = &pkg.ncx_href {
-        let xml = container.text(ncx, "the spine names it as the NCX table of contents")?;
-        return package::ncx_toc(&xml, ncx).map_err(|r| container.entry_error(ncx, r));
-    }
-    Ok(Vec::new())
+    Ok(out)
 }
 
-/// The book's chapters: spine items in order (linear ones only), cut where the table of
-/// contents opens a chapter.
-fn chapters(container: &mut Container, pkg: &Package, toc: &[TocEntry]) -> Result<Vec<DocChapter>> {
-    // Per file, the chapters the contents open in it: (fragment or "" for the file's top, title).
-    let mut opens: HashMap<&str, Vec<(&str, &str)>> = HashMap::new();
-    let mut seen = HashSet::new();
-    for e in toc {
-        if seen.insert((e.file.as_str(), e.fragment.as_str())) {
-            opens.entry(&e.file).or_default().push((&e.fragment, &e.title));
+/// Every note of the book by (file, id), from every content document of the manifest (notes
+/// often sit in a non-linear one).
+fn all_notes(container: &mut Container, pkg: &Package) -> Result<Notes> {
+    let mut notes = Notes::new();
+    let mut files: Vec<&str> = pkg
+        .manifest
+        .values()
+        .filter(|i| i.media_type == "application/xhtml+xml")
+        .map(|i| i.href.as_str())
+        .collect();
+    files.sort_unstable();
+    for file in files {
+        let xml = container.text(file, "the manifest lists it")?;
+        let found = xhtml::collect_notes(&xml).map_err(|r| container.entry_error(file, r))?;
+        for (id, text) in found {
+            notes.insert((file.to_string(), id), text);
         }
     }
-    let front = pkg.front_matter_files();
-    let mut out: Vec<DocChapter> = Vec::new();
+    Ok(notes)
+}
+
+/// The linear spine items read in order, cut where contents entries start.
+fn pieces(
+    container: &mut Container,
+    pkg: &Package,
+    nav: &Nav,
+    policy: &ReadPolicy,
+    notes: &Notes,
+) -> Result<Vec<Piece>> {
+    // Per file, the contents entries that start in it, by fragment ("" for the file's top).
+    let mut opens: HashMap<&str, Vec<(&str, usize)>> = HashMap::new();
+    let mut seen = HashSet::new();
+    for (k, e) in nav.toc.iter().enumerate() {
+        if seen.insert((e.file.as_str(), e.fragment.as_str())) {
+            opens.entry(&e.file).or_default().push((&e.fragment, k));
+        }
+    }
+    let file_kinds = pkg.file_kinds();
+    let mut out = Vec::new();
     for item in pkg.spine.iter().filter(|i| i.linear) {
         let xml = container.text(&item.href, "the spine lists it")?;
         let here = opens.get(item.href.as_str()).cloned().unwrap_or_default();
-        let starts: HashSet<&str> =
-            here.iter().map(|(f, _)| *f).filter(|f| !f.is_empty()).collect();
-        let doc = xhtml::read(&xml, &starts).map_err(|r| container.entry_error(&item.href, r))?;
-        let is_front = front.contains(item.href.as_str()) || doc.front_matter;
-        let title_of =
-            |fragment: &str| here.iter().find(|(f, _)| *f == fragment).map(|(_, t)| t.to_string());
+        let ctx = xhtml::Context {
+            policy,
+            file: &item.href,
+            starts: here.iter().map(|(f, _)| *f).filter(|f| !f.is_empty()).collect(),
+            file_kinds: file_kinds.get(item.href.as_str()).cloned().unwrap_or_default(),
+            page_targets: nav
+                .page_targets
+                .iter()
+                .filter(|(f, _)| *f == item.href)
+                .map(|(_, id)| id.as_str())
+                .collect(),
+            toc_targets: here.iter().map(|(f, _)| *f).collect(),
+            notes,
+            fixed_layout: pkg.fixed_layout,
+        };
+        let doc = xhtml::read(&xml, &ctx).map_err(|r| container.entry_error(&item.href, r))?;
+        let front =
+            file_kinds.get(item.href.as_str()).is_some_and(|k| !k.is_empty()) || doc.front_matter;
+        let entry_at = |fragment: &str| here.iter().find(|(f, _)| *f == fragment).map(|(_, k)| *k);
         for (k, part) in doc.parts.into_iter().enumerate() {
-            // The file's first part opens a chapter when the contents point at the file itself,
-            // when no contents exist (each file is then a chapter), or when nothing came before.
-            let opens_here = match &part.starts_at {
-                Some(fragment) => title_of(fragment).map(Some),
-                None if k == 0 => {
-                    if let Some(t) = title_of("") {
-                        Some(Some(t))
-                    } else if toc.is_empty() || out.is_empty() {
-                        Some(doc.title.clone())
-                    } else {
-                        None
-                    }
-                }
+            let entry = match &part.starts_at {
+                Some(fragment) => entry_at(fragment),
+                None if k == 0 => entry_at(""),
                 None => None,
             };
-            match opens_here {
-                Some(title) => out.push(DocChapter {
-                    title: title.filter(|t| !t.is_empty()),
-                    front_matter: is_front,
-                    blocks: part.blocks,
-                    ..DocChapter::default()
-                }),
-                None => {
-                    let last = out.last_mut().expect("a chapter is open after the first part");
-                    last.blocks.extend(part.blocks);
-                }
-            }
+            out.push(Piece {
+                entry,
+                file: item.href.clone(),
+                file_title: doc.title.clone(),
+                starts_file: k == 0,
+                front,
+                part,
+            });
         }
     }
-    out.retain(|c| !c.blocks.is_empty());
     Ok(out)
 }
 

@@ -1,7 +1,7 @@
 //! The package document (`content.opf`), `META-INF/container.xml`, the EPUB 3 navigation
 //! document and the EPUB 2 NCX. Errors are reasons; the caller names the entry.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use quick_xml::Reader;
 use quick_xml::events::{BytesRef, BytesStart, Event};
@@ -74,12 +74,28 @@ pub(super) struct SpineItem {
     pub linear: bool,
 }
 
-/// A table-of-contents entry: the file and fragment it points at, and its title.
+/// A table-of-contents entry: the file and fragment it points at, its title, its depth (1: the
+/// top level) and whether it sits in a list the nav hides (`hidden`: not meant for readers'
+/// navigation, so never a chapter).
 #[derive(Debug, Clone)]
 pub(super) struct TocEntry {
     pub file: String,
     pub fragment: String,
     pub title: String,
+    pub depth: usize,
+    pub hidden: bool,
+    /// The entry it is nested in (an item without a link of its own, such as an author's name
+    /// over their stories, is no parent).
+    pub parent: Option<usize>,
+}
+
+/// The navigation document's lists: contents, landmarks, and the page list's targets
+/// ((file, fragment) of each printed page number).
+#[derive(Debug, Default)]
+pub(super) struct Nav {
+    pub toc: Vec<TocEntry>,
+    pub landmarks: Landmarks,
+    pub page_targets: Vec<(String, String)>,
 }
 
 /// The package document, hrefs resolved to entry names.
@@ -93,28 +109,13 @@ pub(super) struct Package {
     pub nav_href: Option<String>,
     pub ncx_href: Option<String>,
     pub cover_href: Option<String>,
-    /// EPUB 2 guide references: (type, file).
+    /// EPUB 2 guide references: (type, file, fragment).
     pub guide: Landmarks,
-    /// EPUB 3 landmarks: (epub:type, file), filled from the navigation document.
+    /// EPUB 3 landmarks: (epub:type, file, fragment), filled from the navigation document.
     pub landmarks: Landmarks,
+    /// The book is fixed-layout (`rendition:layout` `pre-paginated`): its text may sit in SVG.
+    pub fixed_layout: bool,
 }
-
-/// Guide and landmark types that name front matter (EPUB 2 guide and EPUB 3 structural
-/// semantics vocabularies).
-const FRONT_MATTER_TYPES: &[&str] = &[
-    "cover",
-    "title-page",
-    "titlepage",
-    "halftitlepage",
-    "copyright-page",
-    "toc",
-    "dedication",
-    "epigraph",
-    "imprint",
-    "frontmatter",
-    "loi",
-    "lot",
-];
 
 /// Guide and landmark types that mark where the body matter starts.
 const BODY_START_TYPES: &[&str] = &["text", "bodymatter", "start"];
@@ -133,6 +134,13 @@ impl Package {
             let event = r.read_event().map_err(|e| xml_error(&r, &e))?;
             match event {
                 Event::Start(e)
+                    if local(&e) == "meta"
+                        && attr(&e, "property").as_deref() == Some("rendition:layout") =>
+                {
+                    reading = Some("layout".into());
+                    text.clear();
+                }
+                Event::Start(e)
                     if matches!(local(&e).as_str(), "title" | "creator" | "language") =>
                 {
                     reading = Some(local(&e));
@@ -147,6 +155,7 @@ impl Package {
                         Some("title") if pkg.title.is_none() => pkg.title = Some(value),
                         Some("creator") => pkg.creators.push(value),
                         Some("language") if pkg.language.is_none() => pkg.language = Some(value),
+                        Some("layout") => pkg.fixed_layout = value == "pre-paginated",
                         _ => {}
                     }
                 }
@@ -165,6 +174,12 @@ impl Package {
                     "spine" => ncx_id = attr(&e, "toc"),
                     "itemref" => {
                         let id = attr(&e, "idref").ok_or("a spine <itemref> lacks its idref")?;
+                        if attr_tokens(&e, "properties")
+                            .iter()
+                            .any(|p| p == "rendition:layout-pre-paginated")
+                        {
+                            pkg.fixed_layout = true;
+                        }
                         spine_ids.push((id, attr(&e, "linear").as_deref() != Some("no")));
                     }
                     "meta" if attr(&e, "name").as_deref() == Some("cover") => {
@@ -172,7 +187,8 @@ impl Package {
                     }
                     "reference" => {
                         if let (Some(t), Some(href)) = (attr(&e, "type"), attr(&e, "href")) {
-                            pkg.guide.push((t, resolve_href(opf_path, &href).0));
+                            let (file, fragment) = resolve_href(opf_path, &href);
+                            pkg.guide.push((t, file, fragment));
                         }
                     }
                     _ => {}
@@ -213,47 +229,66 @@ impl Package {
         self.manifest.values().find(|i| i.href == href).map(|i| i.media_type.as_str())
     }
 
-    /// Files the guide or landmarks call front matter, and every spine item before the body
-    /// matter's start when they mark one.
-    pub fn front_matter_files(&self) -> HashSet<&str> {
+    /// The kinds the guide and landmarks give whole files (`cover`, `title-page`, `toc`, …),
+    /// and `frontmatter` for every spine item before the body matter's start when they mark
+    /// one. A landmark that points inside a file (`#fragment`) says nothing of the file.
+    pub fn file_kinds(&self) -> HashMap<&str, Vec<String>> {
         let marks = self.guide.iter().chain(&self.landmarks);
-        let mut front: HashSet<&str> = marks
-            .clone()
-            .filter(|(t, _)| FRONT_MATTER_TYPES.contains(&t.as_str()))
-            .map(|(_, f)| f.as_str())
-            .collect();
-        let body_start = marks.clone().find(|(t, _)| BODY_START_TYPES.contains(&t.as_str()));
-        if let Some((_, start)) = body_start {
-            if let Some(k) = self.spine.iter().position(|i| &i.href == start) {
-                front.extend(self.spine[..k].iter().map(|i| i.href.as_str()));
+        let mut kinds: HashMap<&str, Vec<String>> = HashMap::new();
+        for (t, file, fragment) in marks.clone() {
+            if fragment.is_empty() && !BODY_START_TYPES.contains(&t.as_str()) {
+                kinds.entry(file.as_str()).or_default().push(t.clone());
             }
         }
-        front
+        let body_start = marks.clone().find(|(t, _, _)| BODY_START_TYPES.contains(&t.as_str()));
+        if let Some((_, start, _)) = body_start {
+            if let Some(k) = self.spine.iter().position(|i| &i.href == start) {
+                for item in &self.spine[..k] {
+                    kinds.entry(item.href.as_str()).or_default().push("frontmatter".into());
+                }
+            }
+        }
+        kinds
     }
 }
 
-/// Landmarks of a navigation document or guide references: (type, file).
-pub(super) type Landmarks = Vec<(String, String)>;
+/// Landmarks of a navigation document or guide references: (type, file, fragment).
+pub(super) type Landmarks = Vec<(String, String, String)>;
 
-/// The EPUB 3 navigation document → (toc entries, landmarks).
-pub(super) fn nav(xml: &str, nav_path: &str) -> Result<(Vec<TocEntry>, Landmarks), String> {
+/// The EPUB 3 navigation document → its contents, landmarks and page list.
+pub(super) fn nav(xml: &str, nav_path: &str) -> Result<Nav, String> {
     let mut r = reader(xml);
-    let mut toc = Vec::new();
-    let mut landmarks = Vec::new();
+    let mut out = Nav::default();
     // Which nav we are in, by its epub:type, and its nesting depth.
     let mut in_nav: Option<(String, usize)> = None;
     let mut depth = 0usize;
+    // Open lists inside the nav: whether each is hidden (or inside a hidden one).
+    let mut lists: Vec<bool> = Vec::new();
     // The link being read: (href, epub:type, text).
     let mut link: Option<(String, String, String)> = None;
+    // Open list items of the contents: the entry each holds, once its link is read.
+    let mut items: Vec<Option<usize>> = Vec::new();
     loop {
         let event = r.read_event().map_err(|e| xml_error(&r, &e))?;
         match event {
             Event::Start(e) => {
                 depth += 1;
                 let name = local(&e);
+                if name == "li" && in_nav.is_some() {
+                    items.push(None);
+                }
                 if name == "nav" && in_nav.is_none() {
-                    let kind = attr_tokens(&e, "epub:type").into_iter().next().unwrap_or_default();
+                    let kind = attr_tokens(&e, "epub:type")
+                        .into_iter()
+                        .chain(attr_tokens(&e, "role"))
+                        .map(|k| crate::policy::canonical_kind(&k).to_string())
+                        .next()
+                        .unwrap_or_default();
                     in_nav = Some((kind, depth));
+                } else if in_nav.is_some() && matches!(name.as_str(), "ol" | "ul") {
+                    let hidden =
+                        lists.last().copied().unwrap_or(false) || attr(&e, "hidden").is_some();
+                    lists.push(hidden);
                 } else if name == "a" && in_nav.is_some() {
                     let href = attr(&e, "href").unwrap_or_default();
                     let kind = attr(&e, "epub:type").unwrap_or_default();
@@ -279,15 +314,38 @@ pub(super) fn nav(xml: &str, nav_path: &str) -> Result<(Vec<TocEntry>, Landmarks
                         let title = text.split_whitespace().collect::<Vec<_>>().join(" ");
                         match nav_kind.as_str() {
                             "toc" if !href.is_empty() => {
-                                toc.push(TocEntry { file, fragment, title })
+                                let k = out.toc.len();
+                                let n = items.len();
+                                let parent =
+                                    items[..n.saturating_sub(1)].iter().rev().find_map(|i| *i);
+                                if let Some(own @ None) = items.last_mut() {
+                                    *own = Some(k);
+                                }
+                                out.toc.push(TocEntry {
+                                    file,
+                                    fragment,
+                                    title,
+                                    depth: lists.len().max(1),
+                                    hidden: lists.last().copied().unwrap_or(false),
+                                    parent,
+                                });
                             }
-                            "landmarks" => landmarks.push((kind, file)),
+                            "landmarks" => out.landmarks.push((kind, file, fragment)),
+                            "page-list" | "pagelist" => out.page_targets.push((file, fragment)),
                             _ => {}
                         }
                     }
                 }
+                if in_nav.is_some() && matches!(name.as_str(), "ol" | "ul") {
+                    lists.pop();
+                }
+                if in_nav.is_some() && name == "li" {
+                    items.pop();
+                }
                 if name == "nav" && in_nav.as_ref().is_some_and(|(_, d)| *d == depth) {
                     in_nav = None;
+                    lists.clear();
+                    items.clear();
                 }
                 depth = depth.saturating_sub(1);
             }
@@ -295,26 +353,36 @@ pub(super) fn nav(xml: &str, nav_path: &str) -> Result<(Vec<TocEntry>, Landmarks
             _ => {}
         }
     }
-    Ok((toc, landmarks))
+    Ok(out)
 }
 
 /// The EPUB 2 NCX → toc entries, in document order (nested points after their parent).
 pub(super) fn ncx_toc(xml: &str, ncx_path: &str) -> Result<Vec<TocEntry>, String> {
     let mut r = reader(xml);
     let mut toc = Vec::new();
-    // Labels of the open navPoints, innermost last.
+    // Labels of the open navPoints, innermost last, and the entry each made.
     let mut labels: Vec<String> = Vec::new();
+    let mut entries: Vec<Option<usize>> = Vec::new();
     let mut in_label_text = false;
     loop {
         let event = r.read_event().map_err(|e| xml_error(&r, &e))?;
         match event {
-            Event::Start(e) if local(&e) == "navPoint" => labels.push(String::new()),
+            Event::Start(e) if local(&e) == "navPoint" => {
+                labels.push(String::new());
+                entries.push(None);
+            }
             Event::Start(e) if local(&e) == "text" && !labels.is_empty() => in_label_text = true,
             Event::Start(e) | Event::Empty(e) if local(&e) == "content" => {
                 if let (Some(src), Some(label)) = (attr(&e, "src"), labels.last()) {
                     let (file, fragment) = resolve_href(ncx_path, &src);
                     let title = label.split_whitespace().collect::<Vec<_>>().join(" ");
-                    toc.push(TocEntry { file, fragment, title });
+                    let depth = labels.len();
+                    let n = entries.len();
+                    let parent = entries[..n.saturating_sub(1)].iter().rev().find_map(|i| *i);
+                    if let Some(own @ None) = entries.last_mut() {
+                        *own = Some(toc.len());
+                    }
+                    toc.push(TocEntry { file, fragment, title, depth, hidden: false, parent });
                 }
             }
             Event::Text(t) if in_label_text => {
@@ -326,6 +394,7 @@ pub(super) fn ncx_toc(xml: &str, ncx_path: &str) -> Result<Vec<TocEntry>, String
             Event::End(e) => match e.local_name().as_ref() {
                 "navPoint" => {
                     labels.pop();
+                    entries.pop();
                 }
                 "text" => in_label_text = false,
                 _ => {}

@@ -1,31 +1,81 @@
-//! An XHTML content document → headings and paragraphs of plain text.
+//! An XHTML content document → headings, paragraphs, stanzas and table rows of plain text, read
+//! by meaning ([`super::semantics`]) under the book's [`ReadPolicy`].
 //!
-//! Block elements (`p`, `div`, `h1`–`h6`, `li`, `blockquote`, table cells, ...) close a block;
-//! emphasis and other inline markup are read as their text; `<br/>` keeps a line break (verse);
-//! whitespace is collapsed as a browser would. Not read: the head (its `<title>` is kept as
-//! the document's title), scripts and styles, images, MathML and SVG, ruby annotations
-//! (`rt`, `rp`), footnote markers (`epub:type="noteref"`, `role="doc-noteref"`, or a link to
-//! a fragment whose text is only a marker such as `1`, `[2]`, `*`, `†`) and the notes themselves
-//! (`aside`/`section` typed as footnotes, endnotes or notes). Nor, as no narrator reads them:
-//! printed page numbers (`pagebreak`, `doc-pagebreak`), navigation (`nav`, and anything typed
-//! `toc`, `landmarks`, `page-list` or their DPUB-ARIA roles), what a reader never sees
-//! (`hidden`, `aria-hidden="true"`), preformatted listings (`pre`: code, sample output; inline
-//! `code` and `kbd` in running text are read, as a narrator says "type ls"), the fallback
-//! content of `canvas`, `video` and `audio`, and every `epub:case` of an `epub:switch` (its
-//! `epub:default` is read). A `<br/>` inside a heading is a space.
+//! Block elements (`p`, `div`, `h1`–`h6`, `li`, `blockquote`, …) close a block; emphasis and
+//! other inline markup are read as their text; whitespace is collapsed as a browser would.
+//!
+//! * **Never read** (each recorded as skipped, with its reason): printed page numbers
+//!   (`pagebreak`, `doc-pagebreak`, and the targets of the nav's page list when their text is
+//!   a page number), verse line numbers (`lnum`, `line-number`, … classes), navigation (`nav`,
+//!   anything typed `toc`, `landmarks`, `page-list`, `index`, and a printed contents page: a
+//!   run of three or more blocks that are only links into the book, with its "Contents"
+//!   heading), note markers, what no reader sees (`hidden`, `aria-hidden="true"`), and the
+//!   fallback of `canvas`, `object`, `embed`, `video`, `audio` and every `epub:case` of an
+//!   `epub:switch` (its `epub:default` is read). Nor, unrecorded: the head, scripts, styles,
+//!   MathML, ruby annotations.
+//! * **By the policy**: sections by their kind (a title page is skipped, but an epigraph or a
+//!   dedication inside it is read); code listings (`pre`, and blocks of nothing but `code`,
+//!   `samp` or `kbd`) are skipped by default;
+//!   tables are read row by row ([`crate::table`]) unless skipped; notes per [`NotesPolicy`]: a
+//!   notes section the contents list is read as a chapter under `skip`, and under `inline` or
+//!   `chapter-end` each note is read where it is referred to, its section then left out. Inline
+//!   code in a sentence is read ("type `ls`"); a block of nothing but code is not.
+//! * **Verse** (`z3998:poem`/`verse`/`stanza` types, `poem`/`stanza`/`linegroup` classes,
+//!   lines as elements or `<br/>`): a stanza is one block whose lines are kept apart (`\n`) and
+//!   read as phrases; a `<br/>` inside a heading is a space.
+//! * **Fixed layout**: the text of SVG `<text>` elements is read (it is the page's text).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use quick_xml::events::{BytesStart, Event};
 
-use super::package::{attr, attr_tokens, local, reader, resolve_ref, xml_error};
+use super::package::{attr, local, reader, resolve_ref, xml_error};
+use super::resolve_href;
+use super::semantics::{self, Meaning, is_contents_heading, is_note_marker, is_page_number};
+use crate::document::excerpt;
+use crate::policy::{NotesPolicy, ReadPolicy, SkipReason};
 use crate::{DocBlock, SegmentKind};
+
+/// Notes of the book by (file, id), for reading them where they are referred to.
+pub(super) type Notes = HashMap<(String, String), String>;
+
+/// What the reader of one content document needs to know about the book.
+pub(super) struct Context<'a> {
+    pub policy: &'a ReadPolicy,
+    /// The document's entry name.
+    pub file: &'a str,
+    /// Ids where a contents entry starts a part.
+    pub starts: HashSet<&'a str>,
+    /// Kinds the guide or landmarks give the whole file (`titlepage`, `toc`, …).
+    pub file_kinds: Vec<String>,
+    /// Ids the nav's page list points at in this file.
+    pub page_targets: HashSet<&'a str>,
+    /// Ids in this file the contents point at (`""`: the file itself).
+    pub toc_targets: HashSet<&'a str>,
+    pub notes: &'a Notes,
+    pub fixed_layout: bool,
+}
+
+/// Something left out, before block `block` of its part.
+#[derive(Debug, Clone)]
+pub(super) struct PartSkip {
+    pub block: usize,
+    pub reason: SkipReason,
+    pub kind: Option<String>,
+    pub text: String,
+    pub chars: usize,
+}
 
 /// A stretch of a document: from its top, or from the element a table-of-contents entry names.
 #[derive(Debug, Default)]
 pub(super) struct Part {
     pub starts_at: Option<String>,
     pub blocks: Vec<DocBlock>,
+    pub skips: Vec<PartSkip>,
+    /// Notes referred to in it, to be read at its chapter's end ([`NotesPolicy::ChapterEnd`]).
+    pub end_notes: Vec<String>,
+    /// Per block: all its text is links into the book (a contents page's line).
+    linked: Vec<bool>,
 }
 
 #[derive(Debug, Default)]
@@ -72,41 +122,9 @@ const BLOCKS: &[&str] = &[
     "aside",
     "nav",
     "hgroup",
+    "text",
 ];
 const HEADINGS: &[&str] = &["h1", "h2", "h3", "h4", "h5", "h6"];
-/// Elements whose content is never read (`case`: an `epub:switch`'s alternatives, whose
-/// `epub:default` fallback is read instead).
-const SKIPPED: &[&str] = &[
-    "head", "script", "style", "svg", "math", "rt", "rp", "object", "nav", "pre", "canvas",
-    "video", "audio", "case",
-];
-/// `epub:type`s and DPUB-ARIA roles of what is never read: printed page numbers and navigation.
-const UNREAD_TYPES: &[&str] = &[
-    "pagebreak",
-    "doc-pagebreak",
-    "toc",
-    "doc-toc",
-    "landmarks",
-    "page-list",
-    "doc-pagelist",
-    "lot",
-    "loi",
-];
-/// `epub:type` / DPUB-ARIA roles of notes and note references.
-const NOTE_TYPES: &[&str] = &[
-    "noteref",
-    "footnote",
-    "footnotes",
-    "endnote",
-    "endnotes",
-    "rearnote",
-    "rearnotes",
-    "note",
-    "doc-noteref",
-    "doc-footnote",
-    "doc-endnote",
-    "doc-endnotes",
-];
 /// `epub:type`s of a front-matter document.
 const FRONT_TYPES: &[&str] = &[
     "frontmatter",
@@ -119,36 +137,108 @@ const FRONT_TYPES: &[&str] = &[
     "epigraph",
     "imprint",
 ];
+/// SVG elements whose text is not the page's text.
+const SVG_SILENT: &[&str] = &["title", "desc", "style", "defs", "metadata", "script"];
+/// A run of this many blocks that are only links into the book is a printed contents page.
+const CONTENTS_RUN: usize = 3;
+
+/// Text being left out: why, and what it says.
+struct Capture {
+    reason: SkipReason,
+    kind: Option<String>,
+    /// Its start, for the excerpt.
+    text: String,
+    /// All of its chars but whitespace.
+    chars: usize,
+}
+
+impl Capture {
+    fn new(reason: SkipReason, kind: Option<String>) -> Self {
+        Self { reason, kind, text: String::new(), chars: 0 }
+    }
+}
+
+/// What an open element changed, undone at its end.
+#[derive(Default)]
+struct Open {
+    name: String,
+    block: bool,
+    /// It started a hard skip (its whole subtree), with a capture when recorded.
+    hard_skip: bool,
+    capture: bool,
+    /// It pushed a section state (read or skipped), with a capture when skipped.
+    section: bool,
+    section_capture: bool,
+    notes_section: bool,
+    heading: bool,
+    poem: bool,
+    stanza: bool,
+    /// A line of verse (an element per line): its end is a line break, not a block's end.
+    verse_line: bool,
+    /// A link: where its text starts in `buf`, its target, whether it leads into the book.
+    link: Option<(usize, String)>,
+    internal_link: bool,
+    /// A page list's target: where its text starts in `buf`.
+    page_target: Option<usize>,
+    code: bool,
+    table: bool,
+    caption: bool,
+    cell: bool,
+    row: bool,
+    head_rows: bool,
+    svg: bool,
+}
+
+/// A table being read: its rows of cells, how many leading rows are headers.
+#[derive(Default)]
+struct TableBuild {
+    rows: Vec<Vec<String>>,
+    header_rows: usize,
+    row_has_td: bool,
+    in_head: bool,
+}
 
 /// The walk's state.
-#[derive(Default)]
-struct Walk {
+struct Walk<'c, 'a> {
+    ctx: &'c Context<'a>,
     doc: XhtmlDoc,
-    /// Open elements, by local name, with whether each started a skipped subtree.
-    open: Vec<(String, bool)>,
+    open: Vec<Open>,
     skip_depth: usize,
+    captures: Vec<Capture>,
+    /// Section states, innermost last: whether text under it is read.
+    sections: Vec<bool>,
+    section_captures: Vec<Capture>,
+    notes_sections: usize,
     heading_depth: usize,
+    poem_depth: usize,
+    stanza_depth: usize,
+    svg_depth: usize,
     in_title: bool,
     title: String,
     first_heading: Option<String>,
-    /// The current block's text, whitespace collapsed as it comes; `\n` for `<br/>`.
+    /// The current block's text, whitespace collapsed as it comes; `\n` for a line break.
     buf: String,
     buf_heading: bool,
-    /// Open links to a fragment: where their text starts in `buf`.
-    links: Vec<Option<usize>>,
+    /// Chars of the current block inside links into the book, and inside inline code.
+    linked_chars: usize,
+    code_chars: usize,
+    code_depth: usize,
+    internal_links: usize,
+    /// Notes referred to in the current block, read after it ([`NotesPolicy::Inline`]).
+    inline_notes: Vec<String>,
+    table: Option<TableBuild>,
     seen_section: bool,
 }
 
-/// Reads a content document; a part starts at each element whose `id` is in `starts`.
-pub(super) fn read(xml: &str, starts: &HashSet<&str>) -> Result<XhtmlDoc, String> {
+/// Reads a content document; a part starts at each element whose `id` is in `ctx.starts`.
+pub(super) fn read(xml: &str, ctx: &Context<'_>) -> Result<XhtmlDoc, String> {
     let mut r = reader(xml);
-    let mut w = Walk::default();
-    w.doc.parts.push(Part::default());
+    let mut w = Walk::new(ctx);
     loop {
         let event = r.read_event().map_err(|e| xml_error(&r, &e))?;
         match event {
-            Event::Start(e) => w.start(&e, starts, false),
-            Event::Empty(e) => w.start(&e, starts, true),
+            Event::Start(e) => w.start(&e, false),
+            Event::Empty(e) => w.start(&e, true),
             Event::End(_) => w.end(),
             Event::Text(t) => w.text(&t.xml10_content()),
             Event::CData(t) => w.text(&t.into_inner()),
@@ -160,75 +250,411 @@ pub(super) fn read(xml: &str, starts: &HashSet<&str>) -> Result<XhtmlDoc, String
     w.flush();
     let title = w.title.split_whitespace().collect::<Vec<_>>().join(" ");
     w.doc.title = Some(title).filter(|t| !t.is_empty()).or(w.first_heading);
-    w.doc.parts.retain(|p| !p.blocks.is_empty() || p.starts_at.is_some());
+    for part in &mut w.doc.parts {
+        drop_contents_pages(part);
+    }
+    w.doc.parts.retain(|p| !p.blocks.is_empty() || p.starts_at.is_some() || !p.skips.is_empty());
     Ok(w.doc)
 }
 
-impl Walk {
-    fn start(&mut self, e: &BytesStart<'_>, starts: &HashSet<&str>, empty: bool) {
-        let name = local(e);
-        if let Some(id) = attr(e, "id").filter(|id| starts.contains(id.as_str())) {
-            self.flush();
-            self.doc.parts.push(Part { starts_at: Some(id), blocks: Vec::new() });
+impl<'c, 'a> Walk<'c, 'a> {
+    fn new(ctx: &'c Context<'a>) -> Self {
+        let mut doc = XhtmlDoc::default();
+        doc.parts.push(Part::default());
+        Self {
+            ctx,
+            doc,
+            open: Vec::new(),
+            skip_depth: 0,
+            captures: Vec::new(),
+            sections: Vec::new(),
+            section_captures: Vec::new(),
+            notes_sections: 0,
+            heading_depth: 0,
+            poem_depth: 0,
+            stanza_depth: 0,
+            svg_depth: 0,
+            in_title: false,
+            title: String::new(),
+            first_heading: None,
+            buf: String::new(),
+            buf_heading: false,
+            linked_chars: 0,
+            code_chars: 0,
+            code_depth: 0,
+            internal_links: 0,
+            inline_notes: Vec::new(),
+            table: None,
+            seen_section: false,
         }
-        if name == "title" && self.skip_depth == 1 && !empty {
+    }
+
+    fn part(&mut self) -> &mut Part {
+        self.doc.parts.last_mut().expect("a part is open")
+    }
+
+    fn reading(&self) -> bool {
+        self.skip_depth == 0 && self.sections.last().copied().unwrap_or(true)
+    }
+
+    fn start(&mut self, e: &BytesStart<'_>, empty: bool) {
+        let name = local(e);
+        if let Some(id) = attr(e, "id").filter(|id| self.ctx.starts.contains(id.as_str())) {
+            self.flush();
+            self.doc.parts.push(Part { starts_at: Some(id), ..Part::default() });
+        }
+        if name == "title" && self.open.len() == 2 && self.svg_depth == 0 && !empty {
             self.in_title = true;
         }
-        let types: Vec<String> =
-            attr_tokens(e, "epub:type").into_iter().chain(attr_tokens(e, "role")).collect();
-        self.note_front_matter(&name, &types);
-        let is_note = types.iter().any(|t| NOTE_TYPES.contains(&t.as_str()));
-        let unread = types.iter().any(|t| UNREAD_TYPES.contains(&t.as_str()));
-        let skip = SKIPPED.contains(&name.as_str()) || is_note || unread || is_hidden(e);
-        if BLOCKS.contains(&name.as_str()) {
-            self.flush();
+        let mut m = semantics::meaning(e, &name, self.ctx.policy);
+        if name == "body" {
+            self.apply_file_kinds(&mut m);
+        }
+        self.note_front_matter(&name, &m.kinds);
+        if self.svg_depth > 0 && SVG_SILENT.contains(&name.as_str()) {
+            m.silent = true;
+        }
+        if name == "svg" && !self.ctx.fixed_layout {
+            m.silent = true;
         }
         if empty {
-            if name == "br" && self.skip_depth == 0 {
-                self.buf.push(if self.heading_depth > 0 { ' ' } else { '\n' });
-            }
+            self.empty_element(e, &name, &m);
             return;
         }
-        if name == "a" {
-            let to_fragment = attr(e, "href").is_some_and(|h| h.contains('#'));
-            self.links.push(to_fragment.then_some(self.buf.len()));
+        let mut open = Open { name: name.clone(), ..Open::default() };
+        self.open_skips(e, &m, &mut open);
+        self.open_structure(e, &name, &m, &mut open);
+        self.open.push(open);
+    }
+
+    /// A self-closing element: a line break, or a page number marker to record.
+    fn empty_element(&mut self, e: &BytesStart<'_>, name: &str, m: &Meaning) {
+        if self.reading() && m.never == Some(SkipReason::PageNumber) {
+            let label = attr(e, "title").or_else(|| attr(e, "aria-label")).unwrap_or_default();
+            let chars = label.chars().count();
+            self.record(SkipReason::PageNumber, None, label, chars);
+            return;
         }
-        if HEADINGS.contains(&name.as_str()) {
-            self.heading_depth += 1;
+        if name == "br" && self.reading() {
+            let in_cell = self.table.is_some();
+            self.buf.push(if self.heading_depth > 0 || in_cell { ' ' } else { '\n' });
+        } else if BLOCKS.contains(&name) && self.table.is_none() {
+            self.flush();
         }
-        if skip {
+    }
+
+    /// Starts skipping where the element is never read, or its section is not.
+    fn open_skips(&mut self, e: &BytesStart<'_>, m: &Meaning, open: &mut Open) {
+        let reads_notes = m.notes_section && self.reads_notes_section(e);
+        let unread_note =
+            m.noteref || (m.note && self.notes_sections == 0) || (m.notes_section && !reads_notes);
+        let never = if unread_note { Some(SkipReason::Note) } else { m.never };
+        if m.noteref {
+            self.refer_to_note(attr(e, "href").as_deref());
+        }
+        if m.silent || never.is_some() {
+            if self.skip_depth == 0 && self.sections.last().copied().unwrap_or(true) {
+                if let Some(reason) = never {
+                    let kind = m.kinds.first().cloned();
+                    self.captures.push(Capture::new(reason, kind));
+                    open.capture = true;
+                }
+            }
             self.skip_depth += 1;
+            open.hard_skip = true;
+            return;
         }
-        self.open.push((name, skip));
+        if reads_notes {
+            self.notes_sections += 1;
+            open.notes_section = true;
+            self.sections.push(true);
+            open.section = true;
+        } else if let Some((kind, skip)) = &m.section {
+            let read = skip.is_none();
+            if !read && self.reading() {
+                let reason = skip.expect("skipped");
+                let kind = Some(kind.clone());
+                self.section_captures.push(Capture::new(reason, kind));
+                open.section_capture = true;
+            }
+            self.sections.push(read);
+            open.section = true;
+        }
+        if self.ctx.page_targets.contains(attr(e, "id").unwrap_or_default().as_str())
+            && self.reading()
+        {
+            open.page_target = Some(self.buf.len());
+        }
+    }
+
+    /// Blocks, headings, verse, tables, links: how the element shapes what is read.
+    fn open_structure(&mut self, e: &BytesStart<'_>, name: &str, m: &Meaning, open: &mut Open) {
+        open.poem = m.poem;
+        open.stanza = m.stanza;
+        open.verse_line = self.is_verse_line(name, m);
+        open.block = BLOCKS.contains(&name);
+        if name == "svg" {
+            self.svg_depth += 1;
+            open.svg = true;
+        }
+        if open.block {
+            self.block_boundary(open.verse_line);
+            if !self.reading() {
+                self.capture_text(" ");
+            }
+        }
+        if m.poem {
+            self.poem_depth += 1;
+        }
+        if m.stanza {
+            self.stanza_depth += 1;
+        }
+        if HEADINGS.contains(&name) {
+            self.heading_depth += 1;
+            open.heading = true;
+        }
+        if m.code {
+            self.code_depth += 1;
+            open.code = true;
+        }
+        if name == "a" {
+            let href = attr(e, "href").unwrap_or_default();
+            let internal = !href.is_empty() && !href.starts_with('#') && !href.contains(':');
+            if internal {
+                self.internal_links += 1;
+                open.internal_link = true;
+            }
+            open.link = Some((self.buf.len(), href));
+        }
+        if !open.hard_skip {
+            self.open_table_part(name, open);
+        }
+    }
+
+    /// Where verse keeps a line apart instead of closing a block: an element per line inside
+    /// a stanza, or a `div`/line-classed element directly inside a poem.
+    fn is_verse_line(&self, name: &str, m: &Meaning) -> bool {
+        if HEADINGS.contains(&name) || m.stanza || m.poem || !BLOCKS.contains(&name) {
+            return false;
+        }
+        if self.stanza_depth > 0 {
+            return true;
+        }
+        self.poem_depth > 0 && (name == "div" || m.line)
+    }
+
+    fn open_table_part(&mut self, name: &str, open: &mut Open) {
+        match (name, self.table.is_some()) {
+            ("table", false) => {
+                self.flush();
+                self.table = Some(TableBuild::default());
+                open.table = true;
+            }
+            ("caption", true) => {
+                self.buf.clear();
+                open.caption = true;
+            }
+            ("thead", true) => {
+                self.table.as_mut().expect("a table").in_head = true;
+                open.head_rows = true;
+            }
+            ("tr", true) => {
+                let t = self.table.as_mut().expect("a table");
+                t.rows.push(Vec::new());
+                t.row_has_td = false;
+                open.row = true;
+            }
+            ("td" | "th", true) => {
+                let t = self.table.as_mut().expect("a table");
+                if name == "td" {
+                    t.row_has_td = true;
+                }
+                self.buf.clear();
+                open.cell = true;
+            }
+            _ => {}
+        }
     }
 
     fn end(&mut self) {
-        let Some((name, skipped)) = self.open.pop() else { return };
-        if skipped {
-            self.skip_depth -= 1;
-        }
-        if name == "title" {
+        let Some(open) = self.open.pop() else { return };
+        if open.name == "title" {
             self.in_title = false;
         }
-        if name == "a" {
-            if let Some(Some(from)) = self.links.pop() {
-                if from <= self.buf.len() && is_note_marker(&self.buf[from..]) {
-                    self.buf.truncate(from);
-                }
+        if let Some((from, href)) = &open.link {
+            self.end_link(*from, href, open.internal_link);
+        }
+        if let Some(from) = open.page_target {
+            if from <= self.buf.len() && is_page_number(&self.buf[from..]) {
+                let number = self.buf[from..].trim().to_string();
+                self.buf.truncate(from);
+                let chars = number.chars().count();
+                self.record(SkipReason::PageNumber, None, number, chars);
             }
         }
-        if BLOCKS.contains(&name.as_str()) {
+        self.close_table_part(&open);
+        if open.block {
+            self.block_boundary(open.verse_line);
+        }
+        if open.heading {
+            self.heading_depth -= 1;
+        }
+        if open.code {
+            self.code_depth -= 1;
+        }
+        if open.poem {
+            self.poem_depth -= 1;
+        }
+        if open.stanza {
+            self.stanza_depth -= 1;
+        }
+        if open.svg {
+            self.svg_depth -= 1;
+        }
+        if open.hard_skip {
+            self.skip_depth -= 1;
+            if open.capture {
+                let c = self.captures.pop().expect("a capture per skipping element");
+                self.record_capture(c);
+            }
+        }
+        if open.section {
+            self.sections.pop();
+            if open.section_capture {
+                let c = self.section_captures.pop().expect("a capture per skipped section");
+                self.record_capture(c);
+            }
+        }
+        if open.notes_section {
+            self.notes_sections -= 1;
+        }
+    }
+
+    /// A link closes: a note marker is taken out of the text (and its note read where the
+    /// policy says).
+    fn end_link(&mut self, from: usize, href: &str, internal: bool) {
+        if internal {
+            self.internal_links -= 1;
+        }
+        if !self.reading() || from > self.buf.len() || !href.contains('#') {
+            return;
+        }
+        let text = &self.buf[from..];
+        if is_note_marker(text) && !text.trim().is_empty() {
+            let marker = text.trim().to_string();
+            self.buf.truncate(from);
+            let chars = marker.chars().count();
+            self.record(SkipReason::Note, Some("noteref".into()), marker, chars);
+            self.refer_to_note(Some(href));
+        }
+    }
+
+    fn close_table_part(&mut self, open: &Open) {
+        if open.caption {
+            let text = self.buf.split_whitespace().collect::<Vec<_>>().join(" ");
+            self.buf.clear();
+            if !text.is_empty() {
+                let part = self.part();
+                part.blocks.push(DocBlock::body(text));
+                part.linked.push(false);
+            }
+        }
+        if open.cell {
+            let text = self.buf.split_whitespace().collect::<Vec<_>>().join(" ");
+            self.buf.clear();
+            self.linked_chars = 0;
+            if let Some(row) = self.table.as_mut().and_then(|t| t.rows.last_mut()) {
+                row.push(text);
+            }
+        }
+        if open.row {
+            let t = self.table.as_mut().expect("a table");
+            let header = t.in_head || !t.row_has_td;
+            if header && t.header_rows + 1 == t.rows.len() {
+                t.header_rows += 1;
+            }
+        }
+        if open.head_rows {
+            self.table.as_mut().expect("a table").in_head = false;
+        }
+        if open.table {
+            let t = self.table.take().expect("a table");
+            self.buf.clear();
+            let blocks = crate::table::table_blocks(&t.rows, t.header_rows);
+            let part = self.part();
+            for b in blocks {
+                part.blocks.push(b);
+                part.linked.push(false);
+            }
+        }
+    }
+
+    /// A block element starts or ends: the current block closes, or (inside verse) a line.
+    fn block_boundary(&mut self, verse_line: bool) {
+        if self.table.is_some() {
+            // Inside a cell, blocks are only spaces; captions are read before the rows.
+            if !self.buf.ends_with(' ') && !self.buf.is_empty() {
+                self.buf.push(' ');
+            }
+            return;
+        }
+        if verse_line {
+            if !self.buf.trim().is_empty() && !self.buf.ends_with('\n') {
+                self.buf.push('\n');
+            }
+        } else {
             self.flush();
         }
-        if HEADINGS.contains(&name.as_str()) {
-            self.heading_depth -= 1;
+    }
+
+    /// The guide's or landmarks' kinds of the whole file act as kinds of its body.
+    fn apply_file_kinds(&self, m: &mut Meaning) {
+        for k in &self.ctx.file_kinds {
+            let k = crate::policy::canonical_kind(k);
+            if matches!(k, "toc" | "loi" | "lot" | "index") {
+                m.never = m.never.or(Some(SkipReason::Navigation));
+            } else if m.section.is_none() {
+                if let Some(reason) = crate::policy::section_skip(self.ctx.policy, k) {
+                    m.section = Some((k.to_string(), Some(reason)));
+                }
+            }
+            m.kinds.push(k.to_string());
+        }
+    }
+
+    /// Whether a notes section is read as a chapter: notes are not read where they are
+    /// referred to, the policy reads notes, and the contents list the section.
+    fn reads_notes_section(&self, e: &BytesStart<'_>) -> bool {
+        let policy = self.ctx.policy;
+        if policy.notes != NotesPolicy::Skip || policy.skips("notes") {
+            return false;
+        }
+        let id = attr(e, "id").unwrap_or_default();
+        let listed_here = !id.is_empty() && self.ctx.toc_targets.contains(id.as_str());
+        let file_listed = self.ctx.toc_targets.contains("") && self.notes_sections == 0;
+        listed_here || file_listed
+    }
+
+    /// A reference to a note: under `inline` it is read after this block, under
+    /// `chapter-end` at the chapter's end.
+    fn refer_to_note(&mut self, href: Option<&str>) {
+        let policy = self.ctx.policy.notes;
+        let Some(href) = href.filter(|_| policy != NotesPolicy::Skip && self.reading()) else {
+            return;
+        };
+        let key = resolve_href(self.ctx.file, href);
+        let Some(text) = self.ctx.notes.get(&key).cloned() else { return };
+        match policy {
+            NotesPolicy::Inline => self.inline_notes.push(text),
+            NotesPolicy::ChapterEnd => self.part().end_notes.push(text),
+            NotesPolicy::Skip => {}
         }
     }
 
     /// A document typed as front matter on its body, its first section or a contents nav.
-    fn note_front_matter(&mut self, name: &str, types: &[String]) {
+    fn note_front_matter(&mut self, name: &str, kinds: &[String]) {
         let first_section = name == "section" && !std::mem::replace(&mut self.seen_section, true);
-        let typed_front = types.iter().any(|t| FRONT_TYPES.contains(&t.as_str()));
+        let typed_front = kinds.iter().any(|t| FRONT_TYPES.contains(&t.as_str()));
         if typed_front && (name == "body" || first_section || name == "nav") {
             self.doc.front_matter = true;
         }
@@ -239,9 +665,11 @@ impl Walk {
             self.title.push_str(s);
             return;
         }
-        if self.skip_depth > 0 {
+        if !self.reading() {
+            self.capture_text(s);
             return;
         }
+        let before = self.buf.len();
         for c in s.chars() {
             if c.is_whitespace() {
                 if !self.buf.ends_with([' ', '\n']) && !self.buf.is_empty() {
@@ -251,12 +679,51 @@ impl Walk {
                 self.buf.push(c);
             }
         }
+        let added = self.buf[before..].chars().filter(|c| !c.is_whitespace()).count();
+        if self.internal_links > 0 {
+            self.linked_chars += added;
+        }
+        if self.code_depth > 0 {
+            self.code_chars += added;
+        }
         if self.heading_depth > 0 && !s.trim().is_empty() {
             self.buf_heading = true;
         }
     }
 
-    /// Closes the current block: lines trimmed, empty lines dropped.
+    /// Text that is not read goes to the outermost record of what is skipped.
+    fn capture_text(&mut self, s: &str) {
+        let capture = if self.skip_depth > 0 {
+            self.captures.first_mut()
+        } else {
+            self.section_captures.last_mut()
+        };
+        if let Some(c) = capture {
+            // Skipped text counts whole, however little of it the excerpt keeps.
+            c.chars += s.chars().filter(|c| !c.is_whitespace()).count();
+            if c.text.len() < 4 * crate::document::SKIP_EXCERPT_CHARS {
+                c.text.push_str(s);
+            }
+        }
+    }
+
+    fn record_capture(&mut self, c: Capture) {
+        self.record(c.reason, c.kind, c.text, c.chars);
+    }
+
+    /// Records a stretch left out, before the block being read.
+    fn record(&mut self, reason: SkipReason, kind: Option<String>, text: String, chars: usize) {
+        let text = excerpt(&text);
+        if text.is_empty() && !matches!(reason, SkipReason::PageNumber) {
+            return;
+        }
+        let part = self.part();
+        let block = part.blocks.len();
+        part.skips.push(PartSkip { block, reason, kind, text, chars });
+    }
+
+    /// Closes the current block: lines trimmed, empty lines dropped; a block of several lines
+    /// is a stanza.
     fn flush(&mut self) {
         let lines: Vec<&str> =
             self.buf.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect();
@@ -266,97 +733,152 @@ impl Walk {
             if kind == SegmentKind::Heading && self.first_heading.is_none() {
                 self.first_heading = Some(text.replace('\n', " "));
             }
-            let part = self.doc.parts.last_mut().expect("a part is open");
-            part.blocks.push(DocBlock { kind, text, verse: false });
+            let total = text.chars().filter(|c| !c.is_whitespace()).count();
+            let linked = self.linked_chars >= total && total > 0;
+            let verse = lines.len() > 1 && kind == SegmentKind::Body;
+            if self.code_chars >= total && self.ctx.policy.skips("code") {
+                self.record(SkipReason::Code, Some("code".into()), text, total);
+            } else {
+                let part = self.part();
+                part.blocks.push(DocBlock { kind, text, verse });
+                part.linked.push(linked);
+            }
+        }
+        for note in std::mem::take(&mut self.inline_notes) {
+            let part = self.part();
+            part.blocks.push(DocBlock::body(format!("Note: {note}")));
+            part.linked.push(false);
         }
         self.buf.clear();
         self.buf_heading = false;
+        self.linked_chars = 0;
+        self.code_chars = 0;
         // Links still open now span blocks; their text is no marker.
-        for l in &mut self.links {
-            *l = None;
+        for open in &mut self.open {
+            if let Some((from, _)) = open.link.as_mut() {
+                *from = usize::MAX;
+            }
+            open.page_target = None;
         }
     }
 }
 
-/// Whether the element is hidden from every reader: `hidden`, or `aria-hidden="true"`.
-fn is_hidden(e: &BytesStart<'_>) -> bool {
-    attr(e, "hidden").is_some() || attr(e, "aria-hidden").is_some_and(|v| v.trim() == "true")
+/// Takes a printed contents page out of a part: a run of [`CONTENTS_RUN`] or more blocks that
+/// are only links into the book, and the "Contents" heading right before it.
+fn drop_contents_pages(part: &mut Part) {
+    let n = part.blocks.len();
+    let mut drop = vec![false; n];
+    let mut k = 0;
+    while k < n {
+        let run = part.linked[k..].iter().take_while(|l| **l).count();
+        if run >= CONTENTS_RUN {
+            drop[k..k + run].iter_mut().for_each(|d| *d = true);
+            if k > 0
+                && part.blocks[k - 1].kind == SegmentKind::Heading
+                && is_contents_heading(&part.blocks[k - 1].text)
+            {
+                drop[k - 1] = true;
+            }
+        }
+        k += run.max(1);
+    }
+    if !drop.contains(&true) {
+        return;
+    }
+    let mut kept_before = Vec::with_capacity(n + 1);
+    let mut kept = 0;
+    for d in &drop {
+        kept_before.push(kept);
+        kept += usize::from(!d);
+    }
+    kept_before.push(kept);
+    for s in &mut part.skips {
+        s.block = kept_before[s.block.min(n)];
+    }
+    let mut first_dropped = None;
+    let mut text = String::new();
+    let blocks = std::mem::take(&mut part.blocks);
+    for (i, b) in blocks.into_iter().enumerate() {
+        if drop[i] {
+            first_dropped.get_or_insert(kept_before[i]);
+            if text.len() < 4 * crate::document::SKIP_EXCERPT_CHARS {
+                text.push_str(&b.text);
+                text.push_str(". ");
+            }
+        } else {
+            part.blocks.push(b);
+        }
+    }
+    part.linked = vec![false; part.blocks.len()];
+    let chars = text.chars().filter(|c| !c.is_whitespace()).count();
+    part.skips.push(PartSkip {
+        block: first_dropped.unwrap_or(0),
+        reason: SkipReason::Navigation,
+        kind: Some("toc".into()),
+        text: excerpt(&text),
+        chars,
+    });
+    part.skips.sort_by_key(|s| s.block);
 }
 
-/// A footnote marker's text: `1`, `12a`, `[3]`, `(4)`, `*`, `†`, `‡`, `§`, a roman `iv`.
-fn is_note_marker(text: &str) -> bool {
-    let t = text.trim().trim_start_matches(['[', '(']).trim_end_matches([']', ')']);
-    if t.is_empty() || t.chars().count() > 5 {
-        return false;
+/// The notes of a content document by id (`footnote`, `endnote`, `rearnote`, `note`), their
+/// text without backlinks, markers or page numbers.
+pub(super) fn collect_notes(xml: &str) -> Result<Vec<(String, String)>, String> {
+    let mut r = reader(xml);
+    let mut out = Vec::new();
+    // The note being read: (its depth, id, text); and the depth of a skipped subtree.
+    let mut note: Option<(usize, String, String)> = None;
+    let mut skip_from: Option<usize> = None;
+    let mut depth = 0usize;
+    let policy = ReadPolicy::default();
+    loop {
+        let event = r.read_event().map_err(|e| xml_error(&r, &e))?;
+        match event {
+            Event::Start(e) => {
+                depth += 1;
+                let name = local(&e);
+                let m = semantics::meaning(&e, &name, &policy);
+                if note.is_none() && m.note {
+                    if let Some(id) = attr(&e, "id") {
+                        note = Some((depth, id, String::new()));
+                    }
+                } else if note.is_some()
+                    && skip_from.is_none()
+                    && (m.silent || m.never.is_some() || m.noteref)
+                {
+                    skip_from = Some(depth);
+                } else if note.is_some() && BLOCKS.contains(&name.as_str()) {
+                    if let Some((_, _, t)) = note.as_mut() {
+                        t.push(' ');
+                    }
+                }
+            }
+            Event::End(_) => {
+                if skip_from == Some(depth) {
+                    skip_from = None;
+                }
+                if note.as_ref().is_some_and(|(d, _, _)| *d == depth) {
+                    let (_, id, text) = note.take().expect("a note");
+                    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+                    if !text.is_empty() {
+                        out.push((id, text));
+                    }
+                }
+                depth = depth.saturating_sub(1);
+            }
+            Event::Text(t) if skip_from.is_none() => {
+                if let Some((_, _, text)) = note.as_mut() {
+                    text.push_str(&t.xml10_content());
+                }
+            }
+            Event::GeneralRef(g) if skip_from.is_none() => {
+                if let Some((_, _, text)) = note.as_mut() {
+                    text.push_str(&resolve_ref(&g)?);
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
     }
-    let digits = t.trim_end_matches(|c: char| c.is_ascii_lowercase());
-    (!digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
-        || t.chars().all(|c| matches!(c, '*' | '†' | '‡' | '§'))
-        || t.chars().all(|c| matches!(c, 'i' | 'v' | 'x'))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn blocks(xml: &str) -> Vec<(SegmentKind, String)> {
-        let doc = read(xml, &HashSet::new()).expect("reads");
-        doc.parts.into_iter().flat_map(|p| p.blocks).map(|b| (b.kind, b.text)).collect()
-    }
-
-    #[test]
-    fn paragraphs_headings_emphasis_and_breaks() {
-        let xml = r#"<html xmlns="http://www.w3.org/1999/xhtml"><head><title>T</title>
-            <style>p { color: red }</style></head><body>
-            <h1>Chapter <em>One</em></h1>
-            <p>It was a <b>dark</b>
-               and&nbsp;stormy night&mdash;truly.</p>
-            <p class="verse">Roses are red,<br/>violets are blue.</p>
-            <p><img src="a.png" alt="A map"/></p></body></html>"#;
-        assert_eq!(
-            blocks(xml),
-            vec![
-                (SegmentKind::Heading, "Chapter One".into()),
-                (SegmentKind::Body, "It was a dark and stormy night\u{2014}truly.".into()),
-                (SegmentKind::Body, "Roses are red,\nviolets are blue.".into()),
-            ]
-        );
-    }
-
-    #[test]
-    fn footnote_markers_and_notes_are_not_read() {
-        let xml = r##"<html xmlns="http://www.w3.org/1999/xhtml"
-            xmlns:epub="http://www.idpf.org/2007/ops"><body>
-            <p>As Smith said<a epub:type="noteref" href="#n1">1</a>, and Jones<sup><a href="#n2">[2]</a></sup> too;
-            E = mc<sup>2</sup>, see <a href="#sec">section 4</a>.</p>
-            <aside epub:type="footnote" id="n1"><p>Smith, 1901.</p></aside>
-            <p><ruby>漢<rt>kan</rt>字<rt>ji</rt></ruby></p>
-            </body></html>"##;
-        assert_eq!(
-            blocks(xml),
-            vec![
-                (SegmentKind::Body, "As Smith said, and Jones too; E = mc2, see section 4.".into()),
-                (SegmentKind::Body, "漢字".into()),
-            ]
-        );
-    }
-
-    #[test]
-    fn parts_start_at_named_elements_and_front_matter_is_typed() {
-        let xml = r#"<html xmlns="http://www.w3.org/1999/xhtml"
-            xmlns:epub="http://www.idpf.org/2007/ops"><body epub:type="frontmatter">
-            <p>Before.</p><h2 id="c2">Two</h2><p>After.</p></body></html>"#;
-        let doc = read(xml, &HashSet::from(["c2"])).expect("reads");
-        assert!(doc.front_matter);
-        assert_eq!(doc.parts.len(), 2);
-        assert_eq!(doc.parts[0].starts_at, None);
-        assert_eq!(doc.parts[1].starts_at.as_deref(), Some("c2"));
-        assert_eq!(doc.parts[1].blocks[1].text, "After.");
-    }
-
-    #[test]
-    fn malformed_xhtml_says_where() {
-        let err = read("<html><body><p>open</body></html>", &HashSet::new()).unwrap_err();
-        assert!(err.contains("malformed XML at byte"), "{err}");
-    }
+    Ok(out)
 }

@@ -300,3 +300,93 @@ fn project_pronunciations_apply() {
     assert_eq!(seg.text, "Win read two books.");
     assert_eq!((seg.span.start.column, seg.span.end.column), (1, 21));
 }
+
+/// A document of one chapter whose blocks are `blocks`.
+fn document(blocks: Vec<lectern_text::DocBlock>) -> lectern_text::Document {
+    let chapter = lectern_text::DocChapter { blocks, ..lectern_text::DocChapter::default() };
+    lectern_text::Document { chapters: vec![chapter], ..lectern_text::Document::default() }
+}
+
+/// The segments of a document, read without the fast start.
+fn read_document(blocks: Vec<lectern_text::DocBlock>) -> Vec<lectern_text::Segment> {
+    let opts = ParseOptions::default().with_lead_sentence(false);
+    let book = Manuscript::from_document(&document(blocks), Path::new("poems.epub"), &opts);
+    book.unwrap().segments().cloned().collect()
+}
+
+fn spoken(segments: &[lectern_text::Segment]) -> String {
+    segments.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" ")
+}
+
+const WASTE_LAND: &str = "April is the cruellest month, breeding\nLilacs out of the dead land, \
+                          mixing\nMemory and desire, stirring\nDull roots with spring rain.";
+
+#[test]
+fn a_verse_line_is_a_phrase() {
+    let segs = read_document(vec![lectern_text::DocBlock::stanza(WASTE_LAND)]);
+    assert_eq!(
+        spoken(&segs),
+        "April is the cruellest month, breeding, Lilacs out of the dead land, mixing, Memory \
+         and desire, stirring, Dull roots with spring rain."
+    );
+    // The commas are not in the source: the stanza's span is its text, line breaks included.
+    assert_eq!(segs[0].source.lines().next(), Some("April is the cruellest month, breeding"));
+    assert_eq!(segs.last().unwrap().source.lines().last(), Some("Dull roots with spring rain."));
+    assert_eq!(segs.last().unwrap().pause_after_ms, 0);
+}
+
+#[test]
+fn a_verse_line_with_its_own_mark_gets_nothing_added() {
+    let stanza = "Along the colonnade,\nthe wind; the rain:\nthe dark —\n\"the sea\"\nand then…\n\
+                  the end!\nyet on,";
+    let segs = read_document(vec![lectern_text::DocBlock::stanza(stanza)]);
+    // No doubled marks and no full stop at a line's end, the stanza's last included.
+    assert_eq!(
+        spoken(&segs),
+        "Along the colonnade, the wind; the rain: the dark — \"the sea\" and then… the end! yet on,"
+    );
+    // Markup at a line's end: the comma goes after the line's words, not after the markup.
+    let stanza = "out of the dead land [lang:fr]\nla mémoire[/lang]\nand desire";
+    let segs = read_document(vec![lectern_text::DocBlock::stanza(stanza)]);
+    assert_eq!(spoken(&segs), "out of the dead land, la mémoire, and desire.");
+    assert_eq!(segs[0].language.as_deref(), Some("fr"));
+    // Chinese lines take a Chinese comma and no space.
+    let segs = read_document(vec![lectern_text::DocBlock::stanza("床前明月光\n疑是地上霜")]);
+    assert_eq!(spoken(&segs), "床前明月光，疑是地上霜。");
+}
+
+#[test]
+fn prose_line_breaks_are_read_as_before() {
+    let segs = read_document(vec![lectern_text::DocBlock::body(WASTE_LAND)]);
+    assert_eq!(
+        spoken(&segs),
+        "April is the cruellest month, breeding Lilacs out of the dead land, mixing Memory and \
+         desire, stirring Dull roots with spring rain."
+    );
+    let opts = ParseOptions::default().with_lead_sentence(false);
+    let plain = Manuscript::parse("Roses are red\nviolets are blue\n\nSugar is sweet", &opts);
+    let plain = plain.unwrap();
+    let texts: Vec<_> = plain.segments().map(|s| s.text.as_str()).collect();
+    assert_eq!(texts, ["Roses are red violets are blue.", "Sugar is sweet."]);
+}
+
+/// A stanza too long for one segment is cut at its lines' commas, and every segment's span
+/// is its lines in the laid-out text, from a line's first word to a line's last.
+#[test]
+fn a_long_stanza_is_cut_at_its_line_ends() {
+    let line = "the grey sea and the long black land and the yellow half moon";
+    let stanza = [line; 12].join("\n");
+    let doc = document(vec![lectern_text::DocBlock::stanza(stanza.clone())]);
+    let opts = ParseOptions::default().with_lead_sentence(false);
+    let book = Manuscript::from_document(&doc, Path::new("poems.epub"), &opts).unwrap();
+    let segs: Vec<_> = book.segments().collect();
+    assert!(segs.len() >= 2, "{segs:?}");
+    for s in &segs {
+        assert!(s.text.ends_with([',', '.']), "{:?}", s.text);
+        assert!(s.source.starts_with("the grey") && s.source.ends_with("half moon"), "{s:?}");
+        assert_eq!(s.source.lines().count(), s.text.matches("half moon").count(), "{s:?}");
+        assert_eq!(s.span.start.column, 1);
+    }
+    let words: usize = segs.iter().map(|s| s.text.split_whitespace().count()).sum();
+    assert_eq!(words, stanza.split_whitespace().count());
+}

@@ -108,3 +108,16 @@ fn escapes_and_closing_hashes_in_headings() {
     let m = parse("## \\*Starred\\* title ##\n\nBody.\n");
     assert_eq!(titles(&m), [Some("*Starred* title".to_string())]);
 }
+
+/// Markup is lexed in one place: a heading's title leaves all of it out (pauses too), a
+/// Markdown link beside it stays a link, and CosyVoice3 tokens are text.
+#[test]
+fn markup_beside_markdown_and_special_tokens() {
+    let m = parse("# The *End* [pause:2s]\n\n[lang:de_CH]Grüezi[/lang] [breath] a [note](x).\n");
+    assert_eq!(titles(&m), [Some("The End".to_string())]);
+    let heading = &m.chapters[0].segments[0];
+    assert_eq!((heading.text.as_str(), heading.pause_after_ms), ("The End.", 2000));
+    let body = &m.chapters[0].segments[1];
+    assert_eq!(body.text, "Grüezi [breath] a note.");
+    assert_eq!(body.language.as_deref(), Some("de_ch"));
+}
