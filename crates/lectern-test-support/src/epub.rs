@@ -191,3 +191,87 @@ pub fn epub2(path: &Path) {
         ],
     );
 }
+
+/// The files of an unpacked tree that are not part of the book: the extracts' notes.
+const NOT_IN_BOOK: &[&str] = &["SOURCE.md", "EXPECTED.md"];
+
+/// Zips the unpacked EPUB tree `dir` into the EPUB `out`: `mimetype` first and stored, then
+/// every other file deflated, in byte order of their paths (`/`-separated), so the same tree
+/// always makes the same bytes. `SOURCE.md` and `EXPECTED.md` at the top are left out.
+pub fn pack_tree(dir: &Path, out: &Path) {
+    fn walk(root: &Path, dir: &Path, files: &mut Vec<(String, std::path::PathBuf)>) {
+        for entry in std::fs::read_dir(dir).expect("read the tree") {
+            let path = entry.expect("read the tree").path();
+            if path.is_dir() {
+                walk(root, &path, files);
+            } else {
+                let rel = path.strip_prefix(root).expect("under the root");
+                let name = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_str().expect("UTF-8 file names"))
+                    .collect::<Vec<_>>()
+                    .join("/");
+                files.push((name, path));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.retain(|(name, _)| name != "mimetype" && !NOT_IN_BOOK.contains(&name.as_str()));
+    files.sort();
+    let mimetype = std::fs::read(dir.join("mimetype")).expect("the tree has a mimetype");
+    let file = std::fs::File::create(out).expect("create epub");
+    let mut zip = zip::ZipWriter::new(file);
+    let fixed = zip::DateTime::default();
+    let stored = SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .last_modified_time(fixed);
+    let deflated = SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .last_modified_time(fixed);
+    zip.start_file("mimetype", stored).unwrap();
+    zip.write_all(&mimetype).unwrap();
+    for (name, path) in files {
+        zip.start_file(name, deflated).unwrap();
+        zip.write_all(&std::fs::read(&path).expect("read a file of the tree")).unwrap();
+    }
+    zip.finish().unwrap();
+}
+
+/// The directory of the corpus extract `name` (`fixtures/books/<name>`, an unpacked EPUB).
+pub fn corpus_book(name: &str) -> std::path::PathBuf {
+    corpus_dir().join(name)
+}
+
+/// `fixtures/books`: one directory per corpus extract (and `docx/`, not an EPUB).
+pub fn corpus_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/books")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_tree_puts_the_mimetype_first_stored_and_is_deterministic() {
+        let tmp = std::env::temp_dir().join(format!("lectern-pack-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let (a, b) = (tmp.join("a.epub"), tmp.join("b.epub"));
+        pack_tree(&corpus_book("wasteland"), &a);
+        pack_tree(&corpus_book("wasteland"), &b);
+        let bytes = std::fs::read(&a).unwrap();
+        assert_eq!(bytes, std::fs::read(&b).unwrap());
+        // The first local header names `mimetype`, stored (method 0), its content right after.
+        assert_eq!(&bytes[0..4], b"PK\x03\x04");
+        assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 0);
+        assert_eq!(&bytes[30..38], b"mimetype");
+        assert_eq!(&bytes[38..58], b"application/epub+zip");
+        let mut zip = zip::ZipArchive::new(std::fs::File::open(&a).unwrap()).unwrap();
+        let names: Vec<String> =
+            (0..zip.len()).map(|i| zip.by_index(i).unwrap().name().unwrap().to_string()).collect();
+        assert!(names.iter().any(|n| n == "EPUB/wasteland.opf"), "{names:?}");
+        assert!(!names.iter().any(|n| n.ends_with(".md")), "{names:?}");
+        assert!(zip.by_name("META-INF/container.xml").is_ok());
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+}

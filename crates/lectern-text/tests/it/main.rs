@@ -1,5 +1,7 @@
 //! lectern-text's integration tests, one module per area, in one test binary.
 
+mod corpus;
+mod docx;
 mod epub;
 mod language;
 mod manuscript;
