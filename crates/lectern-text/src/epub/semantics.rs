@@ -79,7 +79,13 @@ pub(super) fn meaning(e: &BytesStart<'_>, name: &str, policy: &ReadPolicy) -> Me
     let has_class =
         |list: &[&str]| classes.iter().any(|c| list.contains(&c.to_ascii_lowercase().as_str()));
     let mut m = Meaning { silent: SILENT.contains(&name), ..Meaning::default() };
-    m.note = has(NOTE);
+    // An `aside` named as a note (`id="footnotes"`, `class="endnote"`) is one, typed or not.
+    let named_note = name == "aside"
+        && attr(e, "id").into_iter().chain(classes.iter().cloned()).any(|v| {
+            let v = v.to_ascii_lowercase();
+            v.contains("footnote") || v.contains("endnote") || v == "note" || v == "notes"
+        });
+    m.note = has(NOTE) || named_note;
     m.noteref = has(NOTE_REF);
     m.notes_section = has(NOTES_SECTION);
     m.poem = has(POEM_TYPES) || has_class(POEM_CLASSES);

@@ -146,6 +146,8 @@ const CONTENTS_RUN: usize = 3;
 struct Capture {
     reason: SkipReason,
     kind: Option<String>,
+    /// The block it came before, in the part it started in (`parts`, `blocks`).
+    at: (usize, usize),
     /// Its start, for the excerpt.
     text: String,
     /// All of its chars but whitespace.
@@ -153,8 +155,8 @@ struct Capture {
 }
 
 impl Capture {
-    fn new(reason: SkipReason, kind: Option<String>) -> Self {
-        Self { reason, kind, text: String::new(), chars: 0 }
+    fn new(reason: SkipReason, kind: Option<String>, at: (usize, usize)) -> Self {
+        Self { reason, kind, at, text: String::new(), chars: 0 }
     }
 }
 
@@ -228,6 +230,8 @@ struct Walk<'c, 'a> {
     inline_notes: Vec<String>,
     table: Option<TableBuild>,
     seen_section: bool,
+    /// A note marker in brackets was taken out: its closing bracket goes too.
+    drop_closer: Option<char>,
 }
 
 /// Reads a content document; a part starts at each element whose `id` is in `ctx.starts`.
@@ -286,6 +290,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             inline_notes: Vec::new(),
             table: None,
             seen_section: false,
+            drop_closer: None,
         }
     }
 
@@ -356,7 +361,8 @@ impl<'c, 'a> Walk<'c, 'a> {
             if self.skip_depth == 0 && self.sections.last().copied().unwrap_or(true) {
                 if let Some(reason) = never {
                     let kind = m.kinds.first().cloned();
-                    self.captures.push(Capture::new(reason, kind));
+                    let at = self.position();
+                    self.captures.push(Capture::new(reason, kind, at));
                     open.capture = true;
                 }
             }
@@ -374,7 +380,8 @@ impl<'c, 'a> Walk<'c, 'a> {
             if !read && self.reading() {
                 let reason = skip.expect("skipped");
                 let kind = Some(kind.clone());
-                self.section_captures.push(Capture::new(reason, kind));
+                let at = self.position();
+                self.section_captures.push(Capture::new(reason, kind, at));
                 open.section_capture = true;
             }
             self.sections.push(read);
@@ -396,6 +403,9 @@ impl<'c, 'a> Walk<'c, 'a> {
         if name == "svg" {
             self.svg_depth += 1;
             open.svg = true;
+        }
+        if name == "tspan" && self.svg_depth > 0 && self.reading() {
+            self.join_printed_line();
         }
         if open.block {
             self.block_boundary(open.verse_line);
@@ -543,6 +553,11 @@ impl<'c, 'a> Walk<'c, 'a> {
         if is_note_marker(text) && !text.trim().is_empty() {
             let marker = text.trim().to_string();
             self.buf.truncate(from);
+            // `[<a>1</a>]`: the brackets were the marker's too.
+            if let Some(open) = self.buf.strip_suffix(['[', '(']).map(|b| b.len()) {
+                self.drop_closer = Some(if self.buf.ends_with('[') { ']' } else { ')' });
+                self.buf.truncate(open);
+            }
             let chars = marker.chars().count();
             self.record(SkipReason::Note, Some("noteref".into()), marker, chars);
             self.refer_to_note(Some(href));
@@ -670,7 +685,16 @@ impl<'c, 'a> Walk<'c, 'a> {
             return;
         }
         let before = self.buf.len();
-        for c in s.chars() {
+        let mut chars = s.chars().filter(|c| !is_invisible(*c)).peekable();
+        if let Some(closer) = self.drop_closer.take() {
+            while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                chars.next();
+            }
+            if chars.peek() == Some(&closer) {
+                chars.next();
+            }
+        }
+        for c in chars {
             if c.is_whitespace() {
                 if !self.buf.ends_with([' ', '\n']) && !self.buf.is_empty() {
                     self.buf.push(' ');
@@ -691,6 +715,20 @@ impl<'c, 'a> Walk<'c, 'a> {
         }
     }
 
+    /// A printed line of a fixed-layout page starts (an SVG `tspan`): it follows the last one
+    /// after a space, or joined to it where a word was hyphenated at the line's end.
+    fn join_printed_line(&mut self) {
+        let hyphenated = self
+            .buf
+            .strip_suffix('-')
+            .is_some_and(|b| b.chars().next_back().is_some_and(char::is_alphabetic));
+        if hyphenated {
+            self.buf.pop();
+        } else if !self.buf.is_empty() && !self.buf.ends_with([' ', '\n']) {
+            self.buf.push(' ');
+        }
+    }
+
     /// Text that is not read goes to the outermost record of what is skipped.
     fn capture_text(&mut self, s: &str) {
         let capture = if self.skip_depth > 0 {
@@ -707,8 +745,25 @@ impl<'c, 'a> Walk<'c, 'a> {
         }
     }
 
+    /// Where the next block goes: (part, block).
+    fn position(&self) -> (usize, usize) {
+        let part = self.doc.parts.len() - 1;
+        (part, self.doc.parts[part].blocks.len())
+    }
+
+    /// Records a skipped element where it started (when its part is still the one open).
     fn record_capture(&mut self, c: Capture) {
+        let len = self.record_len();
         self.record(c.reason, c.kind, c.text, c.chars);
+        if c.at.0 + 1 == self.doc.parts.len() && self.record_len() > len {
+            if let Some(last) = self.part().skips.last_mut() {
+                last.block = c.at.1;
+            }
+        }
+    }
+
+    fn record_len(&self) -> usize {
+        self.doc.parts.last().map_or(0, |p| p.skips.len())
     }
 
     /// Records a stretch left out, before the block being read.
@@ -761,6 +816,12 @@ impl<'c, 'a> Walk<'c, 'a> {
             open.page_target = None;
         }
     }
+}
+
+/// Characters that are never seen nor said: soft hyphens, zero-width spaces and joiners, the
+/// word joiner (Standard Ebooks puts one before every em dash), the byte-order mark.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{ad}' | '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}')
 }
 
 /// Takes a printed contents page out of a part: a run of [`CONTENTS_RUN`] or more blocks that
