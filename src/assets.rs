@@ -2,12 +2,12 @@
 //!
 //! - The sample manuscript is embedded (`include_str!`) and written to the data directory when
 //!   the workstation opens it; the built-in themes are code ([`crate::tui::theme::Theme`]).
-//! - The demo model (the tiny random-weight CosyVoice3, ~29 MB) and its demo voice are embedded
-//!   by the `lectern` binary ([`register_demo`]) and materialised once into
-//!   `DATA/demo/` on first use, checked against a fingerprint of the embedded bytes, so a
+//! - The demo model (the tiny random-weight CosyVoice3 with the real Qwen2 BPE, ~34 MB) and its
+//!   demo voice are embedded by the `lectern` binary ([`register_demo`]) and materialised once
+//!   into `DATA/demo/` on first use, checked against a fingerprint of the embedded bytes, so a
 //!   `cargo install`ed or copied binary opens the workstation with no source tree around.
 //!   The bytes are embedded by the binary, not by this library, so the test binaries that link
-//!   the library do not each carry 29 MB.
+//!   the library do not each carry 34 MB.
 //! - Platform directories come from the `dirs` crate: `CONFIG` = `~/.config/lectern` on Linux
 //!   (`$XDG_CONFIG_HOME`), `~/Library/Application Support/lectern` on macOS; `DATA` =
 //!   `~/.local/share/lectern` on Linux (`$XDG_DATA_HOME`), the same Application Support
@@ -87,12 +87,35 @@ pub fn ensure_demo() -> anyhow::Result<PathBuf> {
         bail!("this build carries no demo model: pass --model DIR (an upstream CosyVoice3 model)");
     };
     let want = fingerprint(files);
-    if std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s.trim() == want) {
+    if has_stamp(&dir, &want) {
         return Ok(dir);
     }
-    materialise(&dir, files, &want)
+    install_locked(&dir, files, &want)
         .with_context(|| format!("installing the demo model in {}", dir.display()))?;
     Ok(dir)
+}
+
+fn has_stamp(dir: &Path, stamp: &str) -> bool {
+    std::fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s.trim() == stamp)
+}
+
+/// Materialises the demo under a lock beside it: processes started together on a new build
+/// (tests, a narrator's two terminals) would otherwise remove a stale copy while another
+/// renames the fresh one in ("Directory not empty"), or remove the fresh one under a reader.
+fn install_locked(dir: &Path, files: &[EmbeddedFile], stamp: &str) -> anyhow::Result<()> {
+    let parent = dir.parent().context("demo directory has no parent")?;
+    std::fs::create_dir_all(parent)?;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(parent.join(".demo.lock"))?;
+    fs2::FileExt::lock_exclusive(&lock)?;
+    // Another process may have installed it while this one waited.
+    if has_stamp(dir, stamp) {
+        return Ok(());
+    }
+    materialise(dir, files, stamp)
 }
 
 fn materialise(dir: &Path, files: &[EmbeddedFile], stamp: &str) -> anyhow::Result<()> {

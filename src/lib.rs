@@ -11,6 +11,7 @@
 //! - `bench`: `lectern bench --workload`, the standard workloads through the engine (the stage
 //!   benchmarks are `lectern-bench`);
 //! - `workstation`, `render`: the two ways a session runs (live, or a whole book to files);
+//! - `dry_run`: what `render --dry-run` says of a book (its versioned JSON schema and table);
 //! - `tui`: the workstation front end (state, keys, themes, panels, event loop);
 //! - `session`: manuscript + model + voice → the project's segments and takes;
 //! - `deliver`: delivery files (ACX MP3s, M4B) mastered from the 24 kHz master, and `check`;
@@ -32,6 +33,7 @@ pub mod cast;
 pub mod cli;
 pub mod config;
 pub mod deliver;
+pub mod dry_run;
 pub mod limits;
 pub mod memory;
 pub mod quality;

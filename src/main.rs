@@ -10,8 +10,11 @@ macro_rules! embed {
     };
 }
 
-/// The tiny random-weight demo model (~29 MB, mostly the LM's 151,936-row text embedding) and
-/// its demo voice, written to the data directory on first use.
+/// The tiny random-weight demo model (~34 MB, mostly the LM's 151,936-row text embedding and
+/// the Qwen2 vocabulary) and its demo voice, written to the data directory on first use. The
+/// model gets the real Qwen2 BPE (`fixtures/qwen2-tokenizer`) beside its config, so the demo
+/// segments and counts tokens exactly as a real CosyVoice3 model directory does; the fixture
+/// model itself has none (its parity goldens use the byte fallback).
 static DEMO: &[EmbeddedFile] = &[
     embed!("model/tiny.json", "../fixtures/cosyvoice3-tiny-a/model/tiny.json"),
     embed!("model/llm.pt", "../fixtures/cosyvoice3-tiny-a/model/llm.pt"),
@@ -25,6 +28,12 @@ static DEMO: &[EmbeddedFile] = &[
     embed!(
         "model/CosyVoice-BlankEN/config.json",
         "../fixtures/cosyvoice3-tiny-a/model/CosyVoice-BlankEN/config.json"
+    ),
+    embed!("model/CosyVoice-BlankEN/vocab.json", "../fixtures/qwen2-tokenizer/vocab.json"),
+    embed!("model/CosyVoice-BlankEN/merges.txt", "../fixtures/qwen2-tokenizer/merges.txt"),
+    embed!(
+        "model/CosyVoice-BlankEN/tokenizer_config.json",
+        "../fixtures/qwen2-tokenizer/tokenizer_config.json"
     ),
     embed!("voices/tiny-demo/voice.json", "../voices/tiny-demo/voice.json"),
     embed!("voices/tiny-demo/prompt.safetensors", "../voices/tiny-demo/prompt.safetensors"),

@@ -1,5 +1,5 @@
 //! How a manuscript file is read: plain text and Markdown by the text frontend, EPUB through
-//! [`lectern_text::epub`]; and the reading options a project records, so `export book.epub` reads
+//! [`lectern_text::epub`], Word documents through [`lectern_text::docx`]; and the reading options a project records, so `export book.epub` reads
 //! the book as the render did.
 
 use std::path::Path;
@@ -14,8 +14,9 @@ use lectern_text::{
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct ReadOptions {
-    /// Leave out every front-matter section of a document (`--skip-front-matter`), on top of
-    /// `policy`.
+    /// Leave out every front-matter section of a document, on top of `policy`. Projects
+    /// recorded before the policy existed say `--skip-front-matter` here; the CLI now folds it
+    /// into `policy` (so `--read` can take a kind back) and leaves this false.
     pub skip_front_matter: bool,
     /// How a paragraph's language is decided (per run, or upstream's one per paragraph).
     pub frontend: Frontend,
@@ -32,7 +33,7 @@ impl ReadOptions {
     }
 }
 
-/// Reads a manuscript: EPUB by its `.epub` extension, else plain text or Markdown.
+/// Reads a manuscript: EPUB and DOCX by their extensions, else plain text or Markdown.
 pub fn load(path: &Path, tokenizer: &Tokenizer, read: &ReadOptions) -> anyhow::Result<Manuscript> {
     // The project's pronunciations (`pronunciations.txt` beside the manuscript), so an entry
     // changes the text of exactly the segments that hold its word.
@@ -46,6 +47,9 @@ pub fn load(path: &Path, tokenizer: &Tokenizer, read: &ReadOptions) -> anyhow::R
         .with_pronunciations(prons);
     let book = if lectern_text::epub::is_epub(path) {
         let doc = lectern_text::epub::read(path, &read.effective_policy())?;
+        Manuscript::from_document(&doc, path, &opts)
+    } else if lectern_text::docx::is_docx(path) {
+        let doc = lectern_text::docx::read(path, &read.effective_policy())?;
         Manuscript::from_document(&doc, path, &opts)
     } else {
         Manuscript::load(path, &opts)

@@ -20,15 +20,17 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::audio::master;
 use crate::audio::wav::{self, WavFormat};
-use crate::cast::{Cast, Role};
+use crate::cast::Cast;
+pub use crate::dry_run::SpokenBy;
+use crate::dry_run::{DryRun, dry_run};
 use crate::review::SegmentKey;
 pub use crate::session::ProjectChoice;
 use crate::session::{self, ModelChoice, PlannedSegment, Session};
 use crate::synth::SynthOptions;
-use lectern_engine::protocol::{EngineEvent, Mode, Request, SegmentState, Take};
+use lectern_engine::protocol::{EngineEvent, Request, SegmentState, Take};
 use lectern_engine::{ENGINE_VERSION, Engine};
 use lectern_model::config::SAMPLE_RATE_HZ;
-use lectern_text::{Boundary, Lang, Manuscript, SegmentLimits, Tokenizer};
+use lectern_text::Manuscript;
 use lectern_voice::ModelSignature;
 
 /// Options of one render.
@@ -71,59 +73,6 @@ pub struct RenderedSegment {
     pub spoken_by: SpokenBy,
 }
 
-/// Who speaks a segment and how, as the report and the dry run's listing show it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct SpokenBy {
-    /// The voice (its name; in a dry run, as the cast or the manuscript names it).
-    pub voice: String,
-    /// The cast character, if one speaks it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub character: Option<String>,
-    /// `zero_shot`, `instruct` or `cross_lingual`.
-    pub mode: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub instruction: Option<String>,
-    pub pace: f64,
-}
-
-impl SpokenBy {
-    fn new(voice: &str, character: Option<String>, mode: &Mode, pace: f64) -> Self {
-        Self {
-            voice: voice.to_string(),
-            character,
-            mode: mode.name(),
-            instruction: mode.instruction().map(str::to_string),
-            pace,
-        }
-    }
-
-    fn of_role(role: &Role, character: Option<String>) -> Self {
-        Self::new(&role.voice, character, &role.mode, role.pace)
-    }
-
-    /// `fox (Anna) · instruct “Whisper.” · pace 0.9`; `None` for the book's voice spoken
-    /// plainly (zero-shot at pace 1).
-    fn describe(&self, book_voice: &str) -> Option<String> {
-        let plain = self.voice == book_voice && self.mode == "zero_shot" && self.pace == 1.0;
-        if plain && self.character.is_none() {
-            return None;
-        }
-        let mut out = self.voice.clone();
-        if let Some(c) = &self.character {
-            out.push_str(&format!(" ({c})"));
-        }
-        match (&self.instruction, self.mode) {
-            (Some(i), _) => out.push_str(&format!(" · instruct “{i}”")),
-            (None, "cross_lingual") => out.push_str(" · cross-lingual"),
-            _ => {}
-        }
-        if self.pace != 1.0 {
-            out.push_str(&format!(" · pace {}", self.pace));
-        }
-        Some(out)
-    }
-}
-
 /// What a render produced.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RenderReport {
@@ -148,107 +97,11 @@ pub struct RenderReport {
     pub dry_run: bool,
     /// Files written, with their lengths in samples.
     pub files: Vec<(PathBuf, usize)>,
-    /// A dry run's listing of the segments (empty otherwise).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub listing: Vec<ListedSegment>,
+    /// A dry run's answer (`lectern.dry-run/1`, [`crate::dry_run`]); None otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listing: Option<DryRun>,
     pub audio_s: f64,
     pub wall_s: f64,
-}
-
-/// One segment as a dry run lists it: where it is, what the narrator wrote, what the model
-/// reads, its size against the segment limit and why it ends there.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ListedSegment {
-    /// 1-based, as messages name segments.
-    pub segment: usize,
-    /// 1-based.
-    pub chapter: usize,
-    /// The source line it starts on.
-    pub line: usize,
-    /// The source text, as written (markup included).
-    pub source: String,
-    /// The normalised text the LM reads.
-    pub text: String,
-    /// LM text tokens (the model's tokenizer).
-    pub tokens: usize,
-    /// Its length in the segmenter's unit (`unit`), measured against `limit`.
-    pub length: usize,
-    pub unit: &'static str,
-    /// Upstream's segment size (`token_max_n`); a segment may pass it only where a short last
-    /// sentence joined its neighbour.
-    pub limit: usize,
-    pub boundary: Boundary,
-    /// `boundary` in words.
-    pub reason: &'static str,
-    /// Who speaks it and how.
-    pub spoken_by: SpokenBy,
-    /// `spoken_by` in words, where it is not the book's voice spoken plainly.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cast: Option<String>,
-}
-
-/// The dry run's listing of `book`, spoken by `cast`; an unknown character or a bad pace is
-/// an error naming the manuscript line.
-pub fn listing(
-    book: &Manuscript,
-    tokenizer: &Tokenizer,
-    cast: &Cast,
-    manuscript: &Path,
-) -> anyhow::Result<Vec<ListedSegment>> {
-    let limit = SegmentLimits::default().token_max_n;
-    let mut out = Vec::new();
-    for (chapter, ch) in book.chapters.iter().enumerate() {
-        for s in &ch.segments {
-            let role = cast.resolve(s, manuscript)?;
-            let spoken_by = SpokenBy::of_role(&role, s.voicing.character.clone());
-            let tokens = tokenizer.count(&s.text);
-            let (length, unit) = match s.lang {
-                Lang::Zh => (s.text.chars().count(), "characters"),
-                Lang::En => (tokens, "tokens"),
-            };
-            out.push(ListedSegment {
-                segment: s.id + 1,
-                chapter: chapter + 1,
-                line: s.span.start.line,
-                source: s.source.clone(),
-                text: s.text.clone(),
-                tokens,
-                length,
-                unit,
-                limit,
-                boundary: s.boundary,
-                reason: s.boundary.describe(),
-                cast: spoken_by.describe(&cast.book_voice),
-                spoken_by,
-            });
-        }
-    }
-    Ok(out)
-}
-
-/// The listing as a table: a line of figures per segment, then its source and spoken text
-/// (line breaks of the source shown as `⏎`).
-#[must_use]
-pub fn format_listing(listing: &[ListedSegment]) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::from("   #  ch  line  size        ends at\n");
-    for s in listing {
-        let size = match s.unit {
-            "tokens" => format!("{}/{} tok", s.length, s.limit),
-            _ => format!("{}/{} chr", s.length, s.limit),
-        };
-        let _ = writeln!(
-            out,
-            "{:>4} {:>3} {:>5}  {size:<11} {}",
-            s.segment, s.chapter, s.line, s.reason
-        );
-        let _ = writeln!(out, "        source: {}", s.source.replace('\n', " ⏎ "));
-        let _ = writeln!(out, "        spoken: {} ({} LM tokens)", s.text, s.tokens);
-        if let Some(cast) = &s.cast {
-            let _ = writeln!(out, "        voice:  {cast}");
-        }
-    }
-    out
 }
 
 /// A segment's chosen take, as the output and the report need it (its samples are read, and
@@ -296,7 +149,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         first_audio_s: None,
         dry_run: opts.dry_run,
         files: Vec::new(),
-        listing: Vec::new(),
+        listing: None,
         audio_s: 0.0,
         wall_s: 0.0,
     };
@@ -304,8 +157,12 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     cast.book_voice.clone_from(&voice.manifest.name);
     if opts.dry_run {
         report.segments = planned_segments(&book, &cast, &opts.manuscript)?;
-        report.listing = listing(&book, &tokenizer, &cast, &opts.manuscript)?;
+        let dry = dry_run(&book, &tokenizer, &cast, &opts.manuscript)?;
         eprintln!("token counts: {}", tokenizer.describe());
+        for w in &dry.warnings {
+            eprintln!("warning: {w}");
+        }
+        report.listing = Some(dry);
         report.wall_s = started.elapsed().as_secs_f64();
         eprintln!("dry run: nothing rendered, nothing written");
         return Ok(report);

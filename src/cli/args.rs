@@ -14,7 +14,7 @@ pub use export::{
     DeliveryArgs, ExportArgs, ExportFormatArg, ExportPreset, ExportSplit, parse_clock,
 };
 pub use groups::{
-    FlowMatmulArg, FrontendArg, PrecisionArg, ProjectArgs, ReadArgs, SynthArgs, UiArgs,
+    FlowMatmulArg, FrontendArg, NotesArg, PrecisionArg, ProjectArgs, ReadArgs, SynthArgs, UiArgs,
     WorkstationArgs,
 };
 
@@ -76,7 +76,7 @@ pub struct ConfigArgs {
 /// `lectern render`'s arguments.
 #[derive(Debug, clap::Args)]
 pub struct RenderArgs {
-    /// Manuscript (plain text, Markdown or EPUB) [default: the sample manuscript]
+    /// Manuscript (plain text, Markdown, EPUB or DOCX) [default: the sample manuscript]
     pub manuscript: Option<PathBuf>,
     #[command(flatten)]
     pub read: ReadArgs,

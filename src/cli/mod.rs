@@ -17,9 +17,9 @@ use anyhow::Result;
 
 pub use args::{
     BenchArgs, CheckArgs, Cli, Command, ConfigArgs, DeliveryArgs, ExportArgs, ExportFormatArg,
-    ExportPreset, ExportSplit, FlowMatmulArg, FrontendArg, ParityArgs, PrecisionArg, ProjectArgs,
-    ReadArgs, RenderArgs, SayArgs, SynthArgs, UiArgs, VoiceCommand, WorkloadArgs, WorkstationArgs,
-    parse_clock,
+    ExportPreset, ExportSplit, FlowMatmulArg, FrontendArg, NotesArg, ParityArgs, PrecisionArg,
+    ProjectArgs, ReadArgs, RenderArgs, SayArgs, SynthArgs, UiArgs, VoiceCommand, WorkloadArgs,
+    WorkstationArgs, parse_clock,
 };
 pub use settings::{Effective, ExtraFlags, parse_device};
 

@@ -50,10 +50,10 @@ pub(super) fn run(args: RenderArgs) -> Result<()> {
     for (path, n) in &rep.files {
         eprintln!("wrote {} ({:.2} s)", path.display(), *n as f64 / 24_000.0);
     }
-    if rep.dry_run && json {
-        println!("{}", serde_json::to_string_pretty(&rep.listing)?);
-    } else if rep.dry_run {
-        print!("{}", render::format_listing(&rep.listing));
+    if let (true, Some(dry)) = (json, &rep.listing) {
+        println!("{}", serde_json::to_string_pretty(dry)?);
+    } else if let Some(dry) = &rep.listing {
+        print!("{}", crate::dry_run::format_listing(dry));
     } else {
         eprintln!(
             "{} segments ({} reused, {} with other settings), {:.1} s of audio in {:.1} s \

@@ -165,12 +165,15 @@ fn takes_by_text_and_seed(project: &Path) -> std::collections::HashMap<(String, 
     out
 }
 
-/// Three paragraphs; the first two have two segments each with the tiny model's tokenizer, so
-/// flow groups hold more than one segment.
+/// Three paragraphs; the first has three segments (the opener alone, then a sentence of 63 LM
+/// tokens that no other joins, then one of 20), so a flow group holds more than one segment.
 const LOOP_BOOK: &str = "The lamp was lit before the storm came in from the sea. The keeper \
-climbed the stairs again, as he had done for thirty years.\n\n\
-Rain fell on the roof all night long, and the wind pulled at the shutters. Nobody in the \
-village slept.\n\n\
+climbed the stairs again, as he had done every evening for thirty years, past the old charts, \
+the brass barometer and the window where his wife had once waited for the boats, and he trimmed \
+the wick with the small knife his father gave him on the day he first came to the island. \
+Nobody in the village slept that night, and the boats stayed tied up in the harbour until \
+morning.\n\n\
+Rain fell on the roof all night long, and the wind pulled at the shutters.\n\n\
 She turned the page.\n";
 
 /// The binary as a pane's shell runs it, with [`isolated_env`].

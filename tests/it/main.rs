@@ -20,6 +20,7 @@ mod checkpoint_integrity;
 mod cli_limits;
 mod deliver_check;
 mod deliver_export;
+mod dry_run;
 mod e2e_fixtures;
 mod e2e_tmux;
 mod install;

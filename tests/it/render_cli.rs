@@ -380,14 +380,22 @@ fn bad_voices_fail_clearly() {
     assert!(!dir.path().join("book.lectern").exists(), "no project for a bad voice");
 }
 
-/// Paragraphs of several segments each (with the tiny model's tokenizer), so flow groups hold
-/// several takes and a kill can land between them.
+/// Paragraphs of several segments each, so flow groups hold several takes and a kill can land
+/// between them: sentences of 62 LM tokens (Qwen2 BPE), over upstream's 60-token minimum, so
+/// no two share a segment (80 tokens at most).
 fn grouped_book() -> String {
-    // Four paragraphs of two sentences: five groups (the opener alone), most of two segments.
+    // Four paragraphs of two sentences, a segment each: groups of two segments.
     (1..=4)
         .map(|p| {
             (1..=2)
-                .map(|i| format!("Paragraph {p} sentence {i} tells of the sea and the keeper. "))
+                .map(|i| {
+                    format!(
+                        "Paragraph {p} sentence {i} tells of the sea and the keeper, of the long \
+                         grey evenings on the rock, of the ships that passed far out beyond the \
+                         reef, of the lamp that burned all night above the water, of the storms \
+                         of winter, and of the letters that came with the supply boat in spring. "
+                    )
+                })
                 .collect::<String>()
         })
         .collect::<Vec<_>>()
@@ -516,7 +524,8 @@ fn dry_run_lists_segments_with_source_spoken_text_size_and_boundary() {
     let o = render(&book, &out, &rep, &["--dry-run", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let listing: Value = serde_json::from_slice(&o.stdout).expect("listing json");
-    let rows = listing.as_array().unwrap();
+    assert_eq!(listing["schema"], "lectern.dry-run/1");
+    let rows = listing["segments"].as_array().unwrap();
     let got: Vec<_> = rows
         .iter()
         .map(|r| {
@@ -551,13 +560,17 @@ fn dry_run_lists_segments_with_source_spoken_text_size_and_boundary() {
             row(5, 2, 7, "The end.", "The end.", "end"),
         ]
     );
+    // The demo model counts tokens with the real Qwen2 BPE, as a real model directory does.
+    let qwen2 = lectern_text::Tokenizer::from_model_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/qwen2-tokenizer"),
+    )
+    .unwrap();
     for r in rows {
-        // The tiny model's tokenizer reads UTF-8 bytes as ids.
-        assert_eq!(n(&r["tokens"]) as usize, r["text"].as_str().unwrap().len());
+        assert_eq!(n(&r["tokens"]) as usize, qwen2.count(r["text"].as_str().unwrap()));
         assert_eq!(n(&r["limit"]), 80);
         assert_eq!(r["unit"], "tokens");
     }
-    // The report file carries the same listing; nothing is written.
+    // The report file carries the same object; nothing is written.
     let report = ok_report(&o, &rep);
     assert_eq!(report["listing"], listing);
     assert!(!out.exists() && !dir.path().join("book.lectern").exists());

@@ -12,7 +12,7 @@ use crate::limits;
 /// `lectern [MANUSCRIPT] [--voice V] [--model DIR]`: open the workstation.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WorkstationArgs {
-    /// Manuscript (plain text, Markdown or EPUB) [default: the sample manuscript]
+    /// Manuscript (plain text, Markdown, EPUB or DOCX) [default: the sample manuscript]
     pub manuscript: Option<PathBuf>,
     #[command(flatten)]
     pub read: ReadArgs,
@@ -28,13 +28,37 @@ pub struct WorkstationArgs {
     pub ui: UiArgs,
 }
 
-/// What of a manuscript is read, for the workstation and `render` alike.
+/// What of a manuscript is read, for the workstation and `render` alike. The kinds are EPUB 3
+/// structural-semantics names ([`lectern_text::policy`]); the flags change the default policy,
+/// which skips what a publisher put in the book and reads what the author wrote.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ReadArgs {
-    /// Leave out an EPUB's front matter: cover, title page, copyright, contents, dedication
-    /// (as its guide, landmarks or `epub:type`s mark them).
+    /// Leave out every front-matter section of an EPUB or DOCX: cover, title page, copyright,
+    /// contents, and also dedication, epigraph, foreword, preface, prologue, introduction,
+    /// acknowledgments (`--read KIND` still reads one of them).
     #[arg(long)]
     pub skip_front_matter: bool,
+    /// Also skip these kinds, comma-separated (e.g. `dedication,epigraph`, `index`,
+    /// `appendix`, `table`). Skipped by default: cover, half-title and title pages,
+    /// copyright-page, imprint, colophon, seriespage, toc, loi, lot, code.
+    #[arg(long = "skip", value_name = "KIND,…", value_delimiter = ',', value_parser = parse_kind)]
+    pub skip_kinds: Vec<String>,
+    /// Read these kinds after all, comma-separated (e.g. `code`, `titlepage`); wins over
+    /// `--skip` and `--skip-front-matter`. Read by default: everything the author wrote,
+    /// front matter included (dedication, epigraph, foreword, preface, prologue,
+    /// introduction), tables row by row. Page numbers, navigation and hidden text are never
+    /// read.
+    #[arg(long = "read", value_name = "KIND,…", value_delimiter = ',', value_parser = parse_kind)]
+    pub read_kinds: Vec<String>,
+    /// Notes: `skip` (markers and notes beside the text are not read; a "Notes" chapter the
+    /// contents list is read as a chapter), `inline` (each note after the paragraph that refers
+    /// to it), `chapter-end` (a chapter's notes at its end) [default: skip]
+    #[arg(long, value_enum)]
+    pub notes: Option<NotesArg>,
+    /// Which contents level makes chapters, 1 (the top) to 6 [default: decided per book: parts
+    /// become marks, their chapters chapters]
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=6))]
+    pub chapter_level: Option<u8>,
     /// `lectern`: CJK runs are read as Chinese and the rest as English, each with its own
     /// numbers and punctuation; `upstream`: one language per paragraph, Chinese if it holds
     /// any ideograph (CosyVoice3's rule) [default: lectern]
@@ -48,6 +72,35 @@ pub enum FrontendArg {
     Upstream,
 }
 
+/// `--notes`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum NotesArg {
+    Skip,
+    Inline,
+    ChapterEnd,
+}
+
+impl From<NotesArg> for lectern_text::NotesPolicy {
+    fn from(n: NotesArg) -> Self {
+        match n {
+            NotesArg::Skip => Self::Skip,
+            NotesArg::Inline => Self::Inline,
+            NotesArg::ChapterEnd => Self::ChapterEnd,
+        }
+    }
+}
+
+/// A kind of `--skip`/`--read`: one word, lower-cased (`Dedication` → `dedication`).
+fn parse_kind(s: &str) -> Result<String, String> {
+    let kind = s.trim().to_ascii_lowercase();
+    if kind.is_empty() || kind.contains(char::is_whitespace) {
+        return Err(format!(
+            "`{s}` is not a kind: give structural names like `dedication,epigraph`"
+        ));
+    }
+    Ok(kind)
+}
+
 impl ReadArgs {
     pub fn options(&self) -> crate::reading::ReadOptions {
         let frontend = match self.frontend {
@@ -55,10 +108,21 @@ impl ReadArgs {
             Some(FrontendArg::Lectern) | None => lectern_text::Frontend::Lectern,
         };
         crate::reading::ReadOptions {
-            skip_front_matter: self.skip_front_matter,
+            // Folded into the policy below, so that `--read` can take a kind back from it.
+            skip_front_matter: false,
             frontend,
-            ..Default::default()
+            policy: self.policy(),
         }
+    }
+
+    /// The default policy, then `--skip-front-matter`, `--skip`, `--read`, in that order.
+    fn policy(&self) -> lectern_text::ReadPolicy {
+        let base = lectern_text::ReadPolicy::default();
+        let base = if self.skip_front_matter { base.skipping_front_matter() } else { base };
+        base.skipping(&self.skip_kinds)
+            .reading(&self.read_kinds)
+            .with_notes(self.notes.map(Into::into).unwrap_or_default())
+            .with_chapter_level(self.chapter_level.map(usize::from))
     }
 }
 
