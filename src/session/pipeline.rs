@@ -450,6 +450,7 @@ impl Session {
         self.project.set_book(BookRecord {
             info: book.info.clone(),
             chapter_titles: book.chapters.iter().map(|c| c.title.clone()).collect(),
+            chapter_marks: book.chapters.iter().map(sub_chapters).collect(),
             cover_file: None,
             read: read.clone(),
         })?;
@@ -678,4 +679,18 @@ fn takes_expected(group: &lectern_engine::protocol::GroupInfo) -> usize {
         group.segment_ids.len()
     };
     n.max(1)
+}
+
+/// A chapter's marks as the book record keeps them: each at its segment's index in the chapter.
+fn sub_chapters(chapter: &lectern_text::Chapter) -> Vec<crate::store::SubChapter> {
+    let first = chapter.segments.first().map_or(0, |s| s.id);
+    chapter
+        .marks
+        .iter()
+        .map(|m| crate::store::SubChapter {
+            title: m.title.clone(),
+            depth: m.depth,
+            segment: m.segment.saturating_sub(first),
+        })
+        .collect()
 }

@@ -92,6 +92,20 @@ pub struct ChapterMark {
     pub duration_s: f64,
     /// The chapter's segments, in order.
     pub segments: Vec<SegmentId>,
+    /// Its sub-chapters (an EPUB's nested contents entries), each where its segment starts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<SubChapterMark>,
+}
+
+/// A sub-chapter in the export's chapter list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubChapterMark {
+    pub title: String,
+    /// 0: a part that opens the chapter; 1: a section of it; …
+    pub depth: usize,
+    /// Start within the chapter's file, samples at 24 kHz.
+    pub start_samples: u64,
+    pub start_s: f64,
 }
 
 /// One written audio file.
@@ -141,6 +155,8 @@ pub(crate) struct ChapterPlan {
     pub(crate) title: String,
     pub(crate) segments: Vec<SegmentId>,
     pub(crate) pieces: Vec<Piece>,
+    /// Where each segment's take starts, samples from the chapter's start.
+    pub(crate) segment_starts: Vec<u64>,
 }
 
 /// A chapter's title as the manuscript gives it (a heading, an EPUB's contents), else its
@@ -206,6 +222,7 @@ pub(crate) fn plan(project: &Project, allow_stale: bool) -> Result<ExportPlan> {
                 title: chapter_title(&titles, s),
                 segments: Vec::new(),
                 pieces: Vec::new(),
+                segment_starts: Vec::new(),
             });
         }
         let first_chapter = chapters.len() == 1;
@@ -214,6 +231,7 @@ pub(crate) fn plan(project: &Project, allow_stale: bool) -> Result<ExportPlan> {
             ch.pieces.push(Piece::Silence(u64::from(lead_in) * SAMPLES_PER_MS));
         }
         ch.segments.push(s.id);
+        ch.segment_starts.push(ch.pieces.iter().map(Piece::len).sum());
         ch.pieces.push(Piece::Take(Box::new(take)));
         if s.pause_after_ms > 0 {
             ch.pieces.push(Piece::Silence(u64::from(s.pause_after_ms) * SAMPLES_PER_MS));
@@ -379,6 +397,26 @@ fn stem_and_dir(out: &Path) -> (String, PathBuf) {
     (stem, dir)
 }
 
+/// A chapter's sub-chapters placed in its file: at their segments' starts.
+fn sub_chapter_marks(
+    subs: Option<&Vec<super::SubChapter>>,
+    ch: &ChapterPlan,
+    chapter_start: u64,
+) -> Vec<SubChapterMark> {
+    let Some(subs) = subs else { return Vec::new() };
+    subs.iter()
+        .filter_map(|m| {
+            let at = chapter_start + ch.segment_starts.get(m.segment)?;
+            Some(SubChapterMark {
+                title: m.title.clone(),
+                depth: m.depth,
+                start_samples: at,
+                start_s: at as f64 / f64::from(SAMPLE_RATE_HZ),
+            })
+        })
+        .collect()
+}
+
 fn file_name(path: &Path) -> String {
     path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
@@ -398,6 +436,7 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     let mut book_start = 0u64;
     let whole = opts.out.with_extension(ext);
     let all: Vec<&Piece> = chapters.iter().flat_map(|c| c.pieces.iter()).collect();
+    let sub_chapters = book.chapter_marks.clone();
     if !opts.split_chapters {
         files.push(write_file(&whole, &all, opts)?);
     }
@@ -421,6 +460,7 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
             duration_samples: duration,
             duration_s: duration as f64 / f64::from(SAMPLE_RATE_HZ),
             segments: ch.segments.clone(),
+            marks: sub_chapter_marks(sub_chapters.get(ch.chapter as usize), ch, start),
         });
         book_start += duration;
     }

@@ -300,9 +300,21 @@ pub struct BookRecord {
     pub info: lectern_text::BookInfo,
     /// One per chapter, in order (`None`: untitled).
     pub chapter_titles: Vec<Option<String>>,
+    /// Per chapter, its sub-chapters (a part that opens it, its sections: an EPUB's nested
+    /// contents entries), for the export's chapter list.
+    pub chapter_marks: Vec<Vec<SubChapter>>,
     /// The cover's file name in the project directory (`cover.jpg`).
     pub cover_file: Option<String>,
     pub read: crate::reading::ReadOptions,
+}
+
+/// A sub-chapter of the book record: its title, its depth below the chapter (0: a part that
+/// opens it), and the index of the segment it starts at within its chapter.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SubChapter {
+    pub title: String,
+    pub depth: usize,
+    pub segment: usize,
 }
 
 /// What a project's last sync was made with (absolute directories).

@@ -52,4 +52,11 @@ fn an_epub_renders_and_exports_with_its_titles_author_and_cover() {
     assert_eq!(json["book"]["cover"], "book.cover.png");
     // The export read the book as the render did (front matter skipped): nothing is missing.
     assert_eq!(json["chapters"].as_array().unwrap().len(), 2);
+    // Chapter 3 is kept in the chapter list as a sub-chapter of Chapter 2, where it starts.
+    let chapter2 = &json["chapters"][1];
+    let sub = &chapter2["marks"][0];
+    assert_eq!((sub["title"].as_str(), sub["depth"].as_u64()), (Some("Chapter 3"), Some(1)));
+    let (start, sub_start) =
+        (chapter2["start_s"].as_f64().unwrap(), sub["start_s"].as_f64().unwrap());
+    assert!(sub_start > start, "{chapter2}");
 }
