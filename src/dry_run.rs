@@ -36,8 +36,24 @@ pub struct DryRun {
     pub chapters: Vec<ListedChapter>,
     pub segments: Vec<ListedSegment>,
     pub skipped: Vec<ListedSkip>,
+    /// Text in a language CosyVoice3 does not speak, in reading order (refused by `render`
+    /// unless `--unspoken-languages skip|read`).
+    pub unspoken: Vec<ListedUnspoken>,
     pub summary: Summary,
     pub warnings: Vec<String>,
+}
+
+/// A stretch of text in a language the model does not speak.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ListedUnspoken {
+    /// BCP 47 tag: the `[lang:…]`/`xml:lang` tag, else its script's main language (`ar`).
+    pub language: String,
+    /// 1-based chapter.
+    pub chapter: usize,
+    /// Its line in the source (the laid-out text for an EPUB or DOCX).
+    pub line: usize,
+    /// Its start (at most 80 characters).
+    pub excerpt: String,
 }
 
 /// The book's metadata, where the manuscript carries it (EPUB metadata, Markdown front matter).
@@ -207,7 +223,10 @@ pub fn dry_run(
     let segments = listing(book, tokenizer, cast, manuscript)?;
     let chapters = chapters(book);
     let summary = summary(book);
-    let warnings = warnings(&chapters, &summary);
+    let mut warnings = warnings(&chapters, &summary);
+    warnings.extend(unspoken_warning(book));
+    // The book's own pronunciations (EPUB lexicon, ssml:ph) it could not use: read as printed.
+    warnings.extend(book.info.lexicon_warnings.iter().map(|w| format!("pronunciation: {w}")));
     Ok(DryRun {
         schema: SCHEMA,
         book: BookSummary {
@@ -219,6 +238,7 @@ pub fn dry_run(
         chapters,
         segments,
         skipped: skipped(book),
+        unspoken: unspoken(book),
         summary,
         warnings,
     })
@@ -352,6 +372,44 @@ fn skipped(book: &Manuscript) -> Vec<ListedSkip> {
             file: s.file.clone(),
         })
         .collect()
+}
+
+fn unspoken(book: &Manuscript) -> Vec<ListedUnspoken> {
+    book.unspoken
+        .iter()
+        .map(|u| ListedUnspoken {
+            language: u.language.clone(),
+            chapter: u.chapter + 1,
+            line: u.line,
+            excerpt: u.text.clone(),
+        })
+        .collect()
+}
+
+/// Text the model does not speak: where, in which languages, and what `render` will do.
+fn unspoken_warning(book: &Manuscript) -> Option<String> {
+    let first = book.unspoken.first()?;
+    let mut languages: Vec<String> = Vec::new();
+    for u in &book.unspoken {
+        let name = lectern_text::manuscript::language_name(&u.language);
+        if !languages.contains(&name) {
+            languages.push(name);
+        }
+    }
+    let skipped = book.skipped.iter().any(|s| s.reason == SkipReason::UnspokenLanguage);
+    let fate = if skipped {
+        "left out (`--unspoken-languages skip`)"
+    } else {
+        "`render` refuses the book unless `--unspoken-languages skip|read`"
+    };
+    Some(format!(
+        "{} stretch(es) of text in a language CosyVoice3 does not speak ({}), the first in \
+         chapter {}, line {}: {fate}",
+        book.unspoken.len(),
+        languages.join(", "),
+        first.chapter + 1,
+        first.line
+    ))
 }
 
 fn summary(book: &Manuscript) -> Summary {

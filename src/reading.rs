@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use lectern_text::{
     Cover, Frontend, Manuscript, ParseOptions, Pronunciations, ReadPolicy, Tokenizer,
+    UnspokenPolicy,
 };
 
 /// Choices about what of a manuscript is read.
@@ -22,6 +23,10 @@ pub struct ReadOptions {
     pub frontend: Frontend,
     /// What of a document (EPUB, DOCX) is read: skipped kinds, notes, the chapter level.
     pub policy: ReadPolicy,
+    /// Text in a language CosyVoice3 does not speak: the book is refused (the default),
+    /// such text is skipped, or read anyway (`--unspoken-languages`). Projects recorded
+    /// before it existed read as `refuse`.
+    pub unspoken_languages: UnspokenPolicy,
 }
 
 impl ReadOptions {
@@ -33,8 +38,49 @@ impl ReadOptions {
     }
 }
 
-/// Reads a manuscript: EPUB and DOCX by their extensions, else plain text or Markdown.
+/// Reads a manuscript to be voiced: [`load_for_listing`], refused where it holds text in a
+/// language the model does not speak and `read` says to refuse such books (before any work
+/// is done, naming the language, chapter and line).
 pub fn load(path: &Path, tokenizer: &Tokenizer, read: &ReadOptions) -> anyhow::Result<Manuscript> {
+    let book = load_for_listing(path, tokenizer, read)?;
+    if read.unspoken_languages == UnspokenPolicy::Refuse {
+        refuse_unspoken(path, &book)?;
+    }
+    Ok(book)
+}
+
+/// The refusal of a book with text the model does not speak: the first such stretch, and how
+/// many more there are.
+fn refuse_unspoken(path: &Path, book: &Manuscript) -> anyhow::Result<()> {
+    let Some(first) = book.unspoken.first() else { return Ok(()) };
+    let title = book.chapters.get(first.chapter).and_then(|c| c.title.as_deref());
+    let chapter = match title {
+        Some(t) => format!("chapter {} (\u{201c}{t}\u{201d})", first.chapter + 1),
+        None => format!("chapter {}", first.chapter + 1),
+    };
+    let more = match book.unspoken.len() - 1 {
+        0 => String::new(),
+        n => format!(" and {n} more such stretch{}", if n == 1 { "" } else { "es" }),
+    };
+    anyhow::bail!(
+        "{}: {chapter}, line {}: {} text, a language CosyVoice3 does not speak \
+         (\u{201c}{}\u{201d}){more}; `--unspoken-languages skip` leaves such text out, \
+         `--unspoken-languages read` sends it to the model anyway (`--dry-run` lists it)",
+        path.display(),
+        first.line,
+        lectern_text::manuscript::language_name(&first.language),
+        first.text
+    )
+}
+
+/// Reads a manuscript: EPUB and DOCX by their extensions, else plain text or Markdown; text in
+/// a language the model does not speak is listed in [`Manuscript::unspoken`] (and skipped
+/// under `--unspoken-languages skip`).
+pub fn load_for_listing(
+    path: &Path,
+    tokenizer: &Tokenizer,
+    read: &ReadOptions,
+) -> anyhow::Result<Manuscript> {
     // The project's pronunciations (`pronunciations.txt` beside the manuscript), so an entry
     // changes the text of exactly the segments that hold its word.
     let prons = Pronunciations::beside(path)?;
@@ -44,6 +90,7 @@ pub fn load(path: &Path, tokenizer: &Tokenizer, read: &ReadOptions) -> anyhow::R
         .with_characters(characters)
         .with_tokenizer(tokenizer)
         .with_frontend(read.frontend)
+        .with_unspoken(read.unspoken_languages)
         .with_pronunciations(prons);
     let book = if lectern_text::epub::is_epub(path) {
         let doc = lectern_text::epub::read(path, &read.effective_policy())?;

@@ -125,7 +125,12 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         .with_context(|| format!("reading the model in {}", model.dir.display()))?;
     voice.check_model(&signature).with_context(|| format!("voice `{}`", voice.manifest.name))?;
     let tokenizer = session::tokenizer(&model)?;
-    let book = crate::reading::load(&opts.manuscript, &tokenizer, &opts.read)?;
+    // A dry run lists text the model does not speak instead of refusing the book.
+    let book = if opts.dry_run {
+        crate::reading::load_for_listing(&opts.manuscript, &tokenizer, &opts.read)?
+    } else {
+        crate::reading::load(&opts.manuscript, &tokenizer, &opts.read)?
+    };
     check_output_dir(&opts.out)?;
     let n_segments = book.segments().count();
     eprintln!(

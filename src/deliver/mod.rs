@@ -811,6 +811,7 @@ mod tests {
             title: String::new(),
             segments: Vec::new(),
             pieces: secs.iter().flat_map(|&s| [take(s), pause(1.0)]).collect(),
+            segment_starts: Vec::new(),
         };
         vec![chapter(0, &[10.0, 20.0]), chapter(1, &[30.0, 40.0, 50.0])]
     }

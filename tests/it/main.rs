@@ -38,6 +38,7 @@ mod tui_app;
 mod tui_cast;
 mod tui_loop;
 mod tui_view;
+mod unspoken_languages;
 mod voice_add_cli;
 mod voice_speech;
 mod voices;

@@ -27,6 +27,14 @@ pub struct BookInfo {
     /// relative to the manuscript); the caller reads it into [`Self::cover`].
     #[serde(skip)]
     pub cover_path: Option<String>,
+    /// The book's own pronunciations (EPUB PLS lexicons), read under the project's
+    /// `pronunciations.txt`, whose entries win ([`crate::Pronunciations::over`]).
+    #[serde(skip)]
+    pub lexicon: crate::Pronunciations,
+    /// The book's pronunciations that could not be used (a lexicon entry, an `ssml:ph`), each
+    /// naming its file and word: those words are read as printed. The dry run lists them.
+    #[serde(skip)]
+    pub lexicon_warnings: Vec<String>,
 }
 
 /// A cover image, as stored in the book.
@@ -58,22 +66,27 @@ pub struct DocBlock {
     /// A stanza: each line (`\n`-separated) is a phrase, read with a short pause and no full
     /// stop added; the stanza ends like a paragraph.
     pub verse: bool,
+    /// Stretches of `text` in a language other than the document's (EPUB `xml:lang`/`lang` on
+    /// an element inside the body): byte ranges in `text`, in order, not overlapping, each
+    /// with its BCP 47 tag (lower case). The manuscript reads them as `[lang:TAG]` markup
+    /// would, with no markup put into the text.
+    pub languages: Vec<(std::ops::Range<usize>, String)>,
 }
 
 impl DocBlock {
     /// A paragraph of prose.
     pub fn body(text: impl Into<String>) -> Self {
-        Self { kind: SegmentKind::Body, text: text.into(), verse: false }
+        Self { kind: SegmentKind::Body, text: text.into(), verse: false, languages: Vec::new() }
     }
 
     /// A heading.
     pub fn heading(text: impl Into<String>) -> Self {
-        Self { kind: SegmentKind::Heading, text: text.into(), verse: false }
+        Self { kind: SegmentKind::Heading, text: text.into(), verse: false, languages: Vec::new() }
     }
 
     /// A stanza of verse, its lines separated by `\n`.
     pub fn stanza(text: impl Into<String>) -> Self {
-        Self { kind: SegmentKind::Body, text: text.into(), verse: true }
+        Self { kind: SegmentKind::Body, text: text.into(), verse: true, languages: Vec::new() }
     }
 }
 
@@ -147,6 +160,8 @@ pub(crate) struct LaidOutBlock {
     pub kind: SegmentKind,
     pub verse: bool,
     pub range: std::ops::Range<usize>,
+    /// The block's language stretches ([`DocBlock::languages`]), in bytes of the laid-out text.
+    pub languages: Vec<(std::ops::Range<usize>, String)>,
     pub opens_chapter: Option<Option<String>>,
 }
 
@@ -190,6 +205,7 @@ impl Document {
                 if body.is_empty() {
                     continue;
                 }
+                let lead = block.text.len() - block.text.trim_start().len();
                 if !text.is_empty() {
                     text.push_str("\n\n");
                 }
@@ -200,9 +216,11 @@ impl Document {
                 text.push_str(body);
                 // A chapter opens at its first block, titled or not, so chapters stay apart.
                 let opens_chapter = (!blocks_before_in(chapter, i)).then(|| chapter.title.clone());
+                let languages = shifted_languages(block, lead, start, body.len());
                 blocks.push(LaidOutBlock {
                     kind: block.kind,
                     verse: block.verse,
+                    languages,
                     range: start..text.len(),
                     opens_chapter,
                 });
@@ -226,6 +244,24 @@ impl Document {
             .collect();
         Layout { text, blocks, skipped, marks }
     }
+}
+
+/// A block's language stretches moved to where its trimmed text (`len` bytes, after `lead`
+/// bytes of blanks) starts in the layout, at `start`; clipped to the trimmed text.
+fn shifted_languages(
+    block: &DocBlock,
+    lead: usize,
+    start: usize,
+    len: usize,
+) -> Vec<(std::ops::Range<usize>, String)> {
+    block
+        .languages
+        .iter()
+        .filter_map(|(r, tag)| {
+            let (a, b) = (r.start.max(lead).min(lead + len), r.end.min(lead + len));
+            (a < b).then(|| (start + a - lead..start + b - lead, tag.clone()))
+        })
+        .collect()
 }
 
 /// Whether a chapter has a non-empty block before block `i`.

@@ -11,6 +11,9 @@
 //! 3. [`normalize`]: English numbers, ordinals, years, decimals, currency, percentages, times and
 //!    abbreviations; Chinese numerals and the upstream Chinese clean-ups. CosyVoice3 special
 //!    tokens (`<|…|>`, `[breath]`, `<strong>`, the CMU phones and pinyin units) pass untouched.
+//!    [`spell`]: numbers, dates, times, currency and units in French, German, Spanish, Italian
+//!    and Russian runs; Japanese and Korean runs read as written ([`manuscript`]'s language
+//!    pass decides each run's language by markup, EPUB `xml:lang`, script or the book's).
 //! 4. [`segment`]: upstream `split_paragraph` (token_max_n 80, token_min_n 60, merge_len 20),
 //!    closing quotes kept with their sentence, over-long sentences split at commas, then spaces,
 //!    then characters, so no segment exceeds [`segment::SegmentLimits::hard_max`]; each segment
@@ -44,6 +47,7 @@ pub mod document;
 pub mod docx;
 pub mod epub;
 pub mod hashing;
+pub mod ipa;
 pub mod kind;
 pub mod manuscript;
 pub mod mapped;
@@ -52,6 +56,7 @@ pub mod normalize;
 pub mod policy;
 pub mod pronounce;
 pub mod segment;
+pub mod spell;
 pub mod table;
 pub mod tokenizer;
 
@@ -61,7 +66,7 @@ pub use document::{BookInfo, Cover, DocBlock, DocChapter, DocMark, DocSkip, Docu
 pub use kind::SegmentKind;
 pub use manuscript::{
     Chapter, Format, Frontend, Manuscript, Mark, ParseOptions, PauseDefaults, Position, Segment,
-    Skipped, Span, Voicing,
+    Skipped, Span, Unspoken, UnspokenPolicy, Voicing,
 };
 pub use normalize::Lang;
 pub use policy::{NotesPolicy, ReadPolicy, SkipReason};

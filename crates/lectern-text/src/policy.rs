@@ -189,6 +189,9 @@ pub enum SkipReason {
     Comment,
     /// A tracked deletion.
     Deletion,
+    /// Text in a language CosyVoice3 does not speak, left out by `--unspoken-languages skip`
+    /// ([`crate::manuscript::UnspokenPolicy::Skip`]).
+    UnspokenLanguage,
 }
 
 impl SkipReason {
@@ -208,6 +211,7 @@ impl SkipReason {
             Self::Table => "table",
             Self::Comment => "comment",
             Self::Deletion => "deletion",
+            Self::UnspokenLanguage => "unspoken language",
         }
     }
 }

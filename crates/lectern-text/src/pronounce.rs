@@ -10,11 +10,20 @@
 //! (`Nguyen = [N][W][IY1][N]`) or pinyin initials and finals with tone marks
 //! (`重庆 = [ch][óng][q][ìng]`) — which the tokenizer turns into their special ids. A
 //! bracketed unit the tokenizer does not know is an error naming the file and line.
+//!
+//! A spoken form between slashes is IPA (`Nguyen = /ŋwiən/`), converted here by [`crate::ipa`]
+//! to CMU phones (or, for a key in Chinese characters, pinyin units); a symbol it cannot
+//! convert is an error naming the file, the line and the symbol. Slashes, not IPA's square
+//! brackets, because `[…]` already means a CosyVoice3 unit.
+//!
+//! A book's own lexicon (EPUB PLS) is a list too; [`Pronunciations::over`] lays the project's
+//! list over it, so the project's entry wins where both have a word.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use super::cjk::is_cjk;
+use super::ipa::{Alphabet, to_units};
 use super::tokenizer::is_special_token_at;
 use super::{Result, TextError};
 
@@ -22,7 +31,7 @@ use super::{Result, TextError};
 pub const PROJECT_FILE: &str = "pronunciations.txt";
 
 /// The override list. Cheap to clone; empty by default.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Pronunciations {
     /// Lower-cased first word → entries starting with it, longest key first.
     by_first_word: HashMap<String, Vec<(String, String)>>,
@@ -53,8 +62,12 @@ impl Pronunciations {
             if !k.starts_with(char::is_alphanumeric) {
                 return Err(err(&format!("`{k}` must start with a letter, digit or ideograph")));
             }
-            check_units(v).map_err(|reason| err(&reason))?;
-            p.insert(k, v);
+            let spoken = match ipa_body(v) {
+                Some(ipa) => ipa_units(k, ipa).map_err(|reason| err(&reason))?,
+                None => v.to_string(),
+            };
+            check_units(&spoken).map_err(|reason| err(&reason))?;
+            p.insert(k, &spoken);
         }
         Ok(p)
     }
@@ -82,6 +95,40 @@ impl Pronunciations {
         list.retain(|(k, _)| k != word);
         list.push((word.to_string(), spoken.to_string()));
         list.sort_by_key(|(k, _)| std::cmp::Reverse(k.len()));
+    }
+
+    /// Whether `word` has an entry (exactly as written).
+    pub fn contains(&self, word: &str) -> bool {
+        self.entries().any(|(k, _)| k == word)
+    }
+
+    /// Every entry, as (word, spoken form).
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.by_first_word
+            .values()
+            .chain(self.by_first_ideograph.values())
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// This list laid over `book`'s (a book's own lexicon): every entry of `book` whose word
+    /// this list also has, in any case, gives way to this list's.
+    #[must_use]
+    pub fn over(&self, book: &Self) -> Self {
+        if book.is_empty() {
+            return self.clone();
+        }
+        let mut merged = book.clone();
+        for list in merged.by_first_word.values_mut().chain(merged.by_first_ideograph.values_mut())
+        {
+            list.retain(|(k, _)| !self.entries().any(|(own, _)| own.eq_ignore_ascii_case(k)));
+        }
+        merged.by_first_word.retain(|_, list| !list.is_empty());
+        merged.by_first_ideograph.retain(|_, list| !list.is_empty());
+        for (k, v) in self.entries() {
+            merged.insert(k, v);
+        }
+        merged
     }
 
     pub fn is_empty(&self) -> bool {
@@ -116,6 +163,17 @@ impl Pronunciations {
         });
         found.map(|(k, v)| (k.len(), v.as_str()))
     }
+}
+
+/// The IPA of a spoken form written `/…/`.
+fn ipa_body(spoken: &str) -> Option<&str> {
+    spoken.strip_prefix('/')?.strip_suffix('/').filter(|b| !b.trim().is_empty())
+}
+
+/// IPA → CosyVoice3 units: pinyin for a key in Chinese characters, else CMU phones.
+fn ipa_units(key: &str, ipa: &str) -> std::result::Result<String, String> {
+    let language = if key.starts_with(is_cjk) { "zh" } else { "en" };
+    to_units(ipa, Alphabet::Ipa, Some(language)).map_err(|e| format!("IPA /{ipa}/: {e}"))
 }
 
 /// Checks that every bracketed unit of a spoken form is one the tokenizer knows (a CMU phone,
@@ -174,5 +232,30 @@ mod tests {
         assert_eq!(p.lookup_at("重要", false), None);
         assert!(Pronunciations::beside(Path::new("/nonexistent/book.md")).unwrap().is_empty());
         assert!(e.to_string().contains("p.txt:1"), "{e}");
+    }
+
+    #[test]
+    fn ipa_between_slashes_becomes_units() {
+        let src =
+            "Nguyen = /ŋwiən/\nSiobhan = /ʃɪˈvɔːn/\n重庆 = /ʈʂʰʊŋ³⁵ tɕʰiŋ⁵¹/\nand/or = and or\n";
+        let p = Pronunciations::parse(src, Path::new("p.txt")).unwrap();
+        assert_eq!(p.lookup_at("Nguyen.", true), Some((6, "[N][W][IY1][AH0][N]")));
+        assert_eq!(p.lookup_at("Siobhan", true), Some((7, "[SH][IH0][V][AO1][N]")));
+        assert_eq!(p.lookup_at("重庆的", false), Some((6, "[ch][óng][q][ìng]")));
+        let e = Pronunciations::parse("# names\nA = B\nNgaio = /ŋaɪʘ/\n", Path::new("p.txt"));
+        let e = e.unwrap_err().to_string();
+        assert!(e.starts_with("p.txt:3: ") && e.contains("`ʘ`"), "{e}");
+    }
+
+    #[test]
+    fn the_project_list_wins_over_the_book() {
+        let p = |s: &str| Pronunciations::parse(s, Path::new("p.txt")).unwrap();
+        let book = p("Savannah = [S][AH0][V][AE1][N][AH0]\nMacon = [M][EY1][K][AH0][N]\n");
+        let project = p("savannah = Suh-van-uh\n");
+        let merged = project.over(&book);
+        assert_eq!(merged.lookup_at("Savannah", true), Some((8, "Suh-van-uh")));
+        assert_eq!(merged.lookup_at("Macon", true), Some((5, "[M][EY1][K][AH0][N]")));
+        assert_eq!(merged.entries().count(), 2);
+        assert_eq!(project.over(&Pronunciations::default()), project);
     }
 }

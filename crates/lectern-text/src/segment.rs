@@ -133,19 +133,57 @@ pub const LONG_PIECE_BYTES: usize = 16 * 1024;
 /// cheap on megabytes of text.
 pub struct Measure<'a> {
     lang: Lang,
+    /// Chinese text measured per run: CJK chars one each, the Latin text between in tokens.
+    mixed: bool,
     tokens: &'a dyn Fn(&str) -> usize,
     cache: HashMap<String, usize>,
 }
 
 impl<'a> Measure<'a> {
     pub fn new(lang: Lang, tokens: &'a dyn Fn(&str) -> usize) -> Self {
-        Self { lang, tokens, cache: HashMap::new() }
+        Self { lang, mixed: false, tokens, cache: HashMap::new() }
+    }
+
+    /// The measure of text that mixes CJK and Latin runs: every CJK char (ideograph, kana,
+    /// Hangul, CJK punctuation) counts one, as upstream counts Chinese, and each run of other
+    /// text its tokens, as upstream counts English; so an English sentence in a Chinese
+    /// paragraph is cut where an English paragraph's would be, not at its commas.
+    pub fn mixed(tokens: &'a dyn Fn(&str) -> usize) -> Self {
+        Self { lang: Lang::Zh, mixed: true, tokens, cache: HashMap::new() }
     }
 
     pub fn len(&mut self, s: &str) -> usize {
         match self.lang {
+            Lang::Zh if self.mixed => self.mixed_len(s),
             Lang::Zh => s.chars().count(),
-            Lang::En if s.len() <= 24 => {
+            Lang::En => self.token_len(s),
+        }
+    }
+
+    /// CJK chars one each, the runs between them in tokens.
+    fn mixed_len(&mut self, s: &str) -> usize {
+        let mut n: usize = 0;
+        let mut latin = 0..0;
+        for (i, c) in s.char_indices() {
+            if is_cjk_char(c) {
+                if !s[latin.clone()].trim().is_empty() {
+                    n = n.saturating_add(self.token_len(&s[latin.clone()]));
+                }
+                n += 1;
+                latin = i + c.len_utf8()..i + c.len_utf8();
+            } else {
+                latin.end = i + c.len_utf8();
+            }
+        }
+        if !s[latin.clone()].trim().is_empty() {
+            n = n.saturating_add(self.token_len(&s[latin]));
+        }
+        n
+    }
+
+    fn token_len(&mut self, s: &str) -> usize {
+        match s.len() {
+            0..=24 => {
                 if let Some(&n) = self.cache.get(s) {
                     return n;
                 }
@@ -155,10 +193,19 @@ impl<'a> Measure<'a> {
             }
             // Qwen tokens hold at most a few dozen bytes, so a piece this long is over any
             // limit; not tokenising megabytes keeps huge inputs fast.
-            Lang::En if s.len() > LONG_PIECE_BYTES => usize::MAX / 4,
-            Lang::En => (self.tokens)(s),
+            n if n > LONG_PIECE_BYTES => usize::MAX / 4,
+            _ => (self.tokens)(s),
         }
     }
+}
+
+/// Chars sized one each in a mixed measure: ideographs, kana, Hangul, CJK punctuation and
+/// full-width forms.
+fn is_cjk_char(c: char) -> bool {
+    matches!(c,
+        '\u{1100}'..='\u{11ff}' | '\u{3000}'..='\u{30ff}' | '\u{3130}'..='\u{318f}'
+        | '\u{31f0}'..='\u{31ff}' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}'
+        | '\u{ac00}'..='\u{d7af}' | '\u{ff00}'..='\u{ffef}')
 }
 
 /// A rough English token count for when no tokenizer is at hand: a word of n letters counts

@@ -64,6 +64,31 @@ pub struct ReadArgs {
     /// any ideograph (CosyVoice3's rule) [default: lectern]
     #[arg(long, value_enum)]
     pub frontend: Option<FrontendArg>,
+    /// Text in a language CosyVoice3 does not speak (it speaks Chinese, English, Japanese,
+    /// Korean, German, Spanish, French, Italian and Russian; Arabic, Hebrew, Greek, Hindi,
+    /// Thai, … are found by script, any other language by its `[lang:…]`/`xml:lang` tag):
+    /// `refuse` the book, naming where (`--dry-run` lists it all), `skip` such text (listed
+    /// as skipped), or `read` it anyway, at your risk [default: refuse]
+    #[arg(long, value_enum, value_name = "refuse|skip|read")]
+    pub unspoken_languages: Option<UnspokenArg>,
+}
+
+/// `--unspoken-languages`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum UnspokenArg {
+    Refuse,
+    Skip,
+    Read,
+}
+
+impl From<UnspokenArg> for lectern_text::UnspokenPolicy {
+    fn from(u: UnspokenArg) -> Self {
+        match u {
+            UnspokenArg::Refuse => Self::Refuse,
+            UnspokenArg::Skip => Self::Skip,
+            UnspokenArg::Read => Self::Read,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -112,6 +137,7 @@ impl ReadArgs {
             skip_front_matter: false,
             frontend,
             policy: self.policy(),
+            unspoken_languages: self.unspoken_languages.map(Into::into).unwrap_or_default(),
         }
     }
 

@@ -11,7 +11,9 @@
 
 mod chapters;
 mod package;
+mod pls;
 mod semantics;
+mod ssml;
 mod xhtml;
 
 use std::collections::{HashMap, HashSet};
@@ -106,6 +108,8 @@ pub fn read(path: &Path, policy: &ReadPolicy) -> Result<Document> {
         }
         None => None,
     };
+    // The book's pronunciation lexicons, and what of them and of its `ssml:ph` cannot be used.
+    let (lexicon, mut lexicon_warnings) = pls::book_lexicon(&mut container, &pkg);
     let info = BookInfo {
         title: pkg.title.clone(),
         author: (!pkg.creators.is_empty()).then(|| pkg.creators.join(", ")),
@@ -117,10 +121,10 @@ pub fn read(path: &Path, policy: &ReadPolicy) -> Result<Document> {
         NotesPolicy::Skip => Notes::new(),
         NotesPolicy::Inline | NotesPolicy::ChapterEnd => all_notes(&mut container, &pkg)?,
     };
-    let pieces = pieces(&mut container, &pkg, &nav, policy, &notes)?;
+    let pieces = pieces(&mut container, &pkg, &nav, policy, &notes, &mut lexicon_warnings)?;
     let roles = chapters::roles(&nav.toc, &pieces, policy.chapter_level);
     let mut doc = chapters::assemble(pieces, &nav.toc, &roles);
-    doc.info = info;
+    doc.info = BookInfo { lexicon, lexicon_warnings, ..info };
     Ok(doc)
 }
 
@@ -178,6 +182,7 @@ fn pieces(
     nav: &Nav,
     policy: &ReadPolicy,
     notes: &Notes,
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<Piece>> {
     // Per file, the contents entries that start in it, by fragment ("" for the file's top).
     let mut opens: HashMap<&str, Vec<(&str, usize)>> = HashMap::new();
@@ -207,7 +212,8 @@ fn pieces(
             notes,
             fixed_layout: pkg.fixed_layout,
         };
-        let doc = xhtml::read(&xml, &ctx).map_err(|r| container.entry_error(&item.href, r))?;
+        let mut doc = xhtml::read(&xml, &ctx).map_err(|r| container.entry_error(&item.href, r))?;
+        warnings.append(&mut doc.ssml_warnings);
         let front =
             file_kinds.get(item.href.as_str()).is_some_and(|k| !k.is_empty()) || doc.front_matter;
         let entry_at = |fragment: &str| here.iter().find(|(f, _)| *f == fragment).map(|(_, k)| *k);

@@ -24,6 +24,10 @@
 //!   lines as elements or `<br/>`): a stanza is one block whose lines are kept apart (`\n`) and
 //!   read as phrases; a `<br/>` inside a heading is a space.
 //! * **Fixed layout**: the text of SVG `<text>` elements is read (it is the page's text).
+//! * **Languages**: `xml:lang`/`lang` on an element inside the document sets the language of
+//!   its text ([`DocBlock::languages`]), read as `[lang:TAG]` markup would be; the root's
+//!   (`<html xml:lang>`) is the document's own, which the book's `dc:language` speaks for.
+//!   Table cells and captions keep the language of the text around the table.
 
 use std::collections::{HashMap, HashSet};
 
@@ -85,6 +89,8 @@ pub(super) struct XhtmlDoc {
     /// The body, its first section or a nav in it is typed as front matter.
     pub front_matter: bool,
     pub parts: Vec<Part>,
+    /// `ssml:ph` transcriptions that could not be used ([`super::ssml`]).
+    pub ssml_warnings: Vec<String>,
 }
 
 const BLOCKS: &[&str] = &[
@@ -189,6 +195,9 @@ struct Open {
     row: bool,
     head_rows: bool,
     svg: bool,
+    /// The language it sets (`xml:lang`/`lang`): `Some(None)` for `""` (unknown: back to the
+    /// document's language), `None` where it sets none.
+    lang: Option<Option<String>>,
 }
 
 /// A table being read: its rows of cells, how many leading rows are headers.
@@ -232,6 +241,11 @@ struct Walk<'c, 'a> {
     seen_section: bool,
     /// A note marker in brackets was taken out: its closing bracket goes too.
     drop_closer: Option<char>,
+    /// `ssml:ph` phones in place of the printed text.
+    ssml: super::ssml::Phonemes,
+    /// Where the language of `buf` changes: (byte offset, tag from there on). A later entry
+    /// at the same offset wins; entries past the end of `buf` (cut back since) are stale.
+    buf_langs: Vec<(usize, Option<String>)>,
 }
 
 /// Reads a content document; a part starts at each element whose `id` is in `ctx.starts`.
@@ -257,6 +271,7 @@ pub(super) fn read(xml: &str, ctx: &Context<'_>) -> Result<XhtmlDoc, String> {
     for part in &mut w.doc.parts {
         drop_contents_pages(part);
     }
+    w.doc.ssml_warnings = std::mem::take(&mut w.ssml.warnings);
     w.doc.parts.retain(|p| !p.blocks.is_empty() || p.starts_at.is_some() || !p.skips.is_empty());
     Ok(w.doc)
 }
@@ -291,6 +306,8 @@ impl<'c, 'a> Walk<'c, 'a> {
             table: None,
             seen_section: false,
             drop_closer: None,
+            ssml: super::ssml::Phonemes::default(),
+            buf_langs: Vec::new(),
         }
     }
 
@@ -326,10 +343,12 @@ impl<'c, 'a> Walk<'c, 'a> {
             self.empty_element(e, &name, &m);
             return;
         }
-        let mut open = Open { name: name.clone(), ..Open::default() };
+        let lang = element_language(e, &name);
+        let mut open = Open { name: name.clone(), lang, ..Open::default() };
         self.open_skips(e, &m, &mut open);
         self.open_structure(e, &name, &m, &mut open);
         self.open.push(open);
+        self.ssml.start(e, self.reading().then_some(self.buf.as_str()), self.ctx.file);
     }
 
     /// A self-closing element: a line break, or a page number marker to record.
@@ -488,6 +507,7 @@ impl<'c, 'a> Walk<'c, 'a> {
 
     fn end(&mut self) {
         let Some(open) = self.open.pop() else { return };
+        self.ssml.end(&mut self.buf);
         if open.name == "title" {
             self.in_title = false;
         }
@@ -684,7 +704,9 @@ impl<'c, 'a> Walk<'c, 'a> {
             self.capture_text(s);
             return;
         }
+        self.ssml.before_text(&mut self.buf, s);
         let before = self.buf.len();
+        self.note_language(before);
         let mut chars = s.chars().filter(|c| !is_invisible(*c)).peekable();
         if let Some(closer) = self.drop_closer.take() {
             while chars.peek().is_some_and(|c| c.is_whitespace()) {
@@ -712,6 +734,22 @@ impl<'c, 'a> Walk<'c, 'a> {
         }
         if self.heading_depth > 0 && !s.trim().is_empty() {
             self.buf_heading = true;
+        }
+    }
+
+    /// The language of the open elements, innermost first (`None`: the document's).
+    fn language(&self) -> Option<String> {
+        self.open.iter().rev().find_map(|o| o.lang.clone()).flatten()
+    }
+
+    /// Text is about to be added at `at`: where its language differs from the one `buf` ends
+    /// in, a change is noted there.
+    fn note_language(&mut self, at: usize) {
+        self.buf_langs.retain(|(o, _)| *o <= at);
+        let current = self.language();
+        let before = self.buf_langs.last().and_then(|(_, t)| t.as_ref());
+        if before != current.as_ref() {
+            self.buf_langs.push((at, current));
         }
     }
 
@@ -783,6 +821,7 @@ impl<'c, 'a> Walk<'c, 'a> {
         let lines: Vec<&str> =
             self.buf.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect();
         if !lines.is_empty() {
+            let languages = line_languages(&self.buf, &self.buf_langs);
             let text = lines.join("\n");
             let kind = if self.buf_heading { SegmentKind::Heading } else { SegmentKind::Body };
             if kind == SegmentKind::Heading && self.first_heading.is_none() {
@@ -795,7 +834,7 @@ impl<'c, 'a> Walk<'c, 'a> {
                 self.record(SkipReason::Code, Some("code".into()), text, total);
             } else {
                 let part = self.part();
-                part.blocks.push(DocBlock { kind, text, verse });
+                part.blocks.push(DocBlock { kind, text, verse, languages });
                 part.linked.push(linked);
             }
         }
@@ -805,6 +844,7 @@ impl<'c, 'a> Walk<'c, 'a> {
             part.linked.push(false);
         }
         self.buf.clear();
+        self.buf_langs.clear();
         self.buf_heading = false;
         self.linked_chars = 0;
         self.code_chars = 0;
@@ -816,6 +856,67 @@ impl<'c, 'a> Walk<'c, 'a> {
             open.page_target = None;
         }
     }
+}
+
+/// The language an element sets: `xml:lang`, else `lang` (lower case, when it is a BCP 47
+/// tag); `Some(None)` for an empty one. The root's is the document's own, not a stretch's.
+fn element_language(e: &BytesStart<'_>, name: &str) -> Option<Option<String>> {
+    if name == "html" {
+        return None;
+    }
+    let value = attr(e, "xml:lang").or_else(|| attr(e, "lang"))?;
+    let tag = value.trim().to_ascii_lowercase();
+    // Undetermined, no language, several: the text around decides.
+    if matches!(tag.as_str(), "" | "und" | "zxx" | "mul") {
+        return Some(None);
+    }
+    crate::markup::is_language_tag(&tag).then_some(Some(tag))
+}
+
+/// The language stretches of the block `flush` makes of `buf` (its lines trimmed, empty ones
+/// dropped, joined with `\n`): `marks` (offsets in `buf`) moved to that text, adjacent
+/// stretches of one tag merged.
+fn line_languages(
+    buf: &str,
+    marks: &[(usize, Option<String>)],
+) -> Vec<(std::ops::Range<usize>, String)> {
+    let marks: Vec<&(usize, Option<String>)> =
+        marks.iter().filter(|(o, _)| *o <= buf.len()).collect();
+    if marks.iter().all(|(_, t)| t.is_none()) {
+        return Vec::new();
+    }
+    let tag_at = |q: usize| marks.iter().rev().find(|(o, _)| *o <= q).and_then(|(_, t)| t.clone());
+    let mut out: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+    let mut joined = 0;
+    let mut at = 0;
+    for raw in buf.split('\n') {
+        let line = raw.trim();
+        let from = at + (raw.len() - raw.trim_start().len());
+        at += raw.len() + 1;
+        if line.is_empty() {
+            continue;
+        }
+        let mut cuts: Vec<usize> = marks
+            .iter()
+            .map(|(o, _)| *o)
+            .filter(|o| (from..from + line.len()).contains(o))
+            .chain([from])
+            .collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        for (k, &c) in cuts.iter().enumerate() {
+            let end = cuts.get(k + 1).copied().unwrap_or(from + line.len());
+            let Some(tag) = tag_at(c) else { continue };
+            let range = joined + c - from..joined + end - from;
+            match out.last_mut() {
+                // One stretch across the line break between two lines of one language.
+                Some((r, t)) if *t == tag && r.end + 1 >= range.start => r.end = range.end,
+                _ => out.push((range, tag)),
+            }
+        }
+        joined += line.len() + 1;
+    }
+    out
 }
 
 /// Characters that are never seen nor said: soft hyphens, zero-width spaces and joiners, the

@@ -19,6 +19,9 @@ pub(super) struct Block {
     /// A stanza: its lines are phrases ([`crate::document::DocBlock::verse`]).
     pub verse: bool,
     pub text: Mapped,
+    /// Stretches of `text` in another language (a document's `xml:lang`): byte ranges in
+    /// `text.text`, read as `[lang:TAG]` markup is.
+    pub languages: Vec<(std::ops::Range<usize>, String)>,
 }
 
 /// The blocks of a manuscript, each with the chapter title it starts (headings only).
@@ -35,7 +38,10 @@ fn plain_blocks(src: &str) -> Vec<(Option<String>, Block)> {
     for (content, off, _) in lines(src) {
         if content.trim().is_empty() {
             if let Some(p) = para.take() {
-                out.push((None, Block { kind: SegmentKind::Body, verse: false, text: p }));
+                out.push((
+                    None,
+                    Block { kind: SegmentKind::Body, verse: false, text: p, languages: Vec::new() },
+                ));
             }
             continue;
         }
@@ -46,7 +52,10 @@ fn plain_blocks(src: &str) -> Vec<(Option<String>, Block)> {
         p.push_copy(content, off);
     }
     if let Some(p) = para {
-        out.push((None, Block { kind: SegmentKind::Body, verse: false, text: p }));
+        out.push((
+            None,
+            Block { kind: SegmentKind::Body, verse: false, text: p, languages: Vec::new() },
+        ));
     }
     out
 }
@@ -137,7 +146,10 @@ impl Leaf {
     fn flush_body(&mut self, src: &str, out: &mut Vec<(Option<String>, Block)>) {
         if let Some(extent) = self.extent.take() {
             let text = read_lines(src, extent, false);
-            out.push((None, Block { kind: SegmentKind::Body, verse: false, text }));
+            out.push((
+                None,
+                Block { kind: SegmentKind::Body, verse: false, text, languages: Vec::new() },
+            ));
         }
     }
 
@@ -145,7 +157,10 @@ impl Leaf {
     fn flush_heading(&mut self, src: &str, out: &mut Vec<(Option<String>, Block)>) {
         let text = self.extent.take().map(|e| read_lines(src, e, true)).unwrap_or_default();
         let title = heading_title(&text.text);
-        out.push((Some(title), Block { kind: SegmentKind::Heading, verse: false, text }));
+        out.push((
+            Some(title),
+            Block { kind: SegmentKind::Heading, verse: false, text, languages: Vec::new() },
+        ));
     }
 }
 

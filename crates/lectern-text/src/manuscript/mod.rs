@@ -76,6 +76,7 @@ use read::read_block;
 use segments::{parse_blocks, place_skips_and_marks};
 
 pub use crate::markup::{MAX_PAUSE_MS, MAX_STYLE_CHARS, PACE_RANGE};
+pub use language::language_name;
 pub use segments::split_lead_sentence;
 pub use source::decode;
 
@@ -106,6 +107,35 @@ pub enum Frontend {
     Lectern,
     /// Upstream's rule: one language per paragraph, Chinese if it holds any ideograph.
     Upstream,
+}
+
+/// What becomes of text in a language CosyVoice3 does not speak (Arabic, Hebrew, Greek, Hindi,
+/// Thai, …, by script or by tag; see [`Manuscript::unspoken`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnspokenPolicy {
+    /// Read as written, and listed: the app refuses to render such a book.
+    #[default]
+    Refuse,
+    /// Not read; each stretch is recorded in [`Manuscript::skipped`]
+    /// ([`SkipReason::UnspokenLanguage`]).
+    Skip,
+    /// Read as written, at the narrator's risk.
+    Read,
+}
+
+/// A stretch of text in a language the model does not speak.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Unspoken {
+    /// Its tag (`ar`, `la`): the markup's or the document's, else that of its script's main
+    /// language.
+    pub language: String,
+    /// 0-based index of its chapter.
+    pub chapter: usize,
+    /// Its line in the source (the laid-out text for a document).
+    pub line: usize,
+    /// Its start, at most [`crate::document::SKIP_EXCERPT_CHARS`] chars.
+    pub text: String,
 }
 
 /// Structural pauses, in milliseconds.
@@ -174,6 +204,8 @@ pub struct ParseOptions<'a> {
     /// The cast's character names (`cast.toml`): the names `[as:NAME]` and `NAME:` paragraphs
     /// may use. Empty: no cast, so `[as:…]` is an error and no paragraph is a character's.
     pub characters: Vec<String>,
+    /// Text in a language the model does not speak: read as written or skipped.
+    pub unspoken: UnspokenPolicy,
 }
 
 impl Default for ParseOptions<'_> {
@@ -188,6 +220,7 @@ impl Default for ParseOptions<'_> {
             frontend: Frontend::default(),
             language: None,
             characters: Vec::new(),
+            unspoken: UnspokenPolicy::default(),
         }
     }
 }
@@ -227,6 +260,11 @@ impl<'a> ParseOptions<'a> {
         self.characters = characters;
         self
     }
+
+    pub fn with_unspoken(mut self, policy: UnspokenPolicy) -> Self {
+        self.unspoken = policy;
+        self
+    }
 }
 
 /// A place in the source: 1-based line, 1-based column counted in chars.
@@ -255,9 +293,10 @@ pub struct Segment {
     /// markup included).
     pub source: String,
     pub lang: Lang,
-    /// The language of its Latin-script text when that is not English (`fr`, `de-CH`, …), from
-    /// `[lang:…]` markup or the document's language; tags joined with `+` when it holds
-    /// several. Part of a take's content: changing it makes the segment stale.
+    /// Its language when that is not English nor untagged Chinese (`fr`, `de-CH`, `ja`, `ko`,
+    /// …), from `[lang:…]` markup, an EPUB's `xml:lang`, the document's language or the
+    /// script (kana, Hangul, Cyrillic); tags joined with `+` when it holds several. Part of a
+    /// take's content: changing it makes the segment stale.
     pub language: Option<String>,
     pub kind: SegmentKind,
     pub span: Span,
@@ -320,6 +359,9 @@ pub struct Manuscript {
     /// Characters of the book's text read and skipped (documents only; 0 for plain text).
     pub read_chars: usize,
     pub skipped_chars: usize,
+    /// Text in languages the model does not speak, in reading order (read or skipped as
+    /// [`ParseOptions::unspoken`] says).
+    pub unspoken: Vec<Unspoken>,
 }
 
 impl Manuscript {
@@ -352,15 +394,25 @@ impl Manuscript {
             .iter()
             .map(|b| {
                 let text = Mapped::identity(&src[b.range.clone()], b.range.start);
-                (b.opens_chapter.clone(), Block { kind: b.kind, verse: b.verse, text })
+                let at = b.range.start;
+                let languages = b
+                    .languages
+                    .iter()
+                    .map(|(r, t)| (r.start - at..r.end - at, t.clone()))
+                    .collect();
+                (b.opens_chapter.clone(), Block { kind: b.kind, verse: b.verse, text, languages })
             })
             .collect();
         let language = opts.language.as_deref().or(doc.info.language.as_deref());
+        // The book's own lexicon under the project's pronunciations, which win.
+        let opts = &opts.clone().with_pronunciations(opts.pronunciations.over(&doc.info.lexicon));
         let mut m = parse_blocks(src, blocks, opts, path, language)?;
         if m.segments().next().is_none() {
             return Err(TextError::Empty { path: path.to_path_buf() });
         }
         place_skips_and_marks(&mut m, &layout);
+        // The reader's skips and the unspoken stretches left out, in reading order.
+        m.skipped.sort_by_key(|s| (s.chapter, s.line));
         m.read_chars = doc.read_chars;
         m.skipped_chars = doc.skipped_chars;
         Ok(Self { path: Some(path.to_path_buf()), info: doc.info.clone(), ..m })
@@ -380,7 +432,7 @@ pub fn normalized_runs(src: &str, format: Format, opts: &ParseOptions<'_>) -> Re
     let mut voice = None;
     for (_, block) in blocks(src, format) {
         let path = Path::new("<text>");
-        for (_, read) in read_block(&block, src, path, opts, language.as_deref(), &mut voice)? {
+        for (_, read, _) in read_block(&block, src, path, opts, language.as_deref(), &mut voice)? {
             runs.extend(read.map(|r| r.norm.text));
         }
     }
@@ -413,6 +465,7 @@ fn parse_source(
             cover_path: f.cover,
             language,
             cover: None,
+            ..BookInfo::default()
         },
         None => BookInfo { language, ..BookInfo::default() },
     };

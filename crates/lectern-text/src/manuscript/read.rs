@@ -6,25 +6,31 @@
 use std::path::Path;
 
 use super::blocks::Block;
-use super::language::{Languages, Piece, Reading, document_latin_tag, reading};
+use super::language::{Languages, Piece, Reading, Stretch, document_tag, stretches};
 use super::pauses::{Run, pause_runs};
 use super::source::Cursor;
 use super::verse::{Lines, ends_phrase};
 use super::voicing::{voicing_marks, voicing_runs};
-use super::{Frontend, ParseOptions};
+use super::{Frontend, ParseOptions, UnspokenPolicy};
 use crate::mapped::Mapped;
 use crate::markup::{self, MarkupError};
-use crate::normalize::{Lang, Latin, normalize_at, normalize_runs_latin_at, script_runs};
+use crate::normalize::{Lang, Latin, normalize_at, normalize_kept_at, normalize_runs_latin_at};
+use crate::pronounce::Pronunciations;
 use crate::segment::{is_closer, is_mark, speakable};
 use crate::{Result, TextError};
 
 /// A run's normalised text: its script branch (for segmenting), the text, and the language
-/// pieces it was read in (ranges in the run's text).
+/// stretches it was read in (ranges in the run's text), those in a language the model does
+/// not speak among them.
 pub(super) struct RunText {
     pub lang: Lang,
     pub norm: Mapped,
-    pub pieces: Vec<Piece>,
+    pub stretches: Vec<Stretch>,
 }
+
+/// A run's stretches in a language the model does not speak (ranges in the run's text, with
+/// their tags), whether or not the run has anything else to say.
+pub(super) type UnspokenRuns = Vec<(std::ops::Range<usize>, String)>;
 
 /// A block split at its pause markup and where its voicing changes, each run normalised
 /// (`None`: nothing to say). The language markup state carries across pauses and voicing
@@ -37,28 +43,44 @@ pub(super) fn read_block(
     opts: &ParseOptions<'_>,
     language: Option<&str>,
     voice: &mut Option<String>,
-) -> Result<Vec<(Run, Option<RunText>)>> {
+) -> Result<Vec<(Run, Option<RunText>, UnspokenRuns)>> {
     let text = &block.text.text;
     let error = |e| markup_error(src, &block.text, path, e);
     let tokens = markup::lex(text).map_err(error)?;
     let voicing = voicing_marks(text, &tokens, &opts.characters, block.kind).map_err(error)?;
     let runs = pause_runs(&tokens, text.len(), &opts.pauses);
-    let mut languages = Languages::new(&tokens, document_latin_tag(language));
+    let mut languages = Languages::new(&tokens, &block.languages, document_tag(language));
     let read = voicing_runs(runs, &voicing, voice).into_iter().map(|run| {
+        let run_text = &text[run.range.clone()];
         let pieces = languages.pieces(&run);
-        let read = normalize_run(&text[run.range.clone()], pieces, opts, block.verse);
-        (run, read)
+        let stretches: Vec<Stretch> =
+            pieces.iter().filter(|p| !p.markup).flat_map(|p| stretches(run_text, p)).collect();
+        let unspoken = unspoken_runs(run_text, &stretches);
+        let read = normalize_run(run_text, &pieces, stretches, opts, block.verse);
+        (run, read, unspoken)
     });
     Ok(read.collect())
 }
 
+/// The stretches of a run in a language the model does not speak that have words.
+fn unspoken_runs(text: &str, stretches: &[Stretch]) -> UnspokenRuns {
+    stretches
+        .iter()
+        .filter(|s| s.reading == Reading::Unspoken)
+        .filter(|s| text[s.range.clone()].chars().any(char::is_alphabetic))
+        .map(|s| (s.range.clone(), s.tag.clone().unwrap_or_default()))
+        .collect()
+}
+
 /// Normalises one run; `None` when it has nothing to say. Appends the final mark upstream adds.
-/// The run's language is Chinese when it holds an ideograph (for segmenting: Chinese marks
-/// include the English ones); its text is normalised per [`Frontend`] and, with ours, each
-/// piece per its language ([`reading`]); a verse run line by line ([`Lines`]).
+/// The run is Chinese for segmenting (CJK marks, sized in characters) when it holds CJK text
+/// (ideographs, kana, Hangul); its text is normalised per [`Frontend`] and, with ours, each
+/// stretch per its reading ([`read_stretch`]); a verse run line by line ([`Lines`]). Text in
+/// a language the model does not speak is left out under [`UnspokenPolicy::Skip`].
 fn normalize_run(
     text: &str,
-    pieces: Vec<Piece>,
+    pieces: &[Piece],
+    stretches: Vec<Stretch>,
     opts: &ParseOptions<'_>,
     verse: bool,
 ) -> Option<RunText> {
@@ -69,23 +91,31 @@ fn normalize_run(
     let lead = text.len() - text.trim_start().len();
     let end = lead + trimmed.len();
     let upstream = opts.frontend == Frontend::Upstream;
-    let any_chinese =
-        pieces.iter().any(|p| !p.markup && reading(p.tag.as_deref()) == Reading::Chinese);
-    let lang = if any_chinese && !upstream { Lang::Zh } else { Lang::detect(trimmed) };
+    let skip = opts.unspoken == UnspokenPolicy::Skip;
+    let any_cjk = pieces.iter().any(|p| !p.markup && p.tag.as_deref().is_some_and(is_zh_tag))
+        || stretches.iter().any(|s| {
+            s.reading.is_cjk() && text[s.range.clone()].chars().any(char::is_alphanumeric)
+        });
+    let lang = if any_cjk && !upstream { Lang::Zh } else { Lang::detect(trimmed) };
     let prons = &opts.pronunciations;
     let mut norm = Mapped::default();
     let mut lines = Lines::default();
-    for p in &pieces {
-        let mut r = p.range.start.max(lead)..p.range.end.min(end);
-        if p.markup || r.is_empty() {
+    let mut last = None;
+    for st in &stretches {
+        let mut r = st.range.start.max(lead)..st.range.end.min(end);
+        if r.is_empty() || (skip && st.reading == Reading::Unspoken) {
             continue;
         }
-        let read = |piece: &str, at: usize| match (upstream, reading(p.tag.as_deref())) {
-            (true, _) => normalize_at(piece, at, lang, prons),
-            (false, Reading::English) => normalize_runs_latin_at(piece, at, Latin::English, prons),
-            (false, Reading::Kept) => normalize_runs_latin_at(piece, at, Latin::Kept, prons),
-            (false, Reading::Chinese) => normalize_at(piece, at, Lang::Zh, prons),
+        let read = |piece: &str, at: usize| {
+            if upstream {
+                normalize_at(piece, at, lang, prons)
+            } else {
+                read_stretch(piece, at, st.reading, prons)
+            }
         };
+        if text[r.clone()].chars().any(char::is_alphanumeric) {
+            last = Some(st.reading);
+        }
         if verse {
             lines.append(&mut norm, text, r, read);
             continue;
@@ -96,25 +126,49 @@ fn normalize_run(
         }
         norm.append(read(&text[r.clone()], r.start));
     }
-    // The final mark follows the language of the text's last run.
-    let lang_at_end = if upstream {
-        lang
-    } else {
-        script_runs(norm.text.trim_end()).last().map_or(lang, |(_, l)| *l)
-    };
     let t = norm.text.trim_end();
     if !speakable(t) && !t.contains(['[', '<']) {
         return None;
     }
-    let last = t.trim_end_matches(is_closer);
-    let ends_marked = last.chars().next_back().is_some_and(|c| is_mark(c, lang))
+    let closing = final_mark(t, lang, last, upstream);
+    let last_char = t.trim_end_matches(is_closer);
+    let ends_marked = last_char.chars().next_back().is_some_and(|c| is_mark(c, lang))
         // A stanza's last line keeps its own mark, a comma too: no full stop after it.
         || (verse && t.chars().next_back().is_some_and(ends_phrase));
     if !ends_marked {
-        norm.push_replace(if lang_at_end == Lang::Zh { "。" } else { "." }, end..end);
+        norm.push_replace(closing, end..end);
     }
-    let pieces = if upstream { Vec::new() } else { pieces };
-    Some(RunText { lang, norm, pieces })
+    let stretches = if upstream { Vec::new() } else { stretches };
+    Some(RunText { lang, norm, stretches })
+}
+
+fn is_zh_tag(tag: &str) -> bool {
+    super::language::reading(Some(tag)) == Reading::Chinese
+}
+
+/// The mark upstream appends where a run ends without one: `。` after Chinese and Japanese,
+/// `.` after anything else (Korean writes Latin full stops).
+fn final_mark(norm: &str, lang: Lang, last: Option<Reading>, upstream: bool) -> &'static str {
+    let chinese_end = match last {
+        _ if upstream => lang == Lang::Zh,
+        Some(Reading::Japanese) => true,
+        Some(Reading::Korean) => false,
+        _ => crate::normalize::script_runs(norm).last().is_some_and(|(_, l)| *l == Lang::Zh),
+    };
+    if chinese_end { "。" } else { "." }
+}
+
+/// Normalises a stretch of text by its reading: English rules, Chinese rules, a spelled
+/// language's numbers, or (Japanese, Korean, unspoken languages) as written.
+fn read_stretch(text: &str, at: usize, reading: Reading, prons: &Pronunciations) -> Mapped {
+    match reading {
+        Reading::English => normalize_runs_latin_at(text, at, Latin::English, prons),
+        Reading::Chinese => normalize_at(text, at, Lang::Zh, prons),
+        Reading::Spelled(language) => crate::spell::normalize_runs_at(text, at, language, prons),
+        Reading::Japanese | Reading::Korean | Reading::Unspoken => {
+            normalize_kept_at(text, at, prons)
+        }
+    }
 }
 
 /// A markup error in block text, placed in the source.

@@ -7,14 +7,18 @@ use std::path::Path;
 
 use super::blocks::Block;
 use super::language::segment_language;
-use super::read::{RunText, read_block};
+use super::read::{RunText, UnspokenRuns, read_block};
 use super::source::Cursor;
-use super::{Chapter, Manuscript, Mark, ParseOptions, Segment, Skipped, Span};
+use super::{
+    Chapter, Frontend, Manuscript, Mark, ParseOptions, Segment, Skipped, Span, Unspoken,
+    UnspokenPolicy,
+};
 use crate::Result;
-use crate::document::{DocSkip, Layout};
+use crate::document::{DocSkip, Layout, excerpt};
 use crate::hashing::stable_hash;
 use crate::kind::SegmentKind;
 use crate::normalize::Lang;
+use crate::policy::SkipReason;
 use crate::segment::{Boundary, Measure, estimate_tokens, sentence_pieces, split_paragraph_cuts};
 
 /// Where a segment's pause comes from.
@@ -62,7 +66,13 @@ pub(super) fn parse_blocks(
         None => estimate_tokens(s),
     };
     let mut measure_en = Measure::new(Lang::En, &tokens);
-    let mut measure_zh = Measure::new(Lang::Zh, &tokens);
+    // Ours sizes a CJK run's Latin text in tokens; upstream counts every char.
+    let mut measure_zh = match opts.frontend {
+        Frontend::Lectern => Measure::mixed(&tokens),
+        Frontend::Upstream => Measure::new(Lang::Zh, &tokens),
+    };
+    // Unspoken stretches found: (byte range in `src`, tag, chapter as drafted).
+    let mut unspoken: Vec<(Range<usize>, String, usize)> = Vec::new();
     let mut chapters: Vec<Chapter> = vec![Chapter::default()];
     let mut drafts: Vec<Draft> = Vec::new();
     let mut lead_in_ms = 0;
@@ -80,9 +90,10 @@ pub(super) fn parse_blocks(
             chapters.last_mut().expect("one chapter").title = title;
         }
         let chapter = chapters.len() - 1;
-        for (run, read) in read_block(&block, src, path, opts, language, &mut voice)? {
+        for (run, read, found) in read_block(&block, src, path, opts, language, &mut voice)? {
             let spoken = read.is_some();
-            if let Some(RunText { lang, norm, pieces }) = read {
+            unspoken.extend(found_in_source(&block, &run.range, found, chapter));
+            if let Some(RunText { lang, norm, stretches }) = read {
                 let block_text = &block.text.text[run.range.clone()];
                 let measure = if lang == Lang::Zh { &mut measure_zh } else { &mut measure_en };
                 let mut cuts = split_paragraph_cuts(&norm.text, lang, &opts.limits, measure);
@@ -100,7 +111,7 @@ pub(super) fn parse_blocks(
                         text,
                         source: src[bytes.clone()].to_string(),
                         lang,
-                        language: segment_language(block_text, &pieces, in_run),
+                        language: segment_language(block_text, &stretches, in_run),
                         kind: block.kind,
                         span: Span { bytes, ..Span::default() },
                         pause_after_ms: 0,
@@ -150,11 +161,59 @@ pub(super) fn parse_blocks(
         d.seg.span.end = cursor.position(d.seg.span.bytes.end);
         chapters[d.chapter].segments.push(d.seg);
     }
+    let kept: Vec<bool> =
+        chapters.iter().map(|c| !c.segments.is_empty() || c.title.is_some()).collect();
     chapters.retain(|c| !c.segments.is_empty() || c.title.is_some());
     if chapters.iter().all(|c| c.segments.is_empty()) {
         chapters.clear();
     }
-    Ok(Manuscript { chapters, lead_in_ms, ..Manuscript::default() })
+    let (unspoken, skipped) = unspoken_records(src, unspoken, &kept, opts.unspoken);
+    Ok(Manuscript { chapters, lead_in_ms, unspoken, skipped, ..Manuscript::default() })
+}
+
+/// A run's unspoken stretches as source byte ranges, with their tags and chapter.
+fn found_in_source(
+    block: &Block,
+    run: &Range<usize>,
+    found: UnspokenRuns,
+    chapter: usize,
+) -> impl Iterator<Item = (Range<usize>, String, usize)> {
+    found.into_iter().map(move |(r, tag)| {
+        let bytes = block.text.src_range(run.start + r.start..run.start + r.end);
+        (bytes, tag, chapter)
+    })
+}
+
+/// The unspoken stretches as records, their chapters renumbered as the chapters kept are
+/// (`kept[c]`: drafted chapter `c` was kept; a dropped one's text goes to the next kept);
+/// under [`UnspokenPolicy::Skip`] each is also a skipped record.
+fn unspoken_records(
+    src: &str,
+    found: Vec<(Range<usize>, String, usize)>,
+    kept: &[bool],
+    policy: UnspokenPolicy,
+) -> (Vec<Unspoken>, Vec<Skipped>) {
+    let total = kept.iter().filter(|k| **k).count();
+    let renumber = |c: usize| kept[..c].iter().filter(|k| **k).count().min(total.saturating_sub(1));
+    let mut cursor = Cursor::new(src);
+    let mut unspoken = Vec::new();
+    let mut skipped = Vec::new();
+    for (bytes, language, chapter) in found {
+        let (chapter, line) = (renumber(chapter), cursor.position(bytes.start).line);
+        let text = excerpt(&src[bytes]);
+        if policy == UnspokenPolicy::Skip {
+            skipped.push(Skipped {
+                chapter,
+                line,
+                reason: SkipReason::UnspokenLanguage,
+                kind: Some(language.clone()),
+                text: text.clone(),
+                file: None,
+            });
+        }
+        unspoken.push(Unspoken { language, chapter, line, text });
+    }
+    (unspoken, skipped)
 }
 
 /// [`split_lead_sentence`] over cuts: the opener ends as [`Boundary::FirstSentence`].

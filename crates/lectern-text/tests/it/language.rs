@@ -25,23 +25,27 @@ fn markup_sets_the_language_until_its_end_or_the_paragraphs() {
         read(src, &opts()),
         vec![
             seg(
-                "In nineteen ninety-nine he said Il a 3 ans, né le 12 mai 1999. Après, St. Jean. \
-                 Then four more.",
+                "In nineteen ninety-nine he said Il a trois ans, né le douze mai mille neuf cent \
+                 quatre-vingt-dix-neuf. Après, St. Jean. Then four more.",
                 Some("fr")
             ),
-            seg("Es kostet 5 € für 2 Äpfel.", Some("de")),
+            seg("Es kostet fünf Euro für zwei Äpfel.", Some("de")),
             seg("Back to two words.", None),
         ]
     );
 }
 
 #[test]
-fn the_document_language_reads_latin_text_as_written() {
+fn the_document_language_reads_latin_text_in_that_language() {
     let src = "Le 3 mai 1999, M. Dupont a payé 4,50 € — ±3°C dehors 🎉.";
     let fr = opts().with_language(Some("fr-FR".into()));
     assert_eq!(
         read(src, &fr),
-        vec![seg("Le 3 mai 1999, M. Dupont a payé 4,50 € — ±3°C dehors.", Some("fr-fr"))]
+        vec![seg(
+            "Le trois mai mille neuf cent quatre-vingt-dix-neuf, M. Dupont a payé quatre euros \
+             cinquante — ±trois degrés Celsius dehors.",
+            Some("fr-fr")
+        )]
     );
     // English markup inside a French book gets English rules; Chinese stays Chinese.
     let mixed = "Il a dit [lang:en]I have 2 cats[/lang] puis 我有3个苹果。";
@@ -87,7 +91,7 @@ fn markdown_front_matter_gives_the_language_and_is_not_read() {
     let o = opts().with_format(Format::Markdown);
     let book = Manuscript::parse(src, &o).unwrap();
     let texts: Vec<_> = book.segments().map(|s| (s.text.as_str(), s.language.as_deref())).collect();
-    assert_eq!(texts, vec![("Chapitre 1.", Some("fr")), ("Il avait 20 ans.", Some("fr"))]);
+    assert_eq!(texts, vec![("Chapitre un.", Some("fr")), ("Il avait vingt ans.", Some("fr"))]);
     assert_eq!(book.chapters[0].title.as_deref(), Some("Chapitre 1"));
     assert_eq!(book.info.language.as_deref(), Some("fr"));
     // The caller's language wins over the front matter.
@@ -98,7 +102,7 @@ fn markdown_front_matter_gives_the_language_and_is_not_read() {
     // Markup in a heading is not part of the chapter title.
     let titled = Manuscript::parse("# [lang:fr]Les 3 mousquetaires[/lang]\n\nText.", &o).unwrap();
     assert_eq!(titled.chapters[0].title.as_deref(), Some("Les 3 mousquetaires"));
-    assert_eq!(titled.chapters[0].segments[0].text, "Les 3 mousquetaires.");
+    assert_eq!(titled.chapters[0].segments[0].text, "Les trois mousquetaires.");
 }
 
 #[test]

@@ -2,10 +2,14 @@
 
 mod corpus;
 mod docx;
+mod english;
 mod epub;
+mod golden_languages;
 mod language;
 mod manuscript;
 mod markdown;
 mod normalize;
+mod pronunciation;
 mod segment;
+mod spoken_languages;
 mod voicing;
