@@ -13,9 +13,10 @@ use crate::store::Project;
 use lectern_engine::protocol::{Casting, TakeContent};
 use lectern_voice::Voice;
 
-/// Version of the text frontend (normalisation, segmentation, pronunciations). Bump it when a
-/// change of those rules changes what the LM gets for the same manuscript text, so takes made
-/// before become stale.
+/// Recorded in every take's content, and never bumped: a take is stale when the LM input ids
+/// (or voice, model, mode, language, pace) it was made from differ from what the manuscript
+/// gives now, so a change of the reading rules re-renders exactly the segments whose ids it
+/// changes, not the whole book. (Bumping it would make every take of every project stale.)
 pub const FRONTEND_VERSION: &str = "lectern-text-1";
 
 /// The voice and model part of every take's content.

@@ -39,3 +39,17 @@ fn a_french_chapter_reads_its_numbers_in_french() {
 fn a_german_chapter_reads_its_numbers_in_german() {
     insta::assert_snapshot!("golden_german_kafka", outline(KAFKA));
 }
+
+/// English full of the traps real books set (sentences after Conan Doyle, Dickens, Melville
+/// and the 1911 Britannica, with the numbers, dates, titles and units they print).
+const ENGLISH: &str = "# BOOK I. CHAPTER XII.\n\nOn 14 March 2023 we called at 221B Baker St. It \
+weighed 3 kg, and the thermometer stood at 40° F. at 21:00. Louis XVI was crowned in 1774; \
+the war of 1788-1789 is told in vol. xlviii, p. 173, and World War I in Part II.\n\n\
+March 14, 2023 fell on a Tuesday; AUGUST 3d was hot. The bill came to £5 10s. 6d., and \
+⅔ of the 1½ miles lay at 30° 31′ 39″ N. Write to ann@example.org or see \
+http://www.example.com/books, or call at No. 5, St. Paul's Churchyard, Atlanta, GA 30303.\n";
+
+#[test]
+fn an_english_chapter_full_of_traps_reads_as_a_narrator_says_it() {
+    insta::assert_snapshot!("golden_english_traps", outline(ENGLISH));
+}
