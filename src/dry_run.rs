@@ -10,6 +10,7 @@ use std::path::Path;
 
 use crate::cast::{Cast, Role};
 use lectern_engine::protocol::Mode;
+use lectern_text::reading_report::ReadingReport;
 use lectern_text::{Boundary, Lang, Manuscript, Segment, SegmentLimits, SkipReason, Tokenizer};
 
 /// The schema's name and version, the JSON object's `schema` field.
@@ -41,6 +42,9 @@ pub struct DryRun {
     pub unspoken: Vec<ListedUnspoken>,
     pub summary: Summary,
     pub warnings: Vec<String>,
+    /// The frontend's decisions worth a look and the suspicious leftovers in the spoken text
+    /// ([`ReadingReport`]).
+    pub reading: ReadingReport,
 }
 
 /// A stretch of text in a language the model does not speak.
@@ -241,6 +245,7 @@ pub fn dry_run(
         unspoken: unspoken(book),
         summary,
         warnings,
+        reading: ReadingReport::of(book),
     })
 }
 

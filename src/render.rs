@@ -31,6 +31,7 @@ use lectern_engine::protocol::{EngineEvent, Request, SegmentState, Take};
 use lectern_engine::{ENGINE_VERSION, Engine};
 use lectern_model::config::SAMPLE_RATE_HZ;
 use lectern_text::Manuscript;
+use lectern_text::reading_report::ReadingReport;
 use lectern_voice::ModelSignature;
 
 /// Options of one render.
@@ -100,9 +101,15 @@ pub struct RenderReport {
     /// A dry run's answer (`lectern.dry-run/1`, [`crate::dry_run`]); None otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listing: Option<DryRun>,
+    /// A dry run's reading report (the listing's `reading`, beside it); None otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reading: Option<ReadingReport>,
     pub audio_s: f64,
     pub wall_s: f64,
 }
+
+/// Suspicious leftovers a dry run prints under its reading report's counts.
+const SUMMARY_FLAGS: usize = 5;
 
 /// A segment's chosen take, as the output and the report need it (its samples are read, and
 /// checked against their hash, only while its stretch of the output is written).
@@ -155,6 +162,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         dry_run: opts.dry_run,
         files: Vec::new(),
         listing: None,
+        reading: None,
         audio_s: 0.0,
         wall_s: 0.0,
     };
@@ -167,6 +175,10 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         for w in &dry.warnings {
             eprintln!("warning: {w}");
         }
+        for line in dry.reading.summary(SUMMARY_FLAGS) {
+            eprintln!("{line}");
+        }
+        report.reading = Some(dry.reading.clone());
         report.listing = Some(dry);
         report.wall_s = started.elapsed().as_secs_f64();
         eprintln!("dry run: nothing rendered, nothing written");
@@ -179,6 +191,13 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     session.set_cast(cast)?;
     report_open_check(&session);
     session.sync_read(&book, &tokenizer, &opts.read)?;
+    if session.reading_changed() > 0 {
+        eprintln!(
+            "{} approved segment(s) now read differently (the manuscript or the reading rules \
+             changed): marked for a pickup, the approved reading in each one's note",
+            session.reading_changed()
+        );
+    }
     report.project = session.project_dir().map(Path::to_path_buf);
     let other = session.other_settings(&opts.synth.take_settings())?;
     report.other_settings = other.len();

@@ -146,6 +146,8 @@ pub struct Session {
     regens: HashMap<SegmentKey, TakeId>,
     /// Measures each saved take's quality figures (None: takes are saved unmeasured).
     probe: Option<QualityProbe>,
+    /// Segments the last sync marked for a pickup: approved, now read differently.
+    reading_changed: usize,
 }
 
 impl std::fmt::Debug for Session {
@@ -196,6 +198,7 @@ impl Session {
                 hash: voice_hash.clone(),
             }],
             base_seed,
+            reading_changed: 0,
             segments: Vec::new(),
             group: Vec::new(),
             regens: HashMap::new(),
@@ -444,7 +447,8 @@ impl Session {
                 });
             }
         }
-        self.project.sync_manuscript(&stored).context("recording the manuscript")?;
+        let diff = self.project.sync_manuscript(&stored).context("recording the manuscript")?;
+        self.reading_changed = diff.reading_changed.len();
         self.project.set_lead_in_ms(book.lead_in_ms)?;
         self.project.set_sources(&self.sources)?;
         self.project.set_book(BookRecord {
@@ -648,6 +652,12 @@ impl Session {
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// How many approved segments the last sync found read differently (marked for a pickup,
+    /// with the approved reading in their note).
+    pub fn reading_changed(&self) -> usize {
+        self.reading_changed
     }
 
     /// Current chosen takes made with settings other than `current`, in manuscript order,

@@ -325,6 +325,28 @@ fn content_hash(segments: &[StoredSegment]) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The spoken text of each approved segment of the current version, by its place in the
+/// source (line, column).
+fn approved_by_place(tx: &Transaction<'_>) -> rusqlite::Result<HashMap<(u32, u32), String>> {
+    let mut stmt = tx.prepare(
+        "SELECT span_line, span_col, text FROM segments
+         WHERE active = 1 AND manuscript_id = ?1 AND review = 'approved'",
+    )?;
+    let rows = stmt.query_map([MANUSCRIPT_ID], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))?;
+    rows.collect()
+}
+
+/// A new segment where an approved one stood is marked for a pickup, its note saying what was
+/// approved, so the narrator listens to the new reading instead of losing the approval unseen.
+fn flag_reading_changed(tx: &Transaction<'_>, key: i64, approved: &str) -> rusqlite::Result<()> {
+    let note = format!("reads differently since it was approved; approved reading: “{approved}”");
+    tx.execute(
+        "UPDATE segments SET review = 'pickup', note = ?2 WHERE key = ?1",
+        params![key, note],
+    )?;
+    Ok(())
+}
+
 pub(crate) fn sync_manuscript(conn: &mut Connection, segments: &[StoredSegment]) -> Result<Diff> {
     validate(segments)?;
     let tx = conn.transaction().map_err(StoreError::Db)?;
@@ -367,6 +389,7 @@ fn sync_in(tx: &Transaction<'_>, segments: &[StoredSegment]) -> rusqlite::Result
         Some(tx.last_insert_rowid())
     };
 
+    let approved_at = approved_by_place(tx)?;
     tx.execute("UPDATE segments SET active = 0 WHERE manuscript_id = ?1", [MANUSCRIPT_ID])?;
     let mut dups: HashMap<u64, i64> = HashMap::new();
     let mut diff = Diff::default();
@@ -422,7 +445,12 @@ fn sync_in(tx: &Transaction<'_>, segments: &[StoredSegment]) -> rusqlite::Result
                         s.content_key
                     ],
                 )?;
-                tx.last_insert_rowid()
+                let key = tx.last_insert_rowid();
+                if let Some(was) = approved_at.get(&s.span) {
+                    flag_reading_changed(tx, key, was)?;
+                    diff.reading_changed.push(s.id);
+                }
+                key
             }
         };
         *dup += 1;

@@ -249,6 +249,10 @@ pub struct Diff {
     pub changed: Vec<SegmentId>,
     /// Ids (from the previous version) of segments no longer in the manuscript.
     pub removed: Vec<SegmentId>,
+    /// New segments standing where an approved one stood (same place in the source, new
+    /// spoken text: the manuscript was edited there, or the reading rules changed): each is
+    /// marked for a pickup with a note of what was approved, never approved silently.
+    pub reading_changed: Vec<SegmentId>,
 }
 
 /// What the startup check found and did.

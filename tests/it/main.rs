@@ -26,6 +26,7 @@ mod e2e_tmux;
 mod install;
 mod parity_cli;
 mod props;
+mod reading_report;
 mod render_cli;
 mod render_epub;
 mod say_cli;

@@ -161,3 +161,29 @@ fn startup_check_removes_temp_files_and_quarantines_orphans() {
     assert!(r.missing_files.is_empty());
     assert_eq!(p.load_samples(saved).unwrap().len(), p.take(saved).unwrap().num_samples as usize);
 }
+
+/// A segment approved, then read differently (its spoken text changed at the same place in the
+/// source: an edit, or a new reading rule): the new segment is marked for a pickup with the
+/// approved reading in its note, never approved silently; the other approvals stay.
+#[test]
+fn an_approved_segment_read_differently_is_marked_for_a_pickup() {
+    use lectern::review::Review;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut texts = sentences(4);
+    let segments = manuscript(&texts, 4, 1);
+    let mut p = Project::open(tmp.path().join("p")).unwrap();
+    p.sync_manuscript(&segments).unwrap();
+    for (k, s) in segments.iter().enumerate() {
+        p.save_take(&synthetic_take(k as u64, s, 7)).unwrap();
+    }
+    for proofed in p.proofed_segments().unwrap() {
+        p.set_review(proofed.key, Review::Approved).unwrap();
+    }
+    texts[2] = "Sentence number two of the book.".into();
+    let diff = p.sync_manuscript(&manuscript(&texts, 4, 1)).unwrap();
+    assert_eq!(diff.reading_changed, vec![3]);
+    let proofed = p.proofed_segments().unwrap();
+    let reviews: Vec<Review> = proofed.iter().map(|s| s.review).collect();
+    assert_eq!(reviews, [Review::Approved, Review::Approved, Review::Pickup, Review::Approved]);
+    assert!(proofed[2].note.contains("Sentence number 2 of the book."), "{}", proofed[2].note);
+}

@@ -55,6 +55,7 @@ pub mod markup;
 pub mod normalize;
 pub mod policy;
 pub mod pronounce;
+pub mod reading_report;
 pub mod segment;
 pub mod spell;
 pub mod table;
