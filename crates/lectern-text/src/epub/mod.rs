@@ -136,7 +136,8 @@ fn rootfile(container: &mut Container) -> Result<String> {
 }
 
 /// The navigation: the EPUB 3 nav document's contents, landmarks and page list, else the NCX's
-/// contents; empty contents when the book has neither (each spine item is then a chapter).
+/// contents and page list; empty contents when the book has neither (each spine item is then a
+/// chapter).
 /// The nav document's landmarks go to the package.
 fn navigation(container: &mut Container, pkg: &mut Package) -> Result<Nav> {
     let mut out = Nav::default();
@@ -145,10 +146,16 @@ fn navigation(container: &mut Container, pkg: &mut Package) -> Result<Nav> {
         out = package::nav(&xml, &nav).map_err(|r| container.entry_error(&nav, r))?;
         pkg.landmarks = std::mem::take(&mut out.landmarks);
     }
-    if out.toc.is_empty() {
+    if out.toc.is_empty() || out.page_targets.is_empty() {
         if let Some(ncx) = &pkg.ncx_href {
             let xml = container.text(ncx, "the spine names it as the NCX table of contents")?;
-            out.toc = package::ncx_toc(&xml, ncx).map_err(|r| container.entry_error(ncx, r))?;
+            let old = package::ncx(&xml, ncx).map_err(|r| container.entry_error(ncx, r))?;
+            if out.toc.is_empty() {
+                out.toc = old.toc;
+            }
+            if out.page_targets.is_empty() {
+                out.page_targets = old.page_targets;
+            }
         }
     }
     Ok(out)

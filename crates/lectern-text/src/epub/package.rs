@@ -356,10 +356,13 @@ pub(super) fn nav(xml: &str, nav_path: &str) -> Result<Nav, String> {
     Ok(out)
 }
 
-/// The EPUB 2 NCX → toc entries, in document order (nested points after their parent).
-pub(super) fn ncx_toc(xml: &str, ncx_path: &str) -> Result<Vec<TocEntry>, String> {
+/// The EPUB 2 NCX → its toc entries, in document order (nested points after their parent),
+/// and its page list's targets (`pageList`/`pageTarget`: the printed page numbers).
+pub(super) fn ncx(xml: &str, ncx_path: &str) -> Result<Nav, String> {
     let mut r = reader(xml);
     let mut toc = Vec::new();
+    let mut page_targets = Vec::new();
+    let mut in_page_target = false;
     // Labels of the open navPoints, innermost last, and the entry each made.
     let mut labels: Vec<String> = Vec::new();
     let mut entries: Vec<Option<usize>> = Vec::new();
@@ -370,6 +373,12 @@ pub(super) fn ncx_toc(xml: &str, ncx_path: &str) -> Result<Vec<TocEntry>, String
             Event::Start(e) if local(&e) == "navPoint" => {
                 labels.push(String::new());
                 entries.push(None);
+            }
+            Event::Start(e) if local(&e) == "pageTarget" => in_page_target = true,
+            Event::Start(e) | Event::Empty(e) if local(&e) == "content" && in_page_target => {
+                if let Some(src) = attr(&e, "src") {
+                    page_targets.push(resolve_href(ncx_path, &src));
+                }
             }
             Event::Start(e) if local(&e) == "text" && !labels.is_empty() => in_label_text = true,
             Event::Start(e) | Event::Empty(e) if local(&e) == "content" => {
@@ -397,11 +406,12 @@ pub(super) fn ncx_toc(xml: &str, ncx_path: &str) -> Result<Vec<TocEntry>, String
                     entries.pop();
                 }
                 "text" => in_label_text = false,
+                "pageTarget" => in_page_target = false,
                 _ => {}
             },
             Event::Eof => break,
             _ => {}
         }
     }
-    Ok(toc)
+    Ok(Nav { toc, page_targets, ..Nav::default() })
 }

@@ -642,3 +642,27 @@ fn read_and_skipped_characters_are_counted() {
     assert_eq!(doc.read_chars, "Short.".len());
     assert_eq!(doc.skipped_chars, "Copyright2024bythepublisher.".len());
 }
+
+/// An EPUB 2 book's page list is in its NCX (`pageList`): its targets are not read either.
+#[test]
+fn an_ncx_page_list_names_page_numbers_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("old.epub");
+    let opf = r#"<package xmlns="http://www.idpf.org/2007/opf" version="2.0"><metadata/>
+      <manifest><item id="ncx" href="toc.ncx" media-type="application/x-dtbncx+xml"/>
+      <item id="a" href="a.html" media-type="application/xhtml+xml"/></manifest>
+      <spine toc="ncx"><itemref idref="a"/></spine></package>"#;
+    let ncx = r#"<ncx xmlns="http://www.daisy.org/z3986/2005/ncx/" version="2005-1"><navMap>
+      <navPoint id="n1"><navLabel><text>One</text></navLabel><content src="a.html"/></navPoint>
+      </navMap><pageList><pageTarget id="p5" type="normal" value="5"><navLabel><text>5</text>
+      </navLabel><content src="a.html#page5"/></pageTarget></pageList></ncx>"#;
+    let a = xhtml("One", r#"<p>the road ran <span id="page5">5</span>north.</p>"#);
+    write_epub(
+        &path,
+        "p.opf",
+        &[("p.opf", opf.as_bytes()), ("toc.ncx", ncx.as_bytes()), ("a.html", a.as_bytes())],
+    );
+    let doc = epub::read(&path, &ReadPolicy::default()).unwrap();
+    assert_eq!(outline(&doc), vec![(Some("One".into()), false, s(&["the road ran north."]))]);
+    assert_eq!(doc.skipped[0].reason, SkipReason::PageNumber);
+}
