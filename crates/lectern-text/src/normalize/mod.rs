@@ -18,6 +18,8 @@
 mod chinese;
 mod english;
 
+pub(crate) use english::roman_value;
+
 pub use chinese::cardinal_zh;
 pub use english::numbers::{cardinal_en, ordinal_en, year_en};
 

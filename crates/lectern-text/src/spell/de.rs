@@ -82,6 +82,18 @@ const BEFORE_ORDINAL: &[(&str, &str)] = &[
 ];
 
 impl Rules for De {
+    fn numbering_words(&self) -> &'static [(&'static str, Gender)] {
+        &[
+            ("kapitel", Gender::Neuter),
+            ("buch", Gender::Neuter),
+            ("teil", Gender::Masculine),
+            ("band", Gender::Masculine),
+            ("akt", Gender::Masculine),
+            ("abschnitt", Gender::Masculine),
+            ("szene", Gender::Feminine),
+        ]
+    }
+
     fn words(&self) -> &dyn Words {
         &*WORDS
     }

@@ -65,6 +65,17 @@ const MONTHS: &[&str] = &[
 ];
 
 impl Rules for Es {
+    fn numbering_words(&self) -> &'static [(&'static str, Gender)] {
+        &[
+            ("capítulo", Gender::Masculine),
+            ("libro", Gender::Masculine),
+            ("tomo", Gender::Masculine),
+            ("acto", Gender::Masculine),
+            ("parte", Gender::Feminine),
+            ("escena", Gender::Feminine),
+        ]
+    }
+
     fn words(&self) -> &dyn Words {
         &*WORDS
     }

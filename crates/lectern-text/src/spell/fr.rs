@@ -63,6 +63,28 @@ const MONTHS: &[&str] = &[
 ];
 
 impl Rules for Fr {
+    fn numbering_words(&self) -> &'static [(&'static str, Gender)] {
+        &[
+            ("chapitre", M),
+            ("livre", M),
+            ("tome", M),
+            ("acte", M),
+            ("chant", M),
+            ("volume", M),
+            ("partie", F),
+            ("scène", F),
+            ("section", F),
+        ]
+    }
+
+    fn numbered(&self, n: u64, gender: Gender) -> String {
+        match (n, gender) {
+            (1, Gender::Feminine) => "première".into(),
+            (1, _) => "premier".into(),
+            _ => self.cardinal(n, None),
+        }
+    }
+
     fn words(&self) -> &dyn Words {
         &*WORDS
     }

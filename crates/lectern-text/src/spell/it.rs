@@ -64,6 +64,18 @@ const MONTHS: &[&str] = &[
 ];
 
 impl Rules for It {
+    fn numbering_words(&self) -> &'static [(&'static str, Gender)] {
+        &[
+            ("capitolo", Gender::Masculine),
+            ("libro", Gender::Masculine),
+            ("tomo", Gender::Masculine),
+            ("atto", Gender::Masculine),
+            ("canto", Gender::Masculine),
+            ("parte", Gender::Feminine),
+            ("scena", Gender::Feminine),
+        ]
+    }
+
     fn words(&self) -> &dyn Words {
         &*WORDS
     }

@@ -139,6 +139,18 @@ pub(crate) trait Rules: Sync {
     /// A time of day (`21:00`, `9 h 30`).
     fn time(&self, h: u64, m: u64) -> String;
 
+    /// The words that number what follows them in roman numerals (`Chapitre IV`, `Kapitel II`),
+    /// lower-case, each with the gender of the number after it.
+    fn numbering_words(&self) -> &'static [(&'static str, Gender)] {
+        &[]
+    }
+
+    /// A roman numeral after a numbering word of this gender: the number said alone, as after
+    /// a noun ("Kapitel zwei"; French says "chapitre premier" for one).
+    fn numbered(&self, n: u64, _gender: Gender) -> String {
+        self.cardinal(n, None)
+    }
+
     /// How a decimal's fraction digits are read after the point word.
     fn fraction(&self, digits: &str) -> String {
         leading_zeros_then_cardinal(self, digits)
@@ -260,10 +272,30 @@ fn expression(rules: &dyn Rules, text: &str, i: usize) -> Option<(usize, String)
         let (n, words) = number_expression(rules, after, "")?;
         return Some((sign.len_utf8() + n, format!("{} {words}", rules.minus())));
     }
+    if let Some(numbered) = roman_after_numbering_word(rules, rest, before) {
+        return Some(numbered);
+    }
     if !rest.starts_with(|c: char| c.is_ascii_digit()) {
         return None;
     }
     number_expression(rules, rest, before)
+}
+
+/// A capital roman numeral right after a numbering word (`Chapitre IV`, `Kapitel II`): its
+/// length and words. Elsewhere a roman numeral is left as written (it may be a word or a name).
+fn roman_after_numbering_word(
+    rules: &dyn Rules,
+    rest: &str,
+    before: &str,
+) -> Option<(usize, String)> {
+    let before = before.to_lowercase();
+    let &(_, gender) = rules.numbering_words().iter().find(|(w, _)| *w == before)?;
+    let len = rest.bytes().take_while(u8::is_ascii_uppercase).count();
+    if rest[len..].starts_with(char::is_alphanumeric) {
+        return None;
+    }
+    let n = crate::normalize::roman_value(&rest[..len])?;
+    Some((len, rules.numbered(n, gender)))
 }
 
 fn before_is_digit(s: &str) -> bool {

@@ -113,6 +113,15 @@ fn category(n: u64) -> usize {
 }
 
 impl Rules for Ru {
+    fn numbering_words(&self) -> &'static [(&'static str, Gender)] {
+        &[
+            ("глава", Gender::Feminine),
+            ("часть", Gender::Feminine),
+            ("книга", Gender::Feminine),
+            ("том", Gender::Masculine),
+        ]
+    }
+
     fn words(&self) -> &dyn Words {
         &*WORDS
     }

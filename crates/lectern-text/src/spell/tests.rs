@@ -158,3 +158,23 @@ fn russian_numbers_follow_cldr() {
         ],
     );
 }
+
+/// Roman numerals after a numbering word are numbers in the run's language; elsewhere (a
+/// king's name, a lone "I", a word) they stay as written.
+#[test]
+fn roman_numerals_after_numbering_words() {
+    check(
+        Language::Fr,
+        &[
+            ("Chapitre I", "Chapitre premier"),
+            ("Scène I", "Scène première"),
+            ("Livre XII.", "Livre douze."),
+            ("Louis XIV", "Louis XIV"),
+            ("MIX", "MIX"),
+        ],
+    );
+    check(Language::De, &[("Kapitel IV", "Kapitel vier"), ("Teil I", "Teil eins")]);
+    check(Language::Es, &[("Capítulo II", "Capítulo dos")]);
+    check(Language::It, &[("Capitolo III", "Capitolo tre")]);
+    check(Language::Ru, &[("Глава V", "Глава пять")]);
+}

@@ -14,6 +14,8 @@ mod dates;
 mod fractions;
 mod money;
 mod roman;
+
+pub(crate) use roman::roman_value;
 mod symbols;
 mod times;
 mod units;

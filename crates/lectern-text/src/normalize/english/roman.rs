@@ -12,7 +12,7 @@ use super::{At, Reading, said};
 /// The value of a well-formed roman numeral in one case (`XLVIII`, `xlviii`), up to 3999;
 /// `None` for anything that is not the canonical spelling of its value ("IIII", "VX", "MIX"
 /// is 1009 and is well formed, which is why context is required too).
-pub(super) fn roman_value(s: &str) -> Option<u64> {
+pub(crate) fn roman_value(s: &str) -> Option<u64> {
     if s.is_empty()
         || !(s.bytes().all(|b| b.is_ascii_uppercase()) || s.bytes().all(|b| b.is_ascii_lowercase()))
     {
