@@ -2,6 +2,7 @@
 //! upstream's `speed`, and renders that mix voices, modes and paces without changing what any
 //! segment would be alone.
 
+use crate::common;
 use std::path::Path;
 
 use lectern_engine::backend::Mel;
@@ -41,6 +42,7 @@ fn voice_ids(t: &Tokenizer) -> Vec<u32> {
 
 #[test]
 fn zero_shot_input_is_transcript_text_and_prompt_tokens() {
+    let _one = common::one_at_a_time();
     let t = qwen2();
     assert_eq!(voice_ids(&t), cat(&[&SYSTEM, &[END_OF_PROMPT], &TRANSCRIPT_IDS]));
     let p = lm_prompt(&t, &Mode::ZeroShot, &voice_ids(&t), &[7, 8, 9], TEXT).unwrap();
@@ -56,6 +58,7 @@ fn zero_shot_input_is_transcript_text_and_prompt_tokens() {
 /// prompt text, and no prompt speech tokens for the LM.
 #[test]
 fn instruct_input_is_the_instruction_and_no_prompt_speech() {
+    let _one = common::one_at_a_time();
     let t = qwen2();
     assert_eq!(
         instruct_prompt(INSTRUCTION),
@@ -75,6 +78,7 @@ fn instruct_input_is_the_instruction_and_no_prompt_speech() {
 /// system prompt and `<|endofprompt|>`, which count towards the text's length rule.
 #[test]
 fn cross_lingual_input_leads_the_text_with_the_system_prompt() {
+    let _one = common::one_at_a_time();
     let t = qwen2();
     let p = lm_prompt(&t, &Mode::CrossLingual, &voice_ids(&t), &[7, 8, 9], TEXT).unwrap();
     let expected = LmPrompt {
@@ -89,6 +93,7 @@ fn cross_lingual_input_leads_the_text_with_the_system_prompt() {
 /// the output reads the input at `max((i + ½)·T/T' − ½, 0)`.
 #[test]
 fn pace_resamples_the_mel_linearly_in_time() {
+    let _one = common::one_at_a_time();
     let frames = 10;
     let data: Vec<f32> = (0..frames * 80).map(|i| (i / 80) as f32).collect(); // frame f = f
     let mel = Mel::new(frames, data).unwrap();
@@ -162,6 +167,7 @@ fn scene() -> Vec<SegmentSpec> {
 /// group (where groups cannot differ) the same audio.
 #[test]
 fn a_mixed_voice_render_is_each_segment_rendered_alone() {
+    let _one = common::one_at_a_time();
     let mixed = render(scene(), params(8, 0));
     let grouped = render(scene(), params(8, 100_000));
     for (i, spec) in scene().into_iter().enumerate() {
@@ -192,6 +198,7 @@ fn a_mixed_voice_render_is_each_segment_rendered_alone() {
 /// A take of a paced segment regenerates bit for bit from its record.
 #[test]
 fn a_paced_take_regenerates_from_its_record() {
+    let _one = common::one_at_a_time();
     let spec = scene()[2].clone();
     let first = render(vec![spec], params(1, 0)).remove(0);
     let h = Engine::spawn(FakeBackend::new(), "narrator", params(1, 0));

@@ -83,6 +83,7 @@ fn render(backend: FakeBackend, segments: Vec<SegmentSpec>, p: RenderParams) -> 
 
 #[test]
 fn overlap_changes_no_take() {
+    let _one = common::one_at_a_time();
     for (lanes, target) in [(1, 0), (3, 0), (4, 300), (8, 2000)] {
         let serial = render(FakeBackend::new(), manuscript(9), params(lanes, target, false));
         let overlapped =
@@ -103,6 +104,7 @@ fn overlap_changes_no_take() {
 
 #[test]
 fn a_backend_without_an_lm_stage_runs_inline() {
+    let _one = common::one_at_a_time();
     let events = render(FakeBackend::new(), manuscript(3), params(2, 0, true));
     assert!(!params_event(&events).overlap, "nothing to overlap with: reported off");
     assert_eq!(takes(&events).len(), 3);
@@ -164,6 +166,7 @@ fn gated(lanes: usize, hold_lm: bool) -> GatedRun {
 
 #[test]
 fn a_finished_lane_goes_to_the_flow_while_its_batch_decodes() {
+    let _one = common::one_at_a_time();
     let run = gated(3, true);
     // Equal lengths: no fast-start split, the three decode as one batch.
     let specs: Vec<SegmentSpec> =
@@ -185,6 +188,7 @@ fn a_finished_lane_goes_to_the_flow_while_its_batch_decodes() {
 
 #[test]
 fn the_lm_decodes_while_a_group_is_in_the_flow() {
+    let _one = common::one_at_a_time();
     let run = gated(1, false);
     run.h.tx.send(Request::Enqueue(manuscript(3))).unwrap();
     assert_eq!(run.lm_done.recv_timeout(WAIT).unwrap(), 0);
@@ -211,6 +215,7 @@ fn the_lm_decodes_while_a_group_is_in_the_flow() {
 
 #[test]
 fn a_segment_changed_while_the_lm_decodes_it_gets_fresh_tokens() {
+    let _one = common::one_at_a_time();
     let run = gated(1, false);
     let specs = manuscript(4);
     run.h.tx.send(Request::Enqueue(specs.clone())).unwrap();

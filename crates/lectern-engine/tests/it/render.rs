@@ -69,6 +69,7 @@ fn ids(takes: &[Take]) -> Vec<u64> {
 
 #[test]
 fn twelve_segments_render_in_order_with_sane_states() {
+    let _one = common::one_at_a_time();
     let h = Engine::spawn(FakeBackend::new(), "narrator", params(4, 2000));
     h.tx.send(Request::Enqueue(manuscript(12))).unwrap();
     let events = until_idle(&h);
@@ -110,6 +111,7 @@ fn twelve_segments_render_in_order_with_sane_states() {
 
 #[test]
 fn cancel_prioritise_nfe_and_group_changes_apply_at_the_next_group() {
+    let _one = common::one_at_a_time();
     let (backend, at_flow, go) = Gated::new(FakeBackend::new());
     let h = Engine::spawn(backend, "narrator", params(4, 0));
     // Planning units (group breaks after 0, 8 and 9): [0] [1 … 8] [9] [10 11].
@@ -165,6 +167,7 @@ fn cancel_prioritise_nfe_and_group_changes_apply_at_the_next_group() {
 
 #[test]
 fn reseed_makes_a_new_take_and_keeps_the_old() {
+    let _one = common::one_at_a_time();
     let h = Engine::spawn(FakeBackend::new(), "narrator", params(8, 2000));
     let specs = manuscript(3);
     h.tx.send(Request::Enqueue(specs.clone())).unwrap();
@@ -186,6 +189,7 @@ fn reseed_makes_a_new_take_and_keeps_the_old() {
 
 #[test]
 fn regeneration_from_a_record_is_bit_identical() {
+    let _one = common::one_at_a_time();
     let h = Engine::spawn(FakeBackend::new(), "narrator", params(8, 2000));
     h.tx.send(Request::Enqueue(manuscript(6))).unwrap();
     let first = takes(&until_idle(&h));
@@ -212,6 +216,7 @@ fn regeneration_from_a_record_is_bit_identical() {
 
 #[test]
 fn regenerating_a_broken_record_fails_cleanly() {
+    let _one = common::one_at_a_time();
     let h = Engine::spawn(FakeBackend::new(), "narrator", params(8, 2000));
     h.tx.send(Request::Enqueue(manuscript(1))).unwrap();
     let mut record = takes(&until_idle(&h))[0].record.clone();
@@ -224,6 +229,7 @@ fn regenerating_a_broken_record_fails_cleanly() {
 
 #[test]
 fn lanes_and_group_size_never_change_tokens_and_audio_follows_group_composition() {
+    let _one = common::one_at_a_time();
     let segs = manuscript(12);
     let solo_1 = render(segs.clone(), params(1, 0));
     let solo_4 = render(segs.clone(), params(4, 0));
@@ -293,6 +299,7 @@ impl lectern_engine::SynthBackend for FlakyFlow {
 /// goes on with the rest — and renders the failed segment when it is asked again.
 #[test]
 fn a_backend_error_in_one_segment_fails_it_and_the_engine_goes_on() {
+    let _one = common::one_at_a_time();
     let backend = FlakyFlow { inner: FakeBackend::new(), calls: 0, fail_call: 3 };
     // Group target 0: one segment per flow group, so exactly one segment meets the error.
     let h = Engine::spawn(backend, "narrator", params(4, 0));

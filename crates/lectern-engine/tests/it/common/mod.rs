@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use lectern_engine::backend::LmStage;
 use lectern_engine::protocol::LaneMemory;
@@ -57,4 +58,13 @@ impl SynthBackend for Gated {
     fn lm_stage(&mut self) -> Option<Box<dyn LmStage + Send>> {
         self.lm.take()
     }
+}
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Held for a whole test: this binary's tests run one at a time, as telemetry's timed render
+/// checks that the stage times account for the wall time, and a render beside it on the same
+/// cores would add waits that are nobody's stage.
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner)
 }
