@@ -540,25 +540,10 @@ fn is_money(source: &str, keys: &[&str]) -> bool {
     source.contains(['£', '$', '€', '¥', '¢']) || keys.iter().any(old)
 }
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-
 /// A month name, or its three-letter abbreviation (`Jan`, `Sept`).
 fn is_month(word: &str) -> bool {
     let w = word.trim_end_matches('.');
-    MONTHS.iter().any(|m| {
+    crate::normalize::MONTHS.iter().any(|m| {
         m.eq_ignore_ascii_case(w) || (w.len() >= 3 && m.starts_with(w) && w.len() <= 4 && w != "Ma")
     })
 }

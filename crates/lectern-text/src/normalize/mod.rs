@@ -18,7 +18,7 @@
 mod chinese;
 mod english;
 
-pub(crate) use english::roman_value;
+pub(crate) use english::{MONTHS, roman_value};
 
 pub use chinese::cardinal_zh;
 pub use english::numbers::{cardinal_en, ordinal_en, year_en};

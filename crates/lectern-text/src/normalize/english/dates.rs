@@ -6,7 +6,8 @@
 use super::numbers::{leading_digits, ordinal_en, year_en, year_plain_en, year_tail_en};
 use super::{At, Reading, said};
 
-const MONTHS: [&str; 12] = [
+/// The months, in order (also what the reading report knows a date by).
+pub(crate) const MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",

@@ -15,6 +15,7 @@ mod fractions;
 mod money;
 mod roman;
 
+pub(crate) use dates::MONTHS;
 pub(crate) use roman::roman_value;
 mod symbols;
 mod times;
