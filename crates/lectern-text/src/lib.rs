@@ -42,6 +42,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod archive;
 pub mod cjk;
 pub mod document;
 pub mod docx;

@@ -19,26 +19,16 @@ mod styles;
 mod xml;
 
 use std::collections::HashMap;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::archive::{Archive as Container, ArchiveError, ArchiveKind};
 use crate::{BookInfo, Document, ReadPolicy};
 use package::{CoreProperties, Relationship};
 use styles::Styles;
 
-/// Why a manuscript could not be read; every variant names the file and, where one is at
-/// fault, the entry inside it.
-#[derive(Debug, thiserror::Error)]
-pub enum DocxError {
-    #[error("cannot read {path}: {cause}")]
-    Io { path: PathBuf, cause: std::io::Error },
-    #[error("{path}: not a Word document (not a ZIP container: {reason})")]
-    NotZip { path: PathBuf, reason: String },
-    #[error("{path}: the Word document has no entry `{entry}` ({why})")]
-    Missing { path: PathBuf, entry: String, why: String },
-    #[error("{path}: entry `{entry}`: {reason}")]
-    Entry { path: PathBuf, entry: String, reason: String },
-}
+/// Why a manuscript could not be read ([`ArchiveError`], naming the file and the entry at
+/// fault).
+pub type DocxError = ArchiveError;
 
 pub type Result<T> = std::result::Result<T, DocxError>;
 
@@ -50,51 +40,8 @@ pub fn is_docx(path: &Path) -> bool {
 /// Where the main part is when the package has no relationships part.
 const DEFAULT_MAIN: &str = "word/document.xml";
 
-/// An open DOCX container.
-struct Container {
-    path: PathBuf,
-    zip: zip::ZipArchive<std::fs::File>,
-}
-
+/// The container's own parts: its relationships.
 impl Container {
-    fn open(path: &Path) -> Result<Self> {
-        let file = std::fs::File::open(path)
-            .map_err(|cause| DocxError::Io { path: path.to_path_buf(), cause })?;
-        let zip = zip::ZipArchive::new(file)
-            .map_err(|e| DocxError::NotZip { path: path.to_path_buf(), reason: e.to_string() })?;
-        Ok(Self { path: path.to_path_buf(), zip })
-    }
-
-    fn has(&self, entry: &str) -> bool {
-        self.zip.index_for_name(entry).is_some()
-    }
-
-    /// An entry as UTF-8 text (a BOM is skipped); `why` says what it was needed for, for the
-    /// error when it is absent.
-    fn text(&mut self, entry: &str, why: &str) -> Result<String> {
-        let path = &self.path;
-        let entry_error =
-            |reason: String| DocxError::Entry { path: path.clone(), entry: entry.into(), reason };
-        let mut file = self.zip.by_name(entry).map_err(|e| match e {
-            zip::result::ZipError::FileNotFound => DocxError::Missing {
-                path: path.clone(),
-                entry: entry.to_string(),
-                why: why.to_string(),
-            },
-            other => entry_error(other.to_string()),
-        })?;
-        let mut bytes = Vec::with_capacity(file.size().min(1 << 26) as usize);
-        file.read_to_end(&mut bytes).map_err(|e| entry_error(e.to_string()))?;
-        drop(file);
-        let text = String::from_utf8(bytes)
-            .map_err(|e| self.entry_error(entry, format!("not UTF-8 text ({e})")))?;
-        Ok(text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text))
-    }
-
-    fn entry_error(&self, entry: &str, reason: String) -> DocxError {
-        DocxError::Entry { path: self.path.clone(), entry: entry.to_string(), reason }
-    }
-
     /// The relationships of `source` (`""`: the package's), empty when it has none.
     fn relationships(&mut self, source: &str) -> Result<Vec<Relationship>> {
         let rels =
@@ -144,7 +91,7 @@ impl Parts {
 /// Reads a manuscript: its metadata and its chapters of headings and paragraphs, in reading
 /// order, with what was left out.
 pub fn read(path: &Path, policy: &ReadPolicy) -> Result<Document> {
-    let mut c = Container::open(path)?;
+    let mut c = Container::open(path, ArchiveKind::Docx)?;
     let parts = Parts::find(&mut c)?;
     let styles = match &parts.styles {
         Some(entry) => {

@@ -17,27 +17,16 @@ mod ssml;
 mod xhtml;
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::archive::{Archive as Container, ArchiveError, ArchiveKind};
 use crate::{BookInfo, Cover, Document, NotesPolicy, ReadPolicy};
 use chapters::Piece;
 use package::{Nav, Package};
 use xhtml::Notes;
 
-/// Why a book could not be read; every variant names the book and, where one is at fault,
-/// the entry inside it.
-#[derive(Debug, thiserror::Error)]
-pub enum EpubError {
-    #[error("cannot read {path}: {cause}")]
-    Io { path: PathBuf, cause: std::io::Error },
-    #[error("{path}: not an EPUB (not a ZIP container: {reason})")]
-    NotZip { path: PathBuf, reason: String },
-    #[error("{path}: the EPUB has no entry `{entry}` ({why})")]
-    Missing { path: PathBuf, entry: String, why: String },
-    #[error("{path}: entry `{entry}`: {reason}")]
-    Entry { path: PathBuf, entry: String, reason: String },
-}
+/// Why a book could not be read ([`ArchiveError`], naming the book and the entry at fault).
+pub type EpubError = ArchiveError;
 
 pub type Result<T> = std::result::Result<T, EpubError>;
 
@@ -46,56 +35,10 @@ pub fn is_epub(path: &Path) -> bool {
     path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("epub"))
 }
 
-/// An open EPUB container.
-struct Container {
-    path: PathBuf,
-    zip: zip::ZipArchive<std::fs::File>,
-}
-
-impl Container {
-    fn open(path: &Path) -> Result<Self> {
-        let file = std::fs::File::open(path)
-            .map_err(|cause| EpubError::Io { path: path.to_path_buf(), cause })?;
-        let zip = zip::ZipArchive::new(file)
-            .map_err(|e| EpubError::NotZip { path: path.to_path_buf(), reason: e.to_string() })?;
-        Ok(Self { path: path.to_path_buf(), zip })
-    }
-
-    /// An entry's bytes; `why` says what it was needed for, for the error when it is absent.
-    fn bytes(&mut self, entry: &str, why: &str) -> Result<Vec<u8>> {
-        let path = &self.path;
-        let entry_error =
-            |reason: String| EpubError::Entry { path: path.clone(), entry: entry.into(), reason };
-        let mut file = self.zip.by_name(entry).map_err(|e| match e {
-            zip::result::ZipError::FileNotFound => EpubError::Missing {
-                path: path.clone(),
-                entry: entry.to_string(),
-                why: why.to_string(),
-            },
-            other => entry_error(other.to_string()),
-        })?;
-        let mut out = Vec::with_capacity(file.size().min(1 << 26) as usize);
-        file.read_to_end(&mut out).map_err(|e| entry_error(e.to_string()))?;
-        Ok(out)
-    }
-
-    /// An entry as UTF-8 text (a BOM is skipped).
-    fn text(&mut self, entry: &str, why: &str) -> Result<String> {
-        let bytes = self.bytes(entry, why)?;
-        let text = String::from_utf8(bytes)
-            .map_err(|e| self.entry_error(entry, format!("not UTF-8 text ({e})")))?;
-        Ok(text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text))
-    }
-
-    fn entry_error(&self, entry: &str, reason: String) -> EpubError {
-        EpubError::Entry { path: self.path.clone(), entry: entry.to_string(), reason }
-    }
-}
-
 /// Reads a book under a reading policy: its metadata, its chapters of headings, paragraphs,
 /// stanzas and table rows in reading order, their marks, and what was left out.
 pub fn read(path: &Path, policy: &ReadPolicy) -> Result<Document> {
-    let mut container = Container::open(path)?;
+    let mut container = Container::open(path, ArchiveKind::Epub)?;
     let opf_path = rootfile(&mut container)?;
     let opf = container.text(&opf_path, "the package document named by META-INF/container.xml")?;
     let mut pkg =
