@@ -29,13 +29,19 @@
 //!   (`<html xml:lang>`) is the document's own, which the book's `dc:language` speaks for.
 //!   Table cells and captions keep the language of the text around the table.
 
+mod contents;
+mod notes;
+
 use std::collections::{HashMap, HashSet};
 
 use quick_xml::events::{BytesStart, Event};
 
+use contents::drop_contents_pages;
+pub(super) use notes::collect_notes;
+
 use super::package::{attr, local, reader, resolve_ref, xml_error};
 use super::resolve_href;
-use super::semantics::{self, Meaning, is_contents_heading, is_note_marker, is_page_number};
+use super::semantics::{self, Meaning, is_note_marker, is_page_number};
 use crate::document::excerpt;
 use crate::policy::{NotesPolicy, ReadPolicy, SkipReason};
 use crate::{DocBlock, SegmentKind};
@@ -923,124 +929,4 @@ fn line_languages(
 /// word joiner (Standard Ebooks puts one before every em dash), the byte-order mark.
 fn is_invisible(c: char) -> bool {
     matches!(c, '\u{ad}' | '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}')
-}
-
-/// Takes a printed contents page out of a part: a run of [`CONTENTS_RUN`] or more blocks that
-/// are only links into the book, and the "Contents" heading right before it.
-fn drop_contents_pages(part: &mut Part) {
-    let n = part.blocks.len();
-    let mut drop = vec![false; n];
-    let mut k = 0;
-    while k < n {
-        let run = part.linked[k..].iter().take_while(|l| **l).count();
-        if run >= CONTENTS_RUN {
-            drop[k..k + run].iter_mut().for_each(|d| *d = true);
-            if k > 0
-                && part.blocks[k - 1].kind == SegmentKind::Heading
-                && is_contents_heading(&part.blocks[k - 1].text)
-            {
-                drop[k - 1] = true;
-            }
-        }
-        k += run.max(1);
-    }
-    if !drop.contains(&true) {
-        return;
-    }
-    let mut kept_before = Vec::with_capacity(n + 1);
-    let mut kept = 0;
-    for d in &drop {
-        kept_before.push(kept);
-        kept += usize::from(!d);
-    }
-    kept_before.push(kept);
-    for s in &mut part.skips {
-        s.block = kept_before[s.block.min(n)];
-    }
-    let mut first_dropped = None;
-    let mut text = String::new();
-    let blocks = std::mem::take(&mut part.blocks);
-    for (i, b) in blocks.into_iter().enumerate() {
-        if drop[i] {
-            first_dropped.get_or_insert(kept_before[i]);
-            if text.len() < 4 * crate::document::SKIP_EXCERPT_CHARS {
-                text.push_str(&b.text);
-                text.push_str(". ");
-            }
-        } else {
-            part.blocks.push(b);
-        }
-    }
-    part.linked = vec![false; part.blocks.len()];
-    let chars = text.chars().filter(|c| !c.is_whitespace()).count();
-    part.skips.push(PartSkip {
-        block: first_dropped.unwrap_or(0),
-        reason: SkipReason::Navigation,
-        kind: Some("toc".into()),
-        text: excerpt(&text),
-        chars,
-    });
-    part.skips.sort_by_key(|s| s.block);
-}
-
-/// The notes of a content document by id (`footnote`, `endnote`, `rearnote`, `note`), their
-/// text without backlinks, markers or page numbers.
-pub(super) fn collect_notes(xml: &str) -> Result<Vec<(String, String)>, String> {
-    let mut r = reader(xml);
-    let mut out = Vec::new();
-    // The note being read: (its depth, id, text); and the depth of a skipped subtree.
-    let mut note: Option<(usize, String, String)> = None;
-    let mut skip_from: Option<usize> = None;
-    let mut depth = 0usize;
-    let policy = ReadPolicy::default();
-    loop {
-        let event = r.read_event().map_err(|e| xml_error(&r, &e))?;
-        match event {
-            Event::Start(e) => {
-                depth += 1;
-                let name = local(&e);
-                let m = semantics::meaning(&e, &name, &policy);
-                if note.is_none() && m.note {
-                    if let Some(id) = attr(&e, "id") {
-                        note = Some((depth, id, String::new()));
-                    }
-                } else if note.is_some()
-                    && skip_from.is_none()
-                    && (m.silent || m.never.is_some() || m.noteref)
-                {
-                    skip_from = Some(depth);
-                } else if note.is_some() && BLOCKS.contains(&name.as_str()) {
-                    if let Some((_, _, t)) = note.as_mut() {
-                        t.push(' ');
-                    }
-                }
-            }
-            Event::End(_) => {
-                if skip_from == Some(depth) {
-                    skip_from = None;
-                }
-                if note.as_ref().is_some_and(|(d, _, _)| *d == depth) {
-                    let (_, id, text) = note.take().expect("a note");
-                    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-                    if !text.is_empty() {
-                        out.push((id, text));
-                    }
-                }
-                depth = depth.saturating_sub(1);
-            }
-            Event::Text(t) if skip_from.is_none() => {
-                if let Some((_, _, text)) = note.as_mut() {
-                    text.push_str(&t.xml10_content());
-                }
-            }
-            Event::GeneralRef(g) if skip_from.is_none() => {
-                if let Some((_, _, text)) = note.as_mut() {
-                    text.push_str(&resolve_ref(&g)?);
-                }
-            }
-            Event::Eof => break,
-            _ => {}
-        }
-    }
-    Ok(out)
 }
