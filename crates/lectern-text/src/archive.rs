@@ -1,8 +1,9 @@
 //! The ZIP container both document readers open (an EPUB, a Word document), and its errors:
 //! each names the file and, where one is at fault, the entry inside it.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
+
+use crate::limits::{InputLimits, LimitError, read_at_most, require_regular};
 
 /// Which kind of document a container holds, for its messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,17 +40,27 @@ pub enum ArchiveError {
     Missing { kind: ArchiveKind, path: PathBuf, entry: String, why: String },
     #[error("{path}: entry `{entry}`: {reason}")]
     Entry { path: PathBuf, entry: String, reason: String },
+    #[error(transparent)]
+    Limit(#[from] LimitError),
 }
 
-/// An open container.
+/// An open container, read within [`InputLimits`].
 pub(crate) struct Archive {
     kind: ArchiveKind,
     path: PathBuf,
     zip: zip::ZipArchive<std::fs::File>,
+    limits: InputLimits,
+    /// Bytes inflated so far, all entries together.
+    inflated: u64,
 }
 
 impl Archive {
     pub(crate) fn open(path: &Path, kind: ArchiveKind) -> Result<Self, ArchiveError> {
+        // A missing file is an I/O error as before; a FIFO or device is refused before it is
+        // opened (opening a FIFO would block).
+        std::fs::metadata(path)
+            .map_err(|cause| ArchiveError::Io { path: path.to_path_buf(), cause })?;
+        require_regular(path, &path.display().to_string())?;
         let file = std::fs::File::open(path)
             .map_err(|cause| ArchiveError::Io { path: path.to_path_buf(), cause })?;
         let zip = zip::ZipArchive::new(file).map_err(|e| ArchiveError::NotZip {
@@ -57,7 +68,13 @@ impl Archive {
             path: path.to_path_buf(),
             reason: e.to_string(),
         })?;
-        Ok(Self { kind, path: path.to_path_buf(), zip })
+        Ok(Self {
+            kind,
+            path: path.to_path_buf(),
+            zip,
+            limits: InputLimits::from_env(),
+            inflated: 0,
+        })
     }
 
     pub(crate) fn has(&self, entry: &str) -> bool {
@@ -81,8 +98,21 @@ impl Archive {
             },
             other => entry_error(other.to_string()),
         })?;
-        let mut out = Vec::with_capacity(file.size().min(1 << 26) as usize);
-        file.read_to_end(&mut out).map_err(|e| entry_error(e.to_string()))?;
+        let what = format!("{}: entry `{entry}`", path.display());
+        let limits = self.limits;
+        let stored = file.compressed_size().max(1);
+        // The header's sizes refuse a bomb before any inflating; the read stops at the limit
+        // whatever the header says, and the ratio is checked again on what was inflated.
+        check_ratio(&what, file.size(), limits.ratio, stored)?;
+        let left = limits.archive_bytes.saturating_sub(self.inflated);
+        let (limit, variable) = if left < limits.entry_bytes {
+            (left, "LECTERN_MAX_BOOK_MB")
+        } else {
+            (limits.entry_bytes, "LECTERN_MAX_ENTRY_MB")
+        };
+        let out = read_at_most(&mut file, limit, &what, variable)?;
+        check_ratio(&what, out.len() as u64, limits.ratio, stored)?;
+        self.inflated += out.len() as u64;
         Ok(out)
     }
 
@@ -94,7 +124,22 @@ impl Archive {
         Ok(text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text))
     }
 
+    /// The limits this archive is read within (a cover's image checks).
+    pub(crate) fn limits(&self) -> &InputLimits {
+        &self.limits
+    }
+
     pub(crate) fn entry_error(&self, entry: &str, reason: String) -> ArchiveError {
         ArchiveError::Entry { path: self.path.clone(), entry: entry.to_string(), reason }
     }
+}
+
+/// Refuses an entry that inflates more than `limit` times its `stored` size, once it is large
+/// enough to matter.
+fn check_ratio(what: &str, inflated: u64, limit: u64, stored: u64) -> Result<(), LimitError> {
+    let ratio = inflated / stored;
+    if inflated > InputLimits::RATIO_FLOOR && ratio > limit {
+        return Err(LimitError::Ratio { what: what.to_string(), ratio, limit });
+    }
+    Ok(())
 }

@@ -35,6 +35,10 @@ pub struct BookInfo {
     /// naming its file and word: those words are read as printed. The dry run lists them.
     #[serde(skip)]
     pub lexicon_warnings: Vec<String>,
+    /// What else of the book could not be used (a cover that is no JPEG or PNG of sane size),
+    /// each naming its entry. The dry run lists them.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// A cover image, as stored in the book.

@@ -50,6 +50,7 @@ pub mod epub;
 pub mod hashing;
 pub mod ipa;
 pub mod kind;
+pub mod limits;
 pub mod manuscript;
 pub mod mapped;
 pub mod markup;
@@ -66,6 +67,7 @@ use std::path::PathBuf;
 
 pub use document::{BookInfo, Cover, DocBlock, DocChapter, DocMark, DocSkip, Document};
 pub use kind::SegmentKind;
+pub use limits::InputLimits;
 pub use manuscript::{
     Chapter, Format, Frontend, Manuscript, Mark, ParseOptions, PauseDefaults, Position, Segment,
     Skipped, Span, Unspoken, UnspokenPolicy, Voicing,
@@ -95,6 +97,8 @@ pub enum TextError {
     Pronunciation { path: PathBuf, line: usize, reason: String },
     #[error("tokenizer: {0}")]
     Tokenizer(String),
+    #[error(transparent)]
+    Limit(#[from] limits::LimitError),
 }
 
 pub type Result<T> = std::result::Result<T, TextError>;

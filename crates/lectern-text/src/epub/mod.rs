@@ -44,11 +44,9 @@ pub fn read(path: &Path, policy: &ReadPolicy) -> Result<Document> {
     let mut pkg =
         Package::parse(&opf, &opf_path).map_err(|r| container.entry_error(&opf_path, r))?;
     let nav = navigation(&mut container, &mut pkg)?;
+    let mut warnings = Vec::new();
     let cover = match &pkg.cover_href {
-        Some(href) => {
-            let media_type = pkg.media_type_of(href).unwrap_or("image/jpeg").to_string();
-            Some(Cover { media_type, bytes: container.bytes(href, "the cover image")? })
-        }
+        Some(href) => cover(&mut container, href, &pkg, &mut warnings)?,
         None => None,
     };
     // The book's pronunciation lexicons, and what of them and of its `ssml:ph` cannot be used.
@@ -67,8 +65,26 @@ pub fn read(path: &Path, policy: &ReadPolicy) -> Result<Document> {
     let pieces = pieces(&mut container, &pkg, &nav, policy, &notes, &mut lexicon_warnings)?;
     let roles = chapters::roles(&nav.toc, &pieces, policy.chapter_level);
     let mut doc = chapters::assemble(pieces, &nav.toc, &roles);
-    doc.info = BookInfo { lexicon, lexicon_warnings, ..info };
+    doc.info = BookInfo { lexicon, lexicon_warnings, warnings, ..info };
     Ok(doc)
+}
+
+/// The book's cover: its bytes within the archive's limits (a bomb is an error, as anywhere in
+/// the book), kept only when they are a JPEG or PNG of sane size; another image (an SVG, a GIF)
+/// or a broken one is left out with a warning, and the book is read without a cover.
+fn cover(
+    container: &mut Container,
+    href: &str,
+    pkg: &Package,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Cover>> {
+    let bytes = container.bytes(href, "the cover image")?;
+    if let Err(why) = container.limits().check_image(&bytes, &format!("the cover `{href}`")) {
+        warnings.push(format!("{why}: the book is read without a cover"));
+        return Ok(None);
+    }
+    let media_type = pkg.media_type_of(href).unwrap_or("image/jpeg").to_string();
+    Ok(Some(Cover { media_type, bytes }))
 }
 
 /// The package document's path, from `META-INF/container.xml`.

@@ -367,8 +367,7 @@ pub struct Manuscript {
 impl Manuscript {
     /// Reads and parses a file (format from `opts.format` or the extension).
     pub fn load(path: &Path, opts: &ParseOptions<'_>) -> Result<Self> {
-        let bytes = std::fs::read(path)
-            .map_err(|cause| TextError::Io { path: path.to_path_buf(), cause })?;
+        let bytes = crate::InputLimits::from_env().read_manuscript(path)?;
         let src = decode(&bytes, path)?;
         let format = opts.format.unwrap_or_else(|| Format::from_path(path));
         let m = parse_source(src, format, opts, path)?;

@@ -5,6 +5,7 @@ mod docx;
 mod english;
 mod epub;
 mod golden_languages;
+mod hostile;
 mod language;
 mod manuscript;
 mod markdown;
