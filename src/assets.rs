@@ -6,6 +6,10 @@
 //!   demo voice are embedded by the `lectern` binary ([`register_demo`]) and materialised once
 //!   into `DATA/demo/` on first use, checked against a fingerprint of the embedded bytes, so a
 //!   `cargo install`ed or copied binary opens the workstation with no source tree around.
+//!   The installed files heal themselves ([`ensure_demo`]): each start compares every file's
+//!   size with the embedded one (a few `stat`s); a file whose modification time changed since
+//!   it was last verified, and every file once every [`FULL_CHECK_DAYS`] days, is compared
+//!   byte for byte with the embedded bytes. A damaged or missing file is written again.
 //!   The bytes are embedded by the binary, not by this library, so the test binaries that link
 //!   the library do not each carry 34 MB.
 //! - Platform directories come from the `dirs` crate: `CONFIG` = `~/.config/lectern` on Linux
@@ -88,11 +92,124 @@ pub fn ensure_demo() -> anyhow::Result<PathBuf> {
     };
     let want = fingerprint(files);
     if has_stamp(&dir, &want) {
+        heal(&dir, files)
+            .with_context(|| format!("repairing the demo model in {}", dir.display()))?;
         return Ok(dir);
     }
     install_locked(&dir, files, &want)
         .with_context(|| format!("installing the demo model in {}", dir.display()))?;
     Ok(dir)
+}
+
+/// How often every installed demo file is compared with the embedded bytes even when its size
+/// and modification time look unchanged (a flipped bit changes neither).
+pub const FULL_CHECK_DAYS: u64 = 7;
+
+/// What was verified of the installed demo: when every file was last compared in full, and each
+/// file's modification time when it was.
+const VERIFIED: &str = ".verified";
+
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Verified {
+    full_check_s: u64,
+    mtimes_ns: std::collections::BTreeMap<String, u128>,
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> u128 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos())
+}
+
+/// The installed demo files that differ from the embedded ones: by size always, by content
+/// when their modification time changed since the last verification or a full check is due.
+fn damaged_files<'a>(
+    dir: &Path,
+    files: &'a [EmbeddedFile],
+    verified: &Verified,
+    full: bool,
+) -> Vec<&'a EmbeddedFile> {
+    files
+        .iter()
+        .filter(|f| {
+            let path = dir.join(f.path);
+            let Ok(meta) = std::fs::metadata(&path) else { return true };
+            if meta.len() != f.bytes.len() as u64 {
+                return true;
+            }
+            let changed = verified.mtimes_ns.get(f.path) != Some(&mtime_ns(&meta));
+            (full || changed) && std::fs::read(&path).map_or(true, |b| b != f.bytes)
+        })
+        .collect()
+}
+
+/// Verifies the installed demo ([`damaged_files`]) and writes damaged files again from the
+/// embedded bytes, under the install lock.
+fn heal(dir: &Path, files: &[EmbeddedFile]) -> anyhow::Result<()> {
+    let verified: Verified = std::fs::read(dir.join(VERIFIED))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let full = now_s().saturating_sub(verified.full_check_s) >= FULL_CHECK_DAYS * 86_400;
+    let up_to_date = !full
+        && files.iter().all(|f| {
+            std::fs::metadata(dir.join(f.path)).is_ok_and(|m| {
+                m.len() == f.bytes.len() as u64
+                    && verified.mtimes_ns.get(f.path) == Some(&mtime_ns(&m))
+            })
+        });
+    if up_to_date {
+        return Ok(());
+    }
+    let _lock = demo_lock(dir)?;
+    for f in damaged_files(dir, files, &verified, full) {
+        rewrite(dir, f).with_context(|| format!("writing {} again", f.path))?;
+        eprintln!("lectern: the demo file {} was damaged; it was written again", f.path);
+    }
+    record_verified(dir, files, if full { now_s() } else { verified.full_check_s })
+}
+
+/// Writes one demo file again, atomically (a reader keeps the file it opened).
+fn rewrite(dir: &Path, f: &EmbeddedFile) -> anyhow::Result<()> {
+    let path = dir.join(f.path);
+    let parent = path.parent().context("demo file has no folder")?;
+    std::fs::create_dir_all(parent)?;
+    let tmp = tempfile::NamedTempFile::new_in(parent)?;
+    std::fs::write(tmp.path(), f.bytes)?;
+    tmp.persist(&path)?;
+    Ok(())
+}
+
+/// Records every file's modification time as verified now.
+fn record_verified(dir: &Path, files: &[EmbeddedFile], full_check_s: u64) -> anyhow::Result<()> {
+    let mut v = Verified { full_check_s, ..Verified::default() };
+    for f in files {
+        if let Ok(meta) = std::fs::metadata(dir.join(f.path)) {
+            v.mtimes_ns.insert(f.path.to_string(), mtime_ns(&meta));
+        }
+    }
+    let tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::fs::write(tmp.path(), serde_json::to_vec(&v)?)?;
+    tmp.persist(dir.join(VERIFIED))?;
+    Ok(())
+}
+
+/// The lock beside the demo folder that installs and repairs hold.
+fn demo_lock(dir: &Path) -> anyhow::Result<std::fs::File> {
+    let parent = dir.parent().context("demo directory has no parent")?;
+    std::fs::create_dir_all(parent)?;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(parent.join(".demo.lock"))?;
+    fs2::FileExt::lock_exclusive(&lock)?;
+    Ok(lock)
 }
 
 fn has_stamp(dir: &Path, stamp: &str) -> bool {
@@ -103,19 +220,14 @@ fn has_stamp(dir: &Path, stamp: &str) -> bool {
 /// (tests, a narrator's two terminals) would otherwise remove a stale copy while another
 /// renames the fresh one in ("Directory not empty"), or remove the fresh one under a reader.
 fn install_locked(dir: &Path, files: &[EmbeddedFile], stamp: &str) -> anyhow::Result<()> {
-    let parent = dir.parent().context("demo directory has no parent")?;
-    std::fs::create_dir_all(parent)?;
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(parent.join(".demo.lock"))?;
-    fs2::FileExt::lock_exclusive(&lock)?;
+    let _lock = demo_lock(dir)?;
     // Another process may have installed it while this one waited.
     if has_stamp(dir, stamp) {
         return Ok(());
     }
-    materialise(dir, files, stamp)
+    materialise(dir, files, stamp)?;
+    // Just written from the embedded bytes: verified, fully, now.
+    record_verified(dir, files, now_s())
 }
 
 fn materialise(dir: &Path, files: &[EmbeddedFile], stamp: &str) -> anyhow::Result<()> {

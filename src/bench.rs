@@ -340,6 +340,8 @@ pub struct WorkloadOptions {
     pub weights_seed: u64,
     /// Print the table (off for `--json` and tests).
     pub print: bool,
+    /// Only this share of the workload's segments (`render --shard`'s split).
+    pub shard: Option<crate::session::plan::Shard>,
 }
 
 impl WorkloadOptions {
@@ -363,6 +365,7 @@ impl WorkloadOptions {
             config: ModelConfig::full_size(),
             weights_seed: 0,
             print: true,
+            shard: None,
         }
     }
 }
@@ -454,12 +457,19 @@ fn cpu_model() -> String {
 /// off; returns the figures as JSON.
 pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
     ensure!(!opts.lanes.is_empty(), "no lanes given");
-    let segs = segments(
+    let mut segs = segments(
         &opts.workload.text(),
         opts.tokens_per_word,
         opts.max_segments,
         opts.lead_sentence,
     )?;
+    if let Some(shard) = opts.shard {
+        let sizes = segs.iter().map(|s| (s.spec.text.chars().count(), s.spec.group_break_after));
+        let mask = crate::session::plan::shard_mask(sizes, shard);
+        let mut keep = mask.into_iter();
+        segs.retain(|_| keep.next().unwrap_or(false));
+        ensure!(!segs.is_empty(), "shard {shard} of this workload has no segment");
+    }
     let words: usize = segs.iter().map(|s| s.words).sum();
     let text_ids: usize = segs.iter().map(|s| s.text_ids.len()).sum();
     let forced_tokens: usize = segs.iter().map(|s| s.forced_tokens).sum();
@@ -470,9 +480,10 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
         }
     };
     say(format!(
-        "workload {}: {} segments, {words} words, {text_ids} stand-in text ids ({:.2}/word), \
+        "workload {}{}: {} segments, {words} words, {text_ids} stand-in text ids ({:.2}/word), \
          {forced_tokens} forced speech tokens ({} per word), {audio_s:.1} s of audio",
         opts.workload.name(),
+        opts.shard.map_or(String::new(), |k| format!(" shard {k}")),
         segs.len(),
         text_ids as f64 / words as f64,
         opts.tokens_per_word
@@ -557,6 +568,7 @@ pub fn run(opts: &WorkloadOptions) -> anyhow::Result<Value> {
     }
     Ok(json!({
         "workload": opts.workload.name(),
+        "shard": opts.shard.map(|k| k.to_string()),
         "model": info.model_id,
         "weights": "seeded random (seed 0), flow blocks share one weight set",
         "text_ids": "stand-in: one id per word (+1 per further 7 letters) and per punctuation mark",
@@ -663,7 +675,7 @@ fn run_engine(
                 samples_total += take.samples.len();
                 seg_figs.push(json!({
                     "id": r.segment_id,
-                    "words": segs[r.segment_id as usize].words,
+                    "words": segs.iter().find(|s| s.spec.id == r.segment_id).map_or(0, |s| s.words),
                     "tokens": r.tokens.len(),
                     "samples": take.samples.len(),
                     "group_size": r.group.segment_ids.len(),

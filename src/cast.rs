@@ -252,6 +252,14 @@ pub fn read_file(path: &Path) -> anyhow::Result<CastFile> {
     Ok(file)
 }
 
+/// A pace as people write it: at most two decimals, no trailing zeros (`1.2`, not the
+/// `1.2000000476837158` a pace read as `f32` becomes in `f64`).
+#[must_use]
+pub fn pace_label(pace: f64) -> String {
+    let s = format!("{pace:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 fn check_pace(pace: f64) -> anyhow::Result<()> {
     let (slowest, fastest) = (f64::from(*PACE_RANGE.start()), f64::from(*PACE_RANGE.end()));
     if !(slowest..=fastest).contains(&pace) {

@@ -183,6 +183,45 @@ impl Config {
     }
 }
 
+/// Sets `model` in the configuration file at `path` to `model` (`lectern model download`):
+/// a missing file starts from the commented template, and the file's comments and other keys
+/// are kept. The template's commented-out `# model = …` line gets the setting right below it.
+pub fn record_model(path: &Path, model: &Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => TEMPLATE.to_string(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let value = toml_edit::Value::from(model.display().to_string());
+    let mut doc: toml_edit::DocumentMut = text.parse().with_context(|| {
+        format!("{} is not valid TOML: set model = {value} in it by hand", path.display())
+    })?;
+    let commented = "# model = ";
+    let updated = if doc.contains_key("model") || !text.lines().any(|l| l.starts_with(commented)) {
+        doc["model"] = toml_edit::value(value);
+        doc.to_string()
+    } else {
+        let mut out = String::with_capacity(text.len() + 80);
+        let mut placed = false;
+        for line in text.split_inclusive('\n') {
+            out.push_str(line);
+            if !placed && line.starts_with(commented) {
+                out.push_str(&format!("model = {value}\n"));
+                placed = true;
+            }
+        }
+        out
+    };
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // Written beside it and renamed over it: an interrupted write leaves the old file whole.
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, updated.as_bytes())?;
+    tmp.persist(path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
 /// 1-based line of byte offset `at` in `text`.
 fn line_of(text: &str, at: usize) -> usize {
     text[..at.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
@@ -378,6 +417,38 @@ mod tests {
         assert!(e[0].message.contains("unknown key `book.narator`"), "{}", e[0].message);
         let (_, e) = parse("book = 3\n", Path::new("c.toml"));
         assert!(e[0].message.contains("must be a table"), "{}", e[0].message);
+    }
+
+    #[test]
+    fn recording_the_model_keeps_the_other_keys_and_comments() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("config.toml");
+        let text = "# mine\nnfe = 12 # fast\n\n[book]\nnarrator = \"Sam\"\n";
+        std::fs::write(&path, text).unwrap();
+        record_model(&path, Path::new("/m/Fun \"1\"")).unwrap();
+        record_model(&path, Path::new("/m/Fun 2")).unwrap();
+        let after = std::fs::read_to_string(&path).unwrap();
+        assert!(after.contains("# mine\n") && after.contains("nfe = 12 # fast"), "{after}");
+        assert_eq!(after.matches("model =").count(), 1, "{after}");
+        let (s, e) = parse(&after, &path);
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(s.model.as_deref(), Some(Path::new("/m/Fun 2")));
+        assert_eq!((s.nfe, s.book.narrator.as_deref()), (Some(12), Some("Sam")));
+    }
+
+    #[test]
+    fn a_new_file_gets_the_template_with_the_model_under_its_comment() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("lectern").join("config.toml");
+        record_model(&path, Path::new("/models/Fun")).unwrap();
+        let after = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            after.contains("# model = \"/path/to/Fun-CosyVoice3-0.5B\"\nmodel = \"/models/Fun\"\n")
+        );
+        assert_eq!(after.len(), TEMPLATE.len() + "model = \"/models/Fun\"\n".len());
+        let (s, e) = parse(&after, &path);
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(s.model.as_deref(), Some(Path::new("/models/Fun")));
     }
 
     #[test]

@@ -4,11 +4,14 @@
 //! documented in `docs/dry-run.md` ([`SCHEMA`] names the version: within `/1` fields are only
 //! added, never renamed, removed or given another meaning).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
+use anyhow::Context;
+
 use crate::cast::{Cast, Role};
+use crate::review::CastingOverride;
 use lectern_engine::protocol::Mode;
 use lectern_text::reading_report::ReadingReport;
 use lectern_text::{Boundary, Lang, Manuscript, Segment, SegmentLimits, SkipReason, Tokenizer};
@@ -210,7 +213,7 @@ impl SpokenBy {
             _ => {}
         }
         if self.pace != 1.0 {
-            out.push_str(&format!(" · pace {}", self.pace));
+            out.push_str(&format!(" · pace {}", crate::cast::pace_label(self.pace)));
         }
         Some(out)
     }
@@ -224,13 +227,34 @@ pub fn dry_run(
     cast: &Cast,
     manuscript: &Path,
 ) -> anyhow::Result<DryRun> {
-    let segments = listing(book, tokenizer, cast, manuscript)?;
+    let project = crate::store::Project::dir_for_manuscript(manuscript);
+    dry_run_in(book, tokenizer, cast, manuscript, Some(&project))
+}
+
+/// [`dry_run`] with the project that keeps the book's takes (`None`: a scratch render): the
+/// narrator's casting choices in it (voice and style chosen in the workstation) apply, as they
+/// do in `render`, and every voice the cast and the manuscript name is checked as `render`
+/// checks it, so the dry run refuses what the render would refuse.
+pub fn dry_run_in(
+    book: &Manuscript,
+    tokenizer: &Tokenizer,
+    cast: &Cast,
+    manuscript: &Path,
+    project: Option<&Path>,
+) -> anyhow::Result<DryRun> {
+    let overrides = match project {
+        Some(dir) => project_overrides(dir)?,
+        None => HashMap::new(),
+    };
+    let mut voices = VoiceCheck::of_cast(cast)?;
+    let segments = listing_as(book, tokenizer, cast, manuscript, &overrides, &mut voices)?;
     let chapters = chapters(book);
     let summary = summary(book);
     let mut warnings = warnings(&chapters, &summary);
     warnings.extend(unspoken_warning(book));
     // The book's own pronunciations (EPUB lexicon, ssml:ph) it could not use: read as printed.
     warnings.extend(book.info.lexicon_warnings.iter().map(|w| format!("pronunciation: {w}")));
+    warnings.extend(book.info.warnings.iter().cloned());
     Ok(DryRun {
         schema: SCHEMA,
         book: BookSummary {
@@ -256,12 +280,91 @@ pub fn listing(
     cast: &Cast,
     manuscript: &Path,
 ) -> anyhow::Result<Vec<ListedSegment>> {
+    let mut voices = VoiceCheck::of_cast(cast)?;
+    listing_as(book, tokenizer, cast, manuscript, &HashMap::new(), &mut voices)
+}
+
+/// The narrator's casting choices kept in a project, by the (content hash, occurrence) key the
+/// store gives segments. The database is only read; no project is no choice.
+pub fn project_overrides(dir: &Path) -> anyhow::Result<HashMap<(u64, u32), CastingOverride>> {
+    let path = dir.join(crate::store::DB_FILE);
+    if !path.is_file() {
+        return Ok(HashMap::new());
+    }
+    let read = || -> rusqlite::Result<Vec<(u64, u32, CastingOverride)>> {
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+        let conn = rusqlite::Connection::open_with_flags(&path, flags)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        crate::store::db::casting_overrides(&conn)
+    };
+    let rows = read()
+        .with_context(|| format!("reading the casting choices of the project {}", dir.display()))?;
+    Ok(rows.into_iter().map(|(hash, dup, over)| ((hash, dup), over)).collect())
+}
+
+/// The voices a render would load, checked as it checks them: the book's voice, and each other
+/// one the cast or the manuscript names loaded once ([`crate::voices::load`]).
+struct VoiceCheck {
+    book_voice: String,
+    loaded: HashSet<String>,
+}
+
+impl VoiceCheck {
+    /// The cast's characters' voices, each checked as the render's session loads them.
+    fn of_cast(cast: &Cast) -> anyhow::Result<Self> {
+        let mut check = Self { book_voice: cast.book_voice.clone(), loaded: HashSet::new() };
+        for (name, character) in &cast.file.characters {
+            check.voice(&character.voice).with_context(|| {
+                let file = cast.path.as_deref().unwrap_or(Path::new(crate::cast::CAST_FILE));
+                format!("{}: character `{name}`", file.display())
+            })?;
+        }
+        Ok(check)
+    }
+
+    fn voice(&mut self, written: &str) -> anyhow::Result<()> {
+        if written == self.book_voice || self.loaded.contains(written) {
+            return Ok(());
+        }
+        let voice =
+            crate::voices::load(written).with_context(|| format!("unknown voice `{written}`"))?;
+        self.loaded.insert(voice.manifest.name);
+        self.loaded.insert(written.to_string());
+        Ok(())
+    }
+}
+
+/// [`listing`] with the narrator's casting choices applied and every voice checked.
+fn listing_as(
+    book: &Manuscript,
+    tokenizer: &Tokenizer,
+    cast: &Cast,
+    manuscript: &Path,
+    overrides: &HashMap<(u64, u32), CastingOverride>,
+    voices: &mut VoiceCheck,
+) -> anyhow::Result<Vec<ListedSegment>> {
     let limit = SegmentLimits::default().token_max_n;
     let book_language = book.info.language.as_deref();
     let mut out = Vec::new();
+    let mut occurrences: HashMap<u64, u32> = HashMap::new();
     for (chapter, ch) in book.chapters.iter().enumerate() {
         for s in &ch.segments {
-            let role = cast.resolve(s, manuscript)?;
+            let n = occurrences.entry(s.hash).or_insert(0);
+            let recast = overrides.get(&(s.hash, *n)).cloned().unwrap_or_default();
+            *n += 1;
+            let role = cast.resolve_as(s, manuscript, &recast)?;
+            voices.voice(&role.voice).with_context(|| {
+                let at = format!("{}:{}", manuscript.display(), s.span.start.line);
+                match &recast.voice {
+                    Some(v) => format!(
+                        "{at}: the voice `{v}` was chosen for this segment in the workstation \
+                         and is neither in the cast nor installed: put it back in {} or add it \
+                         with `lectern voice add`",
+                        crate::cast::CAST_FILE
+                    ),
+                    None => at,
+                }
+            })?;
             let spoken_by = SpokenBy::of_role(&role, s.voicing.character.clone());
             let tokens = tokenizer.count(&s.text);
             let (length, unit) = match s.lang {

@@ -24,6 +24,8 @@
 //!   loudness;
 //! - `config`, `voices`, `assets`: the installation (config file, voices directory, what the
 //!   binary carries and the platform directories);
+//! - `model_download`, `hub`, `model_dir`: the real model: fetched from the Hugging Face hub
+//!   (`lectern model download`), and the check of a model directory every `--model` gets;
 //! - `limits`: the accepted ranges of numeric settings (CLI, workstation, config files).
 
 pub mod assets;
@@ -34,14 +36,19 @@ pub mod cli;
 pub mod config;
 pub mod deliver;
 pub mod dry_run;
+pub mod hub;
 pub mod limits;
 pub mod memory;
+pub mod model_dir;
+pub mod model_download;
+pub mod output;
 pub mod quality;
 pub mod reading;
 pub mod render;
 pub mod review;
 pub mod say;
 pub mod session;
+pub mod shards;
 pub mod store;
 pub mod synth;
 pub mod tui;

@@ -34,6 +34,32 @@ pub const LOUDNESS_MIN_LUFS: f64 = -70.0;
 /// peaks (ACX asks for −23…−18 RMS, streaming for about −16…−14 LUFS).
 pub const LOUDNESS_MAX_LUFS: f64 = -5.0;
 
+/// Most CPU threads per logical CPU. Past one per logical CPU the math only gets slower, but a
+/// few times that leaves room for a container's quota that hides CPUs; thousands of threads
+/// (`--threads 100000`) would spend the machine on creating them.
+pub const THREADS_PER_CPU: usize = 4;
+
+/// Most CPU threads on this machine: [`THREADS_PER_CPU`] per logical CPU.
+#[must_use]
+pub fn threads_max() -> usize {
+    THREADS_PER_CPU * std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+}
+
+/// What `--threads` accepts.
+fn threads_rule() -> String {
+    format!(
+        "CPU threads must be a whole number from 1 to {} ({THREADS_PER_CPU} per logical CPU \
+         of this machine; the default is one per core)",
+        threads_max()
+    )
+}
+
+/// Checks a CPU thread count against this machine.
+pub fn validate_threads(setting: &str, threads: usize) -> Result<usize, LimitError> {
+    let ok = (1..=threads_max()).contains(&threads);
+    if ok { Ok(threads) } else { Err(LimitError::new(setting, threads, threads_rule())) }
+}
+
 /// A setting outside its accepted range. The message names the setting, the value and the range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{setting} {value}: {why}")]
@@ -115,6 +141,11 @@ fn parse_count(
     validate(setting, n).map_err(|e| e.why)
 }
 
+/// `--threads` (clap `value_parser`).
+pub fn parse_threads(text: &str) -> Result<usize, String> {
+    parse_count("--threads", text, validate_threads, threads_rule)
+}
+
 /// `--nfe` (clap `value_parser`).
 pub fn parse_nfe(text: &str) -> Result<usize, String> {
     parse_count("--nfe", text, validate_nfe, nfe_rule)
@@ -173,6 +204,17 @@ mod tests {
         assert!(parse_group_target("10").unwrap_err().contains("use 0"));
         assert!(parse_group_target("8001").is_err());
         assert!(parse_nfe("ten").is_err());
+    }
+
+    #[test]
+    fn threads_are_bounded_by_the_machine() {
+        let max = threads_max();
+        assert_eq!(parse_threads("1"), Ok(1));
+        assert_eq!(parse_threads(&max.to_string()), Ok(max));
+        let e = parse_threads(&(max + 1).to_string()).unwrap_err();
+        assert!(e.contains(&format!("1 to {max}")), "{e}");
+        assert!(parse_threads("0").is_err());
+        assert!(parse_threads("100000").is_err());
     }
 
     #[test]

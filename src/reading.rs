@@ -112,21 +112,11 @@ pub fn load_for_listing(
 /// manuscript): a JPEG or PNG file, checked by its first bytes.
 fn front_matter_cover(manuscript: &Path, cover: &str) -> anyhow::Result<Cover> {
     let path = manuscript.parent().unwrap_or(Path::new(".")).join(cover);
-    let bytes = std::fs::read(&path).with_context(|| {
-        format!(
-            "{}: front matter `cover: {cover}`: cannot read {}",
-            manuscript.display(),
-            path.display()
-        )
-    })?;
-    let media_type = match image_type(&bytes) {
-        Some(t) => t,
-        None => anyhow::bail!(
-            "{}: front matter `cover: {cover}`: {} is not a JPEG or PNG image",
-            manuscript.display(),
-            path.display()
-        ),
-    };
+    let limits = lectern_text::InputLimits::from_env();
+    let context = || format!("{}: front matter `cover: {cover}`", manuscript.display());
+    let bytes = limits.read_image(&path).with_context(context)?;
+    limits.check_image(&bytes, &path.display().to_string()).with_context(context)?;
+    let media_type = image_type(&bytes).unwrap_or("image/jpeg");
     Ok(Cover { media_type: media_type.to_string(), bytes })
 }
 

@@ -22,10 +22,10 @@ use crate::audio::master;
 use crate::audio::wav::{self, WavFormat};
 use crate::cast::Cast;
 pub use crate::dry_run::SpokenBy;
-use crate::dry_run::{DryRun, dry_run};
+use crate::dry_run::{DryRun, dry_run_in};
 use crate::review::SegmentKey;
 pub use crate::session::ProjectChoice;
-use crate::session::{self, ModelChoice, PlannedSegment, Session};
+use crate::session::{self, ModelChoice, PlannedSegment, Session, Work};
 use crate::synth::SynthOptions;
 use lectern_engine::protocol::{EngineEvent, Request, SegmentState, Take};
 use lectern_engine::{ENGINE_VERSION, Engine};
@@ -52,6 +52,19 @@ pub struct RenderOptions {
     pub rerender_settings: bool,
     /// What of the manuscript is read (an EPUB's front matter).
     pub read: crate::reading::ReadOptions,
+    /// Render one share of the book, or gather the shares into the output.
+    pub shards: Sharding,
+}
+
+/// A render split across processes or machines (`--shard K/N`, `--gather DIR…`).
+#[derive(Debug, Clone, Default)]
+pub struct Sharding {
+    /// Render only this share of the plan's flow groups into the project; write no output.
+    pub shard: Option<crate::session::plan::Shard>,
+    /// Render every missing take into the project and write no output (`export --render`).
+    pub takes_only: bool,
+    /// Attach the takes of these shard projects, render nothing, write the output.
+    pub gather: Vec<PathBuf>,
 }
 
 /// One segment of the output.
@@ -72,6 +85,13 @@ pub struct RenderedSegment {
     /// Who speaks it and how.
     #[serde(flatten)]
     pub spoken_by: SpokenBy,
+    /// The narrator's review of it (`unheard`, `heard`, `approved`, `pickup`, …); None in a dry
+    /// run or without a project.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review: Option<String>,
+    /// The narrator's note on it, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// What a render produced.
@@ -126,6 +146,7 @@ struct ChosenTake {
 /// Renders the manuscript; returns what was written.
 pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     let started = Instant::now();
+    let read_version = file_version(&opts.manuscript);
     let model = ModelChoice::resolve(opts.synth.model.as_deref())?;
     let voice = session::resolve_voice(opts.synth.voice.as_deref(), &model)?;
     let signature = ModelSignature::from_model_dir(&model.dir)
@@ -138,7 +159,9 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     } else {
         crate::reading::load(&opts.manuscript, &tokenizer, &opts.read)?
     };
-    check_output_dir(&opts.out)?;
+    if opts.shards.shard.is_none() && !opts.shards.takes_only {
+        check_output_dir(&opts.out)?;
+    }
     let n_segments = book.segments().count();
     eprintln!(
         "lectern render: {} · voice {} · {n_segments} segments in {} chapters",
@@ -170,7 +193,9 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     cast.book_voice.clone_from(&voice.manifest.name);
     if opts.dry_run {
         report.segments = planned_segments(&book, &cast, &opts.manuscript)?;
-        let dry = dry_run(&book, &tokenizer, &cast, &opts.manuscript)?;
+        // The project this render would use: its casting choices are the plan's.
+        let project = opts.project.dir(&opts.manuscript);
+        let dry = dry_run_in(&book, &tokenizer, &cast, &opts.manuscript, project.as_deref())?;
         eprintln!("token counts: {}", tokenizer.describe());
         for w in &dry.warnings {
             eprintln!("warning: {w}");
@@ -191,14 +216,28 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     session.set_cast(cast)?;
     report_open_check(&session);
     session.sync_read(&book, &tokenizer, &opts.read)?;
+    if let Some(line) = session.carry_summary() {
+        eprintln!("{line}");
+    }
+    for line in session.left_behind() {
+        eprintln!("{line}");
+    }
     if session.reading_changed() > 0 {
         eprintln!(
-            "{} approved segment(s) now read differently (the manuscript or the reading rules \
-             changed): marked for a pickup, the approved reading in each one's note",
-            session.reading_changed()
+            "the approved segment(s) edited since approval now read differently (the manuscript \
+             or the reading rules changed): each is listed for a pickup, its note kept and the \
+             approved reading added to it"
         );
     }
     report.project = session.project_dir().map(Path::to_path_buf);
+    if !opts.shards.gather.is_empty() {
+        let g =
+            crate::shards::gather(&mut session, &opts.shards.gather, &opts.synth.take_settings())?;
+        eprintln!(
+            "gathered {} shard(s): {} take(s) attached, {} already here",
+            g.shards, g.imported, g.already_present
+        );
+    }
     let other = session.other_settings(&opts.synth.take_settings())?;
     report.other_settings = other.len();
     let rerender: HashSet<SegmentKey> = if opts.rerender_settings {
@@ -210,11 +249,26 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     for key in &rerender {
         work.render.push(session.rerender_spec(*key)?);
     }
+    // The segments this run answers for: a shard's share, or the whole book.
+    let mut answered = n_segments;
+    if let Some(shard) = opts.shards.shard {
+        let mine = crate::session::plan::shard_keys(session.segments(), shard);
+        answered = mine.len();
+        work.render.retain(|spec| mine.contains(&(spec.id as SegmentKey)));
+        work.regenerate.retain(|r| mine.contains(&(r.segment_id as SegmentKey)));
+        eprintln!(
+            "shard {shard}: {} of the book's {n_segments} segments are this shard's",
+            mine.len()
+        );
+    }
+    if !opts.shards.gather.is_empty() && !work.is_empty() {
+        bail!(missing_share_message(session.segments(), &work));
+    }
     report.rendered = work.len();
-    report.reused = n_segments - work.len() + rerender.len();
+    report.reused = answered - work.len() + rerender.len();
     if let Some(dir) = session.project_dir() {
         eprintln!(
-            "project {}: {} of {n_segments} segments reused, {} to render",
+            "project {}: {} of {answered} segments reused, {} to render",
             dir.display(),
             report.reused,
             report.rendered
@@ -245,7 +299,14 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
                 .context("engine stopped")?;
         }
         handle.tx.send(Request::Enqueue(work.render.clone())).context("engine stopped")?;
-        let result = collect_takes(&handle.rx, work.len(), opts.progress, |take, first| {
+        // A take with no speech is tried again with the next seeds of its own sequence
+        // (deterministic, recorded in the take), so a book renders without the narrator.
+        let retry = Retrying {
+            tx: &handle.tx,
+            retries: crate::session::retry::NoSpeechRetries::new(&work.render),
+            numbers: session.segments().iter().map(|s| (s.key as u64, s.position + 1)).collect(),
+        };
+        let result = collect_takes(&handle.rx, work.len(), opts.progress, retry, |take, first| {
             report.first_audio_s.get_or_insert(first);
             if let Some(why) = session::implausible(&take.record.text, take.record.tokens.len()) {
                 let id = take.record.segment_id;
@@ -265,16 +326,24 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         let failed = result?;
         if !failed.is_empty() {
             let in_project = session.project_dir().is_some();
-            bail!(failure_message(session.segments(), &failed, work.len(), in_project));
+            let message = failure_message(session.segments(), &failed, work.len(), in_project);
+            bail!(with_fixes(message, &opts.manuscript, session.segments(), &failed));
         }
         if let Some(s) = report.first_audio_s {
             eprintln!("first audio after {s:.2} s");
         }
     }
 
+    if opts.shards.shard.is_some() || opts.shards.takes_only {
+        // A shard's takes are its output (`--gather` writes the book's); `export --render`
+        // exports them.
+        report.wall_s = started.elapsed().as_secs_f64();
+        return Ok(report);
+    }
     // The output comes from the store's chosen takes, exactly what export would use.
     let takes = chosen_takes(&session, &rendered_keys)?;
     report.segments = joined_segments(session.segments(), &takes)?;
+    add_reviews(&session, &mut report.segments)?;
     let qualities = take_qualities(&mut session, &takes)?;
     for (seg, q) in report.segments.iter_mut().zip(qualities) {
         if !q.flags.is_empty() {
@@ -292,10 +361,67 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     let planned = session.segments().to_vec();
     let output = Output { rendered: &report.segments, planned: &planned, takes: &takes };
     report.files = write_outputs(opts, &book, &output, &mut session, lead_in_samples)?;
+    if file_version(&opts.manuscript) != read_version {
+        eprintln!(
+            "warning: {} changed during the render; the output voices the text as it was \
+             when the render started: render again to voice the changes",
+            opts.manuscript.display()
+        );
+    }
     let total: usize = report.files.iter().map(|f| f.1).sum();
     report.audio_s = total as f64 / f64::from(SAMPLE_RATE_HZ);
     report.wall_s = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Why a gather cannot write the book: segments no shard rendered, the first few named.
+fn missing_share_message(segments: &[PlannedSegment], work: &Work) -> String {
+    let missing: std::collections::HashSet<u64> = work
+        .render
+        .iter()
+        .map(|s| s.id)
+        .chain(work.regenerate.iter().map(|r| r.segment_id))
+        .collect();
+    let named: Vec<String> = segments
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| missing.contains(&(s.key as u64)))
+        .take(3)
+        .map(|(i, s)| format!("{} (\u{201c}{}\u{201d})", i + 1, s.source))
+        .collect();
+    format!(
+        "{} segment(s) have no take in the gathered shards — segment {}{}: a share is missing; \
+         render it (`--shard K/N`) and gather again (a gather renders nothing)",
+        missing.len(),
+        named.join(", "),
+        if missing.len() > named.len() { ", …" } else { "" }
+    )
+}
+
+/// Each segment's review state and note, as the narrator left them (for `--report`).
+fn add_reviews(session: &Session, segments: &mut [RenderedSegment]) -> anyhow::Result<()> {
+    if session.project_dir().is_none() {
+        return Ok(());
+    }
+    let proofed: HashMap<SegmentKey, (crate::review::Review, String)> = session
+        .project()
+        .proofed_segments()?
+        .into_iter()
+        .map(|p| (p.key, (p.review, p.note)))
+        .collect();
+    for (seg, planned) in segments.iter_mut().zip(session.segments()) {
+        if let Some((review, note)) = proofed.get(&planned.key) {
+            seg.review = Some(review.as_str().to_string());
+            seg.note = (!note.is_empty()).then(|| note.clone());
+        }
+    }
+    Ok(())
+}
+
+/// A file's size and modification time: what changes when an editor saves it.
+fn file_version(path: &Path) -> Option<(u64, std::time::SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
 }
 
 /// Refuses an output directory that does not exist or cannot be written, before any work.
@@ -319,11 +445,21 @@ fn report_open_check(session: &Session) {
     let check = session.open_report();
     if !check.is_clean() {
         eprintln!(
-            "project: {} take files missing (regenerated or re-rendered), {} interrupted writes \
-             removed, {} orphan files quarantined",
+            "project: {} take files missing (regenerated or re-rendered), {} damaged (moved to \
+             takes/quarantine/), {} interrupted writes removed, {} orphan files quarantined, {} \
+             leftovers cleaned",
             check.missing_files.len(),
+            check.damaged_quarantined.len(),
             check.temp_files_removed.len(),
-            check.orphans_quarantined.len()
+            check.orphans_quarantined.len(),
+            check.auto_cleaned.len()
+        );
+    }
+    if let Some(rebuild) = &check.resumed_rebuild {
+        eprintln!(
+            "project: an interrupted `--rebuild` was finished: {} take(s) of {} segment(s) \
+             re-attached",
+            rebuild.takes, rebuild.segments
         );
     }
 }
@@ -348,6 +484,8 @@ fn planned_segments(
                 seed: 0,
                 quality: None,
                 spoken_by: SpokenBy::of_role(&role, s.voicing.character.clone()),
+                review: None,
+                note: None,
             });
         }
     }
@@ -413,6 +551,8 @@ fn joined_segments(
                 &s.casting.mode,
                 s.casting.pace,
             ),
+            review: None,
+            note: None,
         });
     }
     Ok(out)
@@ -462,6 +602,36 @@ fn failure_message(
     lines.join("\n")
 }
 
+/// How `collect_takes` answers a take with no speech: the engine to send the next try to, the
+/// tries so far, and each segment's number for the message.
+struct Retrying<'a> {
+    tx: &'a std::sync::mpsc::Sender<Request>,
+    retries: crate::session::retry::NoSpeechRetries,
+    numbers: HashMap<u64, usize>,
+}
+
+/// The failure message, with the command that fixes each failed segment.
+fn with_fixes(
+    message: String,
+    manuscript: &Path,
+    segments: &[PlannedSegment],
+    failed: &[(u64, String)],
+) -> String {
+    let mut lines = vec![message];
+    for (id, why) in failed {
+        if let Some(s) = segments.iter().find(|s| s.key as u64 == *id) {
+            let fix = crate::session::retry::failure_fix(manuscript, s.position + 1, why);
+            lines.push(format!("  segment {}: {fix}", s.position + 1));
+        }
+    }
+    lines.join("\n")
+}
+
+/// A line above the progress bar, or on stderr when there is none (`--quiet`).
+fn say(bar: &ProgressBar, line: String) {
+    if bar.is_hidden() { eprintln!("{line}") } else { bar.println(line) }
+}
+
 /// Waits for one take or failure per segment, handing each take to `on_take` as it arrives
 /// with the seconds since the wait began. A failed segment does not stop the others: the
 /// failures are returned, with why, once every segment is done or failed.
@@ -469,6 +639,7 @@ fn collect_takes(
     rx: &std::sync::mpsc::Receiver<EngineEvent>,
     n_segments: usize,
     progress: bool,
+    mut retry: Retrying<'_>,
     mut on_take: impl FnMut(&Take, f64) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<(u64, String)>> {
     let bar = if progress { ProgressBar::new(n_segments as u64) } else { ProgressBar::hidden() };
@@ -498,6 +669,25 @@ fn collect_takes(
                 bar.set_position(done.len() as u64);
             }
             EngineEvent::SegmentState { id, state: SegmentState::Failed(why) } => {
+                if let Some(next) = retry.retries.next(id, &why) {
+                    // Said even with `--quiet`: the take made is not the first seed's.
+                    say(
+                        &bar,
+                        format!(
+                            "segment {}: no speech with seed {}; trying seed {} (try {} of {})",
+                            retry.numbers.get(&id).copied().unwrap_or(0),
+                            next.failed_seed,
+                            next.spec.seed,
+                            next.try_number,
+                            crate::session::retry::NO_SPEECH_TRIES
+                        ),
+                    );
+                    retry
+                        .tx
+                        .send(Request::Reseed(Box::new(next.spec)))
+                        .context("engine stopped")?;
+                    continue;
+                }
                 bar.println(format!("a segment failed: {why}"));
                 failed.push((id, why));
             }
@@ -604,10 +794,54 @@ fn write_atomically(
         let n = write(&mut w).with_context(|| format!("writing {}", tmp.display()))?;
         w.finalize().with_context(|| format!("writing {}", tmp.display()))?;
         std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+        crate::output::ledger::record(path);
         Ok(n)
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lectern_engine::protocol::{Casting, TakeContent};
+
+    fn planned(position: usize, line: usize) -> PlannedSegment {
+        PlannedSegment {
+            key: position as SegmentKey + 10,
+            position,
+            chapter: 0,
+            text: format!("text {position}"),
+            source: format!("Text {position}."),
+            span: (line, 1),
+            pause_after_ms: 0,
+            ends_paragraph: true,
+            default_seed: 0,
+            content: TakeContent::default(),
+            casting: Casting::default(),
+            character: None,
+            recast: crate::review::CastingOverride::default(),
+        }
+    }
+
+    #[test]
+    fn a_failure_names_each_segment_its_line_and_what_fixes_it() {
+        let segments = [planned(0, 1), planned(1, 3)];
+        let failed = [(11, lectern_engine::thread::NO_SPEECH.to_string())];
+        let kept = failure_message(&segments, &failed, 2, true);
+        assert!(kept.starts_with("1 of 2 segment(s) failed; no output written."), "{kept}");
+        assert!(kept.contains("The 1 other take(s) are saved in the project"), "{kept}");
+        assert!(kept.contains("segment 2 at line 3: the model produced no speech"), "{kept}");
+        let other = failure_message(&segments, &[(10, "a device error".into())], 2, true);
+        let other =
+            with_fixes(other, Path::new("book.md"), &segments, &[(10, "a device error".into())]);
+        assert!(other.contains("segment 1: a device error: `lectern render book.md`"), "{other}");
+        let scratch = failure_message(&segments, &failed, 2, false);
+        assert!(scratch.contains("Without a project no take is kept"), "{scratch}");
+        let fixed = with_fixes(kept, Path::new("book.md"), &segments, &failed);
+        assert!(fixed.contains("segment 2: 3 seeds in a row gave no speech"), "{fixed}");
+        assert!(fixed.contains("`lectern reseed book.md 2 --seed 2`"), "{fixed}");
+    }
 }

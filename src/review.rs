@@ -35,12 +35,18 @@ impl Review {
         }
     }
 
+    /// The stored text of an approved segment whose text was edited since (the store's sync
+    /// moves its work to the text that replaced it): it reads as [`Self::Pickup`], so it is
+    /// listed for listening until approved again, and the session tells it apart
+    /// (`Session::edited_since_approval`).
+    pub const EDITED_SINCE_APPROVAL: &'static str = "edited";
+
     /// Unknown text reads as unheard (a newer Lectern's state is never taken for approval).
     pub fn parse(text: &str) -> Self {
         match text {
             "heard" => Self::Heard,
             "approved" => Self::Approved,
-            "pickup" => Self::Pickup,
+            "pickup" | Self::EDITED_SINCE_APPROVAL => Self::Pickup,
             _ => Self::Unheard,
         }
     }

@@ -9,6 +9,7 @@
 //! model or the TUI.
 
 pub mod callback;
+pub mod flac;
 pub mod loudness;
 pub mod master;
 pub mod player;

@@ -29,8 +29,6 @@ const TICK: Duration = Duration::from_millis(5);
 const IDLE_TICK: Duration = Duration::from_secs(1);
 /// Period of one file-sink block (real-time pace), 10 ms.
 const FILE_BLOCK: Duration = Duration::from_millis(10);
-/// Longest sleep of the file sink's thread while its ring is empty (the player wakes it).
-const FILE_IDLE: Duration = Duration::from_secs(1);
 
 /// A take to play: 24 kHz mono samples plus the ids the UI shows.
 #[derive(Debug, Clone)]
@@ -159,6 +157,11 @@ pub struct PlayerStatus {
     pub volume: f32,
     /// Errors the device reported (xruns included).
     pub device_errors: u64,
+    /// Cues played to their end since the player started (a stopped cue is not counted):
+    /// a UI that looks now and then learns from it what finished between two looks.
+    pub played_through: u64,
+    /// The segment of the last cue played to its end.
+    pub last_played_through: Option<u64>,
 }
 
 impl Default for PlayerStatus {
@@ -174,6 +177,8 @@ impl Default for PlayerStatus {
             buffered_ms: 0,
             volume: 1.0,
             device_errors: 0,
+            played_through: 0,
+            last_played_through: None,
         }
     }
 }
@@ -344,6 +349,9 @@ struct Manager {
     queue: VecDeque<Entry>,
     written_frames: u64,
     awaiting_flush: Option<u64>,
+    /// Cues played to their end, and the segment of the last (see [`PlayerStatus`]).
+    played_through: u64,
+    last_played_through: Option<u64>,
 }
 
 impl Manager {
@@ -361,6 +369,8 @@ impl Manager {
             queue: VecDeque::new(),
             written_frames: 0,
             awaiting_flush: None,
+            played_through: 0,
+            last_played_through: None,
         }
     }
 
@@ -380,8 +390,14 @@ impl Manager {
 
     fn run(&mut self, rx: &mpsc::Receiver<Msg>) {
         loop {
-            let wait = if self.busy() { TICK } else { IDLE_TICK };
-            match rx.recv_timeout(wait) {
+            let received = if self.shared.is_paused() {
+                // Paused: the ring does not drain, so there is nothing to top up; the loop
+                // sleeps until a command comes (a device lost meanwhile is noticed then).
+                rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+            } else {
+                rx.recv_timeout(if self.busy() { TICK } else { IDLE_TICK })
+            };
+            match received {
                 Ok(Msg::Cmd(c)) => self.handle(c),
                 Ok(Msg::Shutdown) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -400,7 +416,9 @@ impl Manager {
                 self.recover();
             }
             self.tick();
-            self.wake_sink();
+            if !self.shared.is_paused() {
+                self.wake_sink();
+            }
             self.publish();
         }
         self.close_sink();
@@ -465,6 +483,8 @@ impl Manager {
             if !done {
                 break;
             }
+            self.played_through += 1;
+            self.last_played_through = Some(e.cue.segment_id);
             self.queue.pop_front();
         }
         self.idle_pause();
@@ -547,6 +567,8 @@ impl Manager {
             buffered_ms: to_ms(ring_frames as u64),
             volume: self.shared.volume(),
             device_errors: self.errors.count.load(Ordering::Relaxed),
+            played_through: self.played_through,
+            last_played_through: self.last_played_through,
         };
         *self.status.lock().unwrap_or_else(PoisonError::into_inner) = s;
     }
@@ -773,9 +795,12 @@ pub struct FileSink {
 }
 
 impl FileSink {
-    /// Creates `path` and starts writing.
+    /// Creates `path` and starts writing. A file nothing was written to (a session that
+    /// played nothing, a start that failed) is removed when the sink stops: it would hold a
+    /// header and no audio.
     pub fn start(path: &Path, mut renderer: Renderer) -> super::Result<Self> {
         let mut writer = hound::WavWriter::create(path, wav::spec(wav::WavFormat::F32))?;
+        let path = path.to_path_buf();
         let stop = Arc::new(AtomicBool::new(false));
         let stop_flag = Arc::clone(&stop);
         let block = (u64::from(SAMPLE_RATE_HZ) * FILE_BLOCK.as_millis() as u64 / 1000) as usize;
@@ -801,7 +826,8 @@ impl FileSink {
                         writer.flush()?;
                         since_flush = 0;
                     }
-                    std::thread::park_timeout(FILE_IDLE);
+                    // A wake-up sent before this park is kept, so none is missed.
+                    std::thread::park();
                     next = Instant::now();
                     continue;
                 }
@@ -813,7 +839,11 @@ impl FileSink {
                     next = now;
                 }
             }
+            let empty = writer.duration() == 0;
             writer.finalize()?;
+            if empty {
+                std::fs::remove_file(&path)?;
+            }
             Ok(())
         })?;
         Ok(Self { stop, thread: Some(thread) })

@@ -4,6 +4,8 @@
 mod bench;
 mod export;
 mod groups;
+mod housekeeping;
+mod proof;
 
 use std::path::PathBuf;
 
@@ -17,6 +19,8 @@ pub use groups::{
     FlowMatmulArg, FrontendArg, NotesArg, PrecisionArg, ProjectArgs, ReadArgs, SynthArgs, UiArgs,
     WorkstationArgs,
 };
+pub use housekeeping::{CheckProjectArgs, CleanArgs};
+pub use proof::{ApproveArgs, BookArgs, ChooseArgs, NoteArgs, PickupsArgs, ReseedArgs, TakesArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -28,8 +32,8 @@ pub use groups::{
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// CPU threads for the model's math [default: every core]
-    #[arg(long, global = true)]
+    /// CPU threads for the model's math, at most 4 per logical CPU [default: every core]
+    #[arg(long, global = true, value_parser = crate::limits::parse_threads)]
     pub threads: Option<usize>,
     /// The workstation's options (when no subcommand is given).
     #[command(flatten)]
@@ -62,6 +66,69 @@ pub enum Command {
         #[command(subcommand)]
         action: VoiceCommand,
     },
+    /// The real model: download it from the Hugging Face hub.
+    Model {
+        #[command(subcommand)]
+        action: ModelCommand,
+    },
+    /// What this machine will use and why: model, voice, tokenizer, device, CPU kernels, audio
+    /// output, folders, ffmpeg; each line OK, WARN or FAIL with what to do.
+    Doctor(DoctorArgs),
+    /// Check every take file of a project against the audio hash it was saved with; damaged
+    /// files are moved to takes/quarantine/ and the next render makes them again.
+    CheckProject(CheckProjectArgs),
+    /// Remove a project's leftovers: orphan and damaged take files, interrupted writes, all
+    /// but the newest playback files (`--dry-run` lists them).
+    Clean(CleanArgs),
+    /// List a book's segments with their review state, note and takes (numbered as the dry
+    /// run and the workstation number them), or one segment's takes.
+    Takes(TakesArgs),
+    /// Render a new take of segments with their next seed, on the project's model and voice
+    /// (the workstation's re-seed); a take with no speech is tried again with the next seeds.
+    Reseed(ReseedArgs),
+    /// Make a take (its number in `lectern takes BOOK SEGMENT`) a segment's chosen take.
+    Choose(ChooseArgs),
+    /// Approve segments (their chosen take is locked), or take approvals back with --undo.
+    Approve(ApproveArgs),
+    /// Write a segment's note (an empty text clears it).
+    Note(NoteArgs),
+    /// List the segments that need a pickup, with their notes.
+    Pickups(PickupsArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Download a CosyVoice3 release (only the files Lectern reads, each checked against the
+    /// hub's size and hash; an interrupted download resumes) and record it as `model` in
+    /// config.toml. The hub is $HF_ENDPOINT, else https://huggingface.co; $HF_TOKEN is sent
+    /// when set.
+    Download {
+        /// A release name, or a hub repository OWNER/NAME [default: Fun-CosyVoice3-0.5B-2512]
+        name: Option<String>,
+        /// The model folder [default: models/NAME in the data directory]
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// A branch, tag or commit of the repository.
+        #[arg(long, default_value = "main")]
+        revision: String,
+        /// Do not record the folder as `model` in config.toml.
+        #[arg(long)]
+        no_config: bool,
+    },
+}
+
+/// `lectern doctor`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub synth: SynthArgs,
+    /// Audio output to check: `default`, a device name or cpal id, or `file` [default: as
+    /// config.toml says, else default]
+    #[arg(long)]
+    pub playback_device: Option<String>,
+    /// Print the checks as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `lectern config`'s arguments.
@@ -80,13 +147,18 @@ pub struct RenderArgs {
     pub manuscript: Option<PathBuf>,
     #[command(flatten)]
     pub read: ReadArgs,
-    /// Output WAV, 24 kHz mono float [default: NAME.wav in config.toml's output_dir, else
-    /// in the current directory]
+    /// Output WAV, 24 kHz mono float; with `--split chapters`, a folder [default: NAME.wav
+    /// (or the folder NAME) in config.toml's output_dir, else in the current directory]
     #[arg(short, long)]
     pub out: Option<PathBuf>,
-    /// `chapters`: one file per chapter (`OUT-01.wav`, ...).
+    /// `chapters`: one file per chapter (`NAME-01.wav`, ...) in the output folder, which
+    /// replaces the previous one as a whole.
     #[arg(long, value_enum)]
     pub split: Option<ExportSplit>,
+    /// Replace an existing output Lectern did not write (never an input of the run, never
+    /// something that is not a file).
+    #[arg(long)]
+    pub force: bool,
     #[command(flatten)]
     pub synth: SynthArgs,
     /// Also write the render report as JSON here.
@@ -108,6 +180,17 @@ pub struct RenderArgs {
     /// precision, device, flow matmul); approved takes are kept.
     #[arg(long)]
     pub rerender_settings: bool,
+    /// Render only the K-th of N shares of the book (whole paragraphs, balanced on text
+    /// length) into the project (give each shard its own `--project DIR`); writes no output.
+    /// `--gather` joins the shares.
+    #[arg(long, value_name = "K/N", conflicts_with_all = ["gather", "dry_run"])]
+    pub shard: Option<crate::session::plan::Shard>,
+    /// Attach the takes of these shard projects (`--shard K/N --project DIR` runs) to the
+    /// book's project and write the output, rendering nothing: byte for byte what one render
+    /// of the whole book writes. Refuses, by name, a shard of other text, voice, model or
+    /// settings, and a missing share.
+    #[arg(long, value_name = "DIR", num_args = 1.., conflicts_with = "dry_run")]
+    pub gather: Vec<PathBuf>,
 }
 
 /// `lectern say`'s arguments.
@@ -118,6 +201,9 @@ pub struct SayArgs {
     /// Write the audio here (24 kHz mono float WAV) instead of playing it.
     #[arg(short, long)]
     pub out: Option<PathBuf>,
+    /// Replace an existing `-o` file Lectern did not write.
+    #[arg(long)]
+    pub force: bool,
     /// Pronunciation list to read with [default: pronunciations.txt in the current
     /// directory, if there is one]
     #[arg(long)]

@@ -23,21 +23,29 @@ pub(super) fn run(args: ConfigArgs) -> Result<()> {
     let keymap =
         ui.keymap.clone().or_else(|| cfg_dir.as_ref().map(|d| d.join(crate::config::KEYMAP_FILE)));
     let themes = cfg_dir.as_ref().map(|d| d.join(crate::config::THEMES_DIR));
-    println!("config file   {}{}", show(cfg.path.clone()), state(&cfg.path));
-    println!("keymap file   {}{}", show(keymap.clone()), state(&keymap));
-    println!("themes        {}{}", show(themes.clone()), state(&themes));
-    println!("data          {}", show(crate::assets::data_dir()));
-    println!("voices        {}", crate::voices::voices_dir().display());
-    println!("cpu f32 flow  {}", cpu_flow_gemm());
-    println!();
+    let mut out = String::new();
+    let mut line = |text: String| {
+        out.push_str(&text);
+        out.push('\n');
+    };
+    line(format!("config file   {}{}", show(cfg.path.clone()), state(&cfg.path)));
+    line(format!("keymap file   {}{}", show(keymap.clone()), state(&keymap)));
+    line(format!("themes        {}{}", show(themes.clone()), state(&themes)));
+    line(format!("data          {}", show(crate::assets::data_dir())));
+    line(format!("voices        {}", crate::voices::voices_dir().display()));
+    line(format!("cpu f32 flow  {}", cpu_flow_gemm()));
+    line(String::new());
     for (k, v, s) in eff.lines() {
-        println!("{k:<16} {v:<32} ({s})");
+        line(format!("{k:<16} {v:<32} ({s})"));
     }
     if !cfg.errors.is_empty() {
-        println!();
+        line(String::new());
         for e in &cfg.errors {
-            println!("error: {e} (the default is used)");
+            line(format!("error: {e} (the default is used)"));
         }
+    }
+    super::common::print_stdout(&out)?;
+    if !cfg.errors.is_empty() {
         anyhow::bail!("{} error(s) in {}", cfg.errors.len(), show(cfg.path.clone()));
     }
     Ok(())
@@ -45,7 +53,7 @@ pub(super) fn run(args: ConfigArgs) -> Result<()> {
 
 /// What runs the CPU flow's f32 projections here, with a hint where the system's OpenBLAS
 /// would be used but is missing.
-fn cpu_flow_gemm() -> String {
+pub(super) fn cpu_flow_gemm() -> String {
     use lectern_kernels::gemm::blas;
     let described = lectern_kernels::gemm::sgemm::describe();
     let turned_off = std::env::var(blas::ENV_VAR).is_ok_and(|v| v == "0");

@@ -8,32 +8,193 @@ use anyhow::Result;
 use super::common::{output_dir, print_checks};
 use super::{DeliveryArgs, ExportArgs, ExportFormatArg, ExportPreset};
 use crate::config::Config;
+use crate::output::{Guard, StagedFolder};
 use crate::store;
 
 pub(super) fn run(args: ExportArgs) -> Result<()> {
+    let book = args.project.clone();
+    export(args).map_err(|e| {
+        // Segments without takes: `--render` renders them first.
+        let missing = e.chain().any(|c| {
+            c.downcast_ref::<store::StoreError>()
+                .is_some_and(|s| matches!(s, store::StoreError::MissingTakes { .. }))
+        });
+        if missing {
+            e.context(format!(
+                "the book is not all rendered: `lectern export {} --render …` renders what is \
+                 missing, then exports",
+                book.display()
+            ))
+        } else {
+            e
+        }
+    })
+}
+
+fn export(args: ExportArgs) -> Result<()> {
     let cfg = Config::load_default();
     cfg.check()?;
+    let mut args = args;
+    if args.render {
+        render_first(&cfg, &args)?;
+    }
+    if let Some(out) = &args.out {
+        export_guard(&args.project, args.force).not_input(out, "the export")?;
+    }
+    // A delivery (a preset, MP3, M4B) and a split export write folders: no extension to read.
+    let folder = args.split.is_some() || args.preset.is_some();
+    args.format = format_of(args.format, args.out.as_deref(), folder)?;
     if args.preset.is_some()
         || matches!(args.format, Some(ExportFormatArg::Mp3 | ExportFormatArg::M4b))
     {
         return run_delivery(&cfg, args);
     }
-    let ExportArgs { project, out, split, format, bits, loudness, allow_stale, .. } = args;
+    let ExportArgs {
+        project,
+        out,
+        split,
+        format,
+        bits,
+        loudness,
+        allow_stale,
+        force,
+        require_approved,
+        report,
+        ..
+    } = args;
     let format = format.unwrap_or(ExportFormatArg::Wav);
+    let ext = if format == ExportFormatArg::Flac { "flac" } else { "wav" };
     let out = match out {
         Some(o) => o,
-        None => {
-            let stem = project.file_stem().map_or_else(
-                || "book".to_string(),
-                |s| s.to_string_lossy().trim_end_matches(".lectern").to_string(),
-            );
-            let ext = if format == ExportFormatArg::Flac { "flac" } else { "wav" };
-            output_dir(&cfg).join(format!("{stem}.{ext}"))
-        }
+        None if split.is_some() => output_dir(&cfg).join(book_stem(&project)),
+        None => output_dir(&cfg).join(format!("{}.{ext}", book_stem(&project))),
     };
-    let opts =
-        MasterExport { out, split_chapters: split.is_some(), format, bits, loudness, allow_stale };
+    let guard = export_guard(&project, force);
+    let opts = MasterExport {
+        out,
+        split_chapters: split.is_some(),
+        format,
+        bits,
+        loudness,
+        allow_stale,
+        require_approved,
+        report,
+    };
+    if let Some(path) = &opts.report {
+        guard.file(path, "the report", &["json"], "name it .json")?;
+    }
+    if opts.split_chapters {
+        guard.folder(&opts.out, "the chapters' folder")?;
+    } else {
+        for (path, what) in master_files(&opts.out, ext) {
+            guard.file(&path, what, &[path_ext(&path)], "")?;
+        }
+    }
     run_export(&project, opts)
+}
+
+/// The format an export writes: `--format`, else the output file's extension (a folder output
+/// — `--split chapters` — has none), else WAV. An extension that is no format Lectern writes,
+/// or one that contradicts `--format`, is refused.
+fn format_of(
+    format: Option<ExportFormatArg>,
+    out: Option<&std::path::Path>,
+    folder: bool,
+) -> Result<Option<ExportFormatArg>> {
+    let Some(out) = out.filter(|_| !folder) else { return Ok(format) };
+    let named = match path_ext(out) {
+        "wav" => ExportFormatArg::Wav,
+        "flac" => ExportFormatArg::Flac,
+        "mp3" | "m4b" => anyhow::bail!(
+            "{}: MP3 and M4B delivery writes a folder (chapters, cover, sample): give -o a \
+             folder, e.g. -o {}",
+            out.display(),
+            out.with_extension("").display()
+        ),
+        // A delivery's output is a folder; its name may hold a dot.
+        _ if format.is_some_and(|f| matches!(f, ExportFormatArg::Mp3 | ExportFormatArg::M4b)) => {
+            return Ok(format);
+        }
+        _ => anyhow::bail!(
+            "{}: the extension sets the export's format: .wav or .flac ({} is neither); \
+             MP3/M4B delivery (`--format mp3|m4b`, `--preset acx`) writes a folder",
+            out.display(),
+            out.extension()
+                .map_or("no extension".to_string(), |e| format!("`.{}`", e.to_string_lossy()))
+        ),
+    };
+    match format {
+        Some(f) if !matches!(f, ExportFormatArg::Mp3 | ExportFormatArg::M4b) && f != named => {
+            anyhow::bail!(
+                "{}: --format {} but the file is named .{}; name it as its format",
+                out.display(),
+                format!("{f:?}").to_lowercase(),
+                path_ext(out)
+            )
+        }
+        Some(f) => Ok(Some(f)),
+        None => Ok(Some(named)),
+    }
+}
+
+/// A path's extension, lower case ("" for none).
+fn path_ext(path: &std::path::Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("wav") => "wav",
+        Some("flac") => "flac",
+        Some("mp3") => "mp3",
+        Some("m4b") => "m4b",
+        Some("json") => "json",
+        Some("cue") => "cue",
+        Some("jpg" | "jpeg") => "jpg",
+        Some("png") => "png",
+        Some(_) => "other",
+        None => "",
+    }
+}
+
+/// The files a single-file master export writes: the audio, its cue sheet, chapter list and
+/// the book's cover.
+fn master_files(out: &std::path::Path, ext: &str) -> Vec<(PathBuf, &'static str)> {
+    let name = |suffix: &str| {
+        let mut n = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        n.push(suffix);
+        out.with_file_name(n)
+    };
+    let audio = out.with_extension(ext);
+    let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    vec![
+        (audio, "the export"),
+        (name(".cue"), "the export's cue sheet"),
+        (name(".chapters.json"), "the export's chapter list"),
+        (out.with_file_name(format!("{stem}.cover.jpg")), "the export's cover"),
+        (out.with_file_name(format!("{stem}.cover.png")), "the export's cover"),
+    ]
+}
+
+/// The guard of an export's outputs: the project, its manuscript and the setup are inputs.
+fn export_guard(project: &std::path::Path, force: bool) -> Guard {
+    let dir = project_dir(project);
+    let mut guard = Guard::new(force).protect_setup().protect(&dir, "the project folder");
+    if project.is_file() {
+        return guard.protect_manuscript(project);
+    }
+    // Given the project folder, its manuscript is the file beside it of the same name.
+    for ext in MANUSCRIPT_EXTENSIONS {
+        guard = guard.protect_manuscript(&dir.with_extension(ext));
+    }
+    guard
+}
+
+/// The extensions a manuscript may have (plain text, Markdown, EPUB, Word).
+const MANUSCRIPT_EXTENSIONS: [&str; 5] = ["txt", "md", "markdown", "epub", "docx"];
+
+fn project_dir(project: &std::path::Path) -> PathBuf {
+    if project.is_file() {
+        store::Project::dir_for_manuscript(project)
+    } else {
+        project.to_path_buf()
+    }
 }
 
 /// What `lectern export` was asked for, besides the project.
@@ -44,6 +205,8 @@ struct MasterExport {
     bits: u32,
     loudness: Option<f64>,
     allow_stale: bool,
+    require_approved: bool,
+    report: Option<PathBuf>,
 }
 
 fn run_export(project: &std::path::Path, args: MasterExport) -> Result<()> {
@@ -58,16 +221,34 @@ fn run_export(project: &std::path::Path, args: MasterExport) -> Result<()> {
         ExportFormatArg::Flac => ExportFormat::Flac,
         _ => ExportFormat::Wav,
     };
+    let stem = book_stem(project);
     let project = open_for_export(project)?;
+    tell_book_state(&project, args.require_approved)?;
+    // A split export's files are staged in a folder that replaces the previous one whole.
+    let staged = if args.split_chapters { Some(StagedFolder::begin(&args.out)?) } else { None };
+    let out = match &staged {
+        Some(s) => s.path().join(format!("{stem}.{}", format.extension())),
+        None => args.out,
+    };
     let opts = ExportOptions {
-        out: args.out,
+        out,
         format,
         sample_format,
         split_chapters: args.split_chapters,
         loudness_lufs: args.loudness,
         allow_stale: args.allow_stale,
     };
-    let report = store::export::export(&project, &opts)?;
+    let mut report = store::export::export(&project, &opts)?;
+    if let Some(staged) = staged {
+        for f in &mut report.files {
+            f.path = staged.final_path(&f.path);
+        }
+        report.cue_path = staged.final_path(&report.cue_path);
+        report.json_path = staged.final_path(&report.json_path);
+        for kept in staged.commit()? {
+            eprintln!("note: {kept} was in the folder before; kept");
+        }
+    }
     for s in &report.stale {
         eprintln!("warning: stale take exported (--allow-stale) for {s}");
     }
@@ -81,6 +262,29 @@ fn run_export(project: &std::path::Path, args: MasterExport) -> Result<()> {
         }
     }
     eprintln!("chapters: {} and {}", report.cue_path.display(), report.json_path.display());
+    if let Some(path) = &args.report {
+        let files: Vec<PathBuf> = report.files.iter().map(|f| f.path.clone()).collect();
+        write_report(path, &super::book_state::report_json(&project, &files)?)?;
+    }
+    Ok(())
+}
+
+fn write_report(path: &std::path::Path, report: &serde_json::Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(report)?;
+    crate::output::write_atomically(path, |tmp| std::fs::write(tmp, &text))?;
+    Ok(())
+}
+
+/// Prints the book's review state; with `require_approved`, refuses a book not all approved.
+fn tell_book_state(project: &store::Project, require_approved: bool) -> Result<()> {
+    let state = super::book_state::BookState::of(project)?;
+    eprintln!("{}", state.summary());
+    for (n, text) in state.pickups.iter().take(3) {
+        eprintln!("  pickup: segment {n} (\u{201c}{text}\u{201d})");
+    }
+    if require_approved {
+        state.require_approved()?;
+    }
     Ok(())
 }
 
@@ -93,7 +297,14 @@ fn open_for_export(project: &std::path::Path) -> Result<store::Project> {
     } else {
         project.to_path_buf()
     };
-    anyhow::ensure!(dir.join(store::DB_FILE).is_file(), "no Lectern project at {}", dir.display());
+    if !dir.join(store::DB_FILE).is_file() {
+        let render = if project.is_file() {
+            format!("`lectern render {}` renders it", project.display())
+        } else {
+            "render the manuscript first (`lectern render BOOK`)".to_string()
+        };
+        anyhow::bail!("no Lectern project at {}: nothing rendered yet; {render}", dir.display());
+    }
     if project.is_file() {
         crate::session::resync_for_export(project, &dir)?;
     }
@@ -136,7 +347,26 @@ fn run_delivery(cfg: &Config, run: ExportArgs) -> Result<()> {
         (None, Some(level_db)) => RoomToneSource::Noise { level_db },
         (None, None) => RoomToneSource::default(),
     };
+    let out_dir = run.out.clone().unwrap_or_else(|| output_dir(cfg).join(&stem));
+    let mut guard = export_guard(&run.project, run.force);
+    let recordings = [&d.room_tone, &d.opening_credits, &d.closing_credits, &d.cover];
+    for path in recordings.into_iter().flatten() {
+        guard = guard.protect(path, "a file this export reads");
+    }
+    guard.folder(&out_dir, "the delivery folder")?;
+    if let Some(path) = &run.report {
+        guard.file(path, "the report", &["json"], "name it .json")?;
+    }
     let project = open_for_export(&run.project)?;
+    tell_book_state(&project, run.require_approved)?;
+    let spoken_credits_asked = d.credits || d.opening_credits_text.is_some();
+    if acx && d.opening_credits.is_none() && !spoken_credits_asked {
+        eprintln!(
+            "warning: ACX requires opening and closing credits (title, author, narrator): \
+             `--credits` speaks them, `--opening-credits FILE`/`--closing-credits FILE` take \
+             recordings"
+        );
+    }
     let flags = deliver::MetaFlags {
         title: d.title.clone(),
         author: d.author.clone(),
@@ -147,8 +377,9 @@ fn run_delivery(cfg: &Config, run: ExportArgs) -> Result<()> {
     let meta = deliver::BookMeta::resolve(&flags, &book, project.dir(), &cfg.settings.book, &stem);
     let sample = sample_span(&d)?;
     let spoken = spoken_credits(&project, &meta, &d, &cfg.settings.book)?;
+    let staged = StagedFolder::begin(&out_dir)?;
     let opts = DeliveryOptions {
-        out_dir: run.out.unwrap_or_else(|| output_dir(cfg).join(&stem)),
+        out_dir: staged.path().to_path_buf(),
         format,
         split_chapters: acx || run.split.is_some(),
         meta,
@@ -160,24 +391,71 @@ fn run_delivery(cfg: &Config, run: ExportArgs) -> Result<()> {
         allow_stale: run.allow_stale,
         ..DeliveryOptions::default()
     };
-    let report = deliver::export(&project, &opts)?;
+    let mut report = deliver::export(&project, &opts)?;
+    for f in &mut report.files {
+        f.path = staged.final_path(&f.path);
+        f.check.file = staged.final_path(&f.check.file);
+    }
+    // The delivery replaces the previous one as a whole; files the narrator put in the folder
+    // are kept, and named when they would be uploaded or checked with these.
+    let kept = staged.commit()?;
     for s in &report.stale {
         eprintln!("warning: stale take exported (--allow-stale) for {s}");
     }
     for f in &report.files {
         eprintln!("wrote {} ({:.1} s)", f.path.display(), f.samples as f64 / 44_100.0);
     }
-    // Files of an earlier export (another chapter list) would be uploaded or checked with
-    // these; they are not removed, but named.
-    let written: std::collections::HashSet<&std::path::Path> =
-        report.files.iter().map(|f| f.path.as_path()).collect();
-    for other in deliver::check::delivery_files(&opts.out_dir).unwrap_or_default() {
-        if !written.contains(other.as_path()) {
-            eprintln!("warning: {} is not from this export (left as it was)", other.display());
+    for name in kept {
+        let path = out_dir.join(&name);
+        if deliver::check::delivery_files(&path).is_ok_and(|f| !f.is_empty()) {
+            eprintln!("warning: {} is not from this export (kept as it was)", path.display());
         }
+    }
+    if let Some(path) = &run.report {
+        let files: Vec<PathBuf> = report.files.iter().map(|f| f.path.clone()).collect();
+        write_report(path, &super::book_state::report_json(&project, &files)?)?;
     }
     let checks: Vec<_> = report.files.iter().map(|f| f.check.clone()).collect();
     print_checks(&checks, d.json)?;
+    Ok(())
+}
+
+/// `--render`: renders the manuscript's missing takes into its project, as `lectern render`
+/// would with the project's model, voice and reading options (the flags win; a first render
+/// takes them from the flags and config.toml), writing no audio of its own.
+fn render_first(cfg: &Config, args: &ExportArgs) -> Result<()> {
+    anyhow::ensure!(
+        args.project.is_file(),
+        "--render renders the manuscript: give the manuscript ({} is a folder)",
+        args.project.display()
+    );
+    let dir = store::Project::dir_for_manuscript(&args.project);
+    let mut synth = args.synth.clone();
+    let mut read = crate::reading::ReadOptions::default();
+    if dir.join(store::DB_FILE).is_file() {
+        let project = store::Project::open(&dir)?;
+        read = project.book()?.read;
+        if let Some(sources) = project.sources()? {
+            synth.model = synth.model.or(Some(sources.model_dir));
+            synth.voice = synth.voice.or(Some(sources.voice_dir.display().to_string()));
+            synth.cross_lingual |= sources.cross_lingual;
+        }
+    }
+    let eff = synth.effective(cfg, &super::ExtraFlags::default());
+    let opts = crate::render::RenderOptions {
+        manuscript: args.project.clone(),
+        out: PathBuf::new(),
+        split_chapters: false,
+        synth: eff.synth_options(&synth)?,
+        progress: true,
+        project: crate::session::ProjectChoice::NextToManuscript,
+        dry_run: false,
+        rerender_settings: false,
+        read,
+        shards: crate::render::Sharding { takes_only: true, ..Default::default() },
+    };
+    let rep = crate::render::render(&opts)?;
+    eprintln!("--render: {} segment(s) rendered, {} already there", rep.rendered, rep.reused);
     Ok(())
 }
 

@@ -2,12 +2,17 @@
 
 mod args;
 mod bench;
+mod book_state;
 mod check;
 mod common;
 mod config;
+mod doctor;
 mod export;
+mod housekeeping;
+mod model;
 mod open;
 mod parity;
+mod proof;
 mod render;
 mod say;
 mod settings;
@@ -16,11 +21,12 @@ mod voice;
 use anyhow::Result;
 
 pub use args::{
-    BenchArgs, CheckArgs, Cli, Command, ConfigArgs, DeliveryArgs, ExportArgs, ExportFormatArg,
-    ExportPreset, ExportSplit, FlowMatmulArg, FrontendArg, NotesArg, ParityArgs, PrecisionArg,
-    ProjectArgs, ReadArgs, RenderArgs, SayArgs, SynthArgs, UiArgs, VoiceCommand, WorkloadArgs,
-    WorkstationArgs, parse_clock,
+    BenchArgs, CheckArgs, Cli, Command, ConfigArgs, DeliveryArgs, DoctorArgs, ExportArgs,
+    ExportFormatArg, ExportPreset, ExportSplit, FlowMatmulArg, FrontendArg, ModelCommand, NotesArg,
+    ParityArgs, PrecisionArg, ProjectArgs, ReadArgs, RenderArgs, SayArgs, SynthArgs, UiArgs,
+    VoiceCommand, WorkloadArgs, WorkstationArgs, parse_clock,
 };
+pub use args::{CheckProjectArgs, CleanArgs};
 pub use settings::{Effective, ExtraFlags, parse_device};
 
 /// Caps the CPU threads of the model's math: candle sizes its matmul parallelism from
@@ -31,7 +37,6 @@ fn set_threads(threads: Option<usize>) -> Result<()> {
     let Some(n) = threads else {
         return Ok(());
     };
-    anyhow::ensure!(n > 0, "--threads must be at least 1");
     // SAFETY: called first thing in `run`, while this process has no other thread that could
     // read the environment concurrently.
     unsafe { std::env::set_var("RAYON_NUM_THREADS", n.to_string()) };
@@ -50,6 +55,16 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Export(args)) => export::run(args),
         Some(Command::Check(args)) => check::run(args),
         Some(Command::Voice { action }) => voice::run(action),
+        Some(Command::Model { action }) => model::run(action),
+        Some(Command::Doctor(args)) => doctor::run(args),
+        Some(Command::CheckProject(args)) => housekeeping::check_project(args),
+        Some(Command::Clean(args)) => housekeeping::clean(args),
+        Some(Command::Takes(args)) => proof::takes(args),
+        Some(Command::Reseed(args)) => proof::reseed(args),
+        Some(Command::Choose(args)) => proof::choose(args),
+        Some(Command::Approve(args)) => proof::approve(args),
+        Some(Command::Note(args)) => proof::note(args),
+        Some(Command::Pickups(args)) => proof::pickups(args),
         None => open::run(cli.workstation),
     }
 }

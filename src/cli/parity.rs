@@ -8,6 +8,7 @@ use super::{ParityArgs, parse_device};
 
 pub(super) fn run(args: ParityArgs) -> Result<()> {
     let ParityArgs { model, case, out, stage, device, lanes, flow_matmul } = args;
+    crate::model_dir::check(&model, crate::model_dir::ModelUse::Speech)?;
     let device = parse_device(&device)?;
     let flow_matmul = flow_matmul.map_or(FlowMatmul::default_for(&device), Into::into);
     let req =

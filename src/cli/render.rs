@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::common::output_dir;
+use super::common::{guard_for, output_dir};
 use super::{ExtraFlags, RenderArgs};
 use crate::config::Config;
 use crate::render;
@@ -13,6 +13,7 @@ pub(super) fn run(args: RenderArgs) -> Result<()> {
         read,
         out,
         split,
+        force,
         synth,
         report,
         quiet,
@@ -20,6 +21,8 @@ pub(super) fn run(args: RenderArgs) -> Result<()> {
         dry_run,
         json,
         rerender_settings,
+        shard,
+        gather,
     } = args;
     let cfg = Config::load_default();
     cfg.check()?;
@@ -29,24 +32,57 @@ pub(super) fn run(args: RenderArgs) -> Result<()> {
         None => crate::assets::sample_manuscript()?,
     };
     project.rebuild_if_asked(&manuscript)?;
+    let stem =
+        manuscript.file_stem().map_or_else(|| "book".into(), |s| s.to_string_lossy().into_owned());
     let out = out.unwrap_or_else(|| {
-        let stem = manuscript
-            .file_stem()
-            .map_or_else(|| "book".into(), |s| s.to_string_lossy().into_owned());
-        output_dir(&cfg).join(format!("{stem}.wav"))
+        let name = if split.is_some() { stem.clone() } else { format!("{stem}.wav") };
+        output_dir(&cfg).join(name)
     });
+    let synth_opts = eff.synth_options(&synth)?;
+    let guard = guard_for(Some(&manuscript), project.project.as_deref(), &synth_opts, force);
+    if let Some(path) = &report {
+        guard.file(path, "the report", &["json"], "name it .json")?;
+    }
+    // A dry run and a shard write no audio; a split render writes a folder, staged and swapped
+    // in whole.
+    let staged = match (dry_run || shard.is_some(), split.is_some()) {
+        (true, _) => None,
+        (false, true) => {
+            guard.folder(&out, "the chapters' folder")?;
+            Some(crate::output::StagedFolder::begin(&out)?)
+        }
+        (false, false) => {
+            guard.file(
+                &out,
+                "the render's output",
+                &["wav"],
+                "render writes a 24 kHz WAV master (`lectern export --format flac` writes FLAC; \
+                 `--split chapters` writes a folder)",
+            )?;
+            None
+        }
+    };
     let opts = render::RenderOptions {
         manuscript,
-        out,
+        out: staged.as_ref().map_or_else(|| out.clone(), |s| s.path().join(format!("{stem}.wav"))),
         split_chapters: split.is_some(),
-        synth: eff.synth_options(&synth)?,
+        synth: synth_opts,
         progress: !quiet,
         project: project.choice(),
         dry_run,
         rerender_settings,
         read: read.options(),
+        shards: render::Sharding { shard, gather, takes_only: false },
     };
-    let rep = render::render(&opts)?;
+    let mut rep = render::render(&opts)?;
+    if let Some(staged) = staged {
+        for (path, _) in &mut rep.files {
+            *path = staged.final_path(path);
+        }
+        for kept in staged.commit()? {
+            eprintln!("note: {kept} was in {} before; kept", out.display());
+        }
+    }
     for (path, n) in &rep.files {
         eprintln!("wrote {} ({:.2} s)", path.display(), *n as f64 / 24_000.0);
     }
@@ -68,7 +104,8 @@ pub(super) fn run(args: RenderArgs) -> Result<()> {
         );
     }
     if let Some(path) = report {
-        std::fs::write(&path, serde_json::to_string_pretty(&rep)?)?;
+        let json = serde_json::to_string_pretty(&rep)?;
+        crate::output::write_atomically(&path, |tmp| std::fs::write(tmp, &json))?;
     }
     Ok(())
 }

@@ -2,21 +2,29 @@
 
 use anyhow::Result;
 
-use super::common::output_dir;
+use super::common::{guard_for, output_dir};
 use super::{ExtraFlags, SayArgs};
 use crate::config::Config;
 
 pub(super) fn run(args: SayArgs) -> Result<()> {
-    let SayArgs { text, out, pronunciations, synth, playback_device, fallback_wav } = args;
+    let SayArgs { text, out, force, pronunciations, synth, playback_device, fallback_wav } = args;
     let cfg = Config::load_default();
     cfg.check()?;
     let extra = ExtraFlags { playback_device, ..ExtraFlags::default() };
     let eff = synth.effective(&cfg, &extra);
+    let synth_opts = eff.synth_options(&synth)?;
+    if let Some(path) = &out {
+        let guard = guard_for(None, None, &synth_opts, force).protect(
+            pronunciations.as_deref().unwrap_or(lectern_text::pronounce::PROJECT_FILE.as_ref()),
+            "the pronunciation list",
+        );
+        guard.file(path, "the spoken line's file", &["wav"], "say writes a 24 kHz WAV")?;
+    }
     let opts = crate::say::SayOptions {
         text,
         out,
         pronunciations,
-        synth: eff.synth_options(&synth)?,
+        synth: synth_opts,
         playback_device: eff.playback_device.value.clone(),
         fallback_wav: fallback_wav.unwrap_or_else(|| output_dir(&cfg).join("say.wav")),
     };

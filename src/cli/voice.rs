@@ -37,7 +37,10 @@ pub(super) fn run(action: VoiceCommand) -> Result<()> {
             Ok(())
         }
         VoiceCommand::Add { reference, text, name, model, force, allow_non_speech } => {
-            let model = crate::session::ModelChoice::resolve(model.as_deref())?;
+            let model = crate::session::ModelChoice::resolve_for(
+                model.as_deref(),
+                crate::model_dir::ModelUse::VoiceMaking,
+            )?;
             let req = lectern_voice::add::AddRequest {
                 reference,
                 text,

@@ -342,10 +342,11 @@ fn check_options(opts: &DeliveryOptions) -> Result<()> {
 fn load_cover(meta: &BookMeta) -> Result<Option<mp3::Picture>> {
     let Some(path) = &meta.cover else { return Ok(None) };
     let file_err = |detail: String| DeliverError::File { path: path.clone(), detail };
-    let data =
-        std::fs::read(path).map_err(|e| file_err(format!("reading the cover image: {e}")))?;
-    let mime_type = crate::reading::image_type(&data)
-        .ok_or_else(|| file_err("the cover image is not a JPEG or PNG file".into()))?;
+    // Bounded and checked as a book's own cover is: a JPEG or PNG of sane size.
+    let limits = lectern_text::InputLimits::from_env();
+    let data = limits.read_image(path).map_err(|e| file_err(format!("the cover image: {e}")))?;
+    limits.check_image(&data, "the cover image").map_err(|e| file_err(e.to_string()))?;
+    let mime_type = crate::reading::image_type(&data).unwrap_or("image/jpeg");
     Ok(Some(mp3::Picture { mime_type: mime_type.to_string(), data }))
 }
 
@@ -552,7 +553,7 @@ fn track_voice(track: &Track) -> Result<Vec<f32>> {
             for piece in pieces {
                 match piece {
                     Piece::Take(t) => {
-                        let samples = crate::store::takes::read_verified(t)?;
+                        let samples = crate::store::takes::read_for_export(t)?;
                         let mut voiced =
                             samples[mastering::voiced_range(&samples, SAMPLE_RATE_HZ)].to_vec();
                         crate::audio::master::fade_edges(&mut voiced);

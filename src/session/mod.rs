@@ -5,12 +5,18 @@
 //! - [`seed`]: the seed policy (content-keyed default seeds, reproducible re-seeds);
 //! - [`content`]: a take's content key (LM input ids, voice and model hashes, mode, frontend);
 //! - [`plan`]: which segments render and where their flow groups close;
-//! - [`pipeline`]: project sync, the engine's work, group-atomic saves, choices and proofing.
+//! - [`pipeline`]: project sync, the engine's work, group-atomic saves, choices and proofing;
+//! - [`retry`]: a take with no speech tried again with the next seeds;
+//! - [`proof`]: proofing by number without the workstation (`lectern takes`, `reseed`, …);
+//! - [`worklog`]: what a sync says of the narrator's work it moved to edited text.
 
 pub mod content;
 pub mod pipeline;
 pub mod plan;
+pub mod proof;
+pub mod retry;
 pub mod seed;
+pub mod worklog;
 
 pub use pipeline::{ProjectChoice, SavedTake, SegmentView, Session, Work};
 pub use plan::{PlannedSegment, implausible};
@@ -44,11 +50,19 @@ impl ModelChoice {
     /// `--model DIR`, or the demo tiny model (materialised from the binary into the data
     /// directory on first use, [`crate::assets::ensure_demo`]).
     pub fn resolve(arg: Option<&Path>) -> anyhow::Result<Self> {
+        Self::resolve_for(arg, crate::model_dir::ModelUse::Speech)
+    }
+
+    /// [`Self::resolve`], with `--model DIR` checked for what `use_` needs
+    /// ([`crate::model_dir::check`]): missing or cut-short files and a wrong folder are named
+    /// before any work starts.
+    pub fn resolve_for(
+        arg: Option<&Path>,
+        use_: crate::model_dir::ModelUse,
+    ) -> anyhow::Result<Self> {
         match arg {
             Some(dir) => {
-                if !dir.is_dir() {
-                    bail!("model directory not found: {}", dir.display());
-                }
+                crate::model_dir::check(dir, use_)?;
                 Ok(Self { dir: dir.to_path_buf(), bundled_tiny: false })
             }
             None => {

@@ -85,6 +85,9 @@ pub struct SavedTake {
 pub struct SegmentView {
     pub planned: PlannedSegment,
     pub review: Review,
+    /// Approved, then its text changed in the manuscript: its review reads as a pickup, and
+    /// it needs listening again (the list shows "edited since approval").
+    pub edited_since_approval: bool,
     pub note: String,
     /// Its takes, oldest first (stale ones included: the history stays).
     pub takes: Vec<TakeInfo>,
@@ -148,6 +151,8 @@ pub struct Session {
     probe: Option<QualityProbe>,
     /// Segments the last sync marked for a pickup: approved, now read differently.
     reading_changed: usize,
+    /// The narrator's work on segments the last sync removed, and where it went.
+    carried: Vec<crate::store::CarriedWork>,
 }
 
 impl std::fmt::Debug for Session {
@@ -199,6 +204,7 @@ impl Session {
             }],
             base_seed,
             reading_changed: 0,
+            carried: Vec::new(),
             segments: Vec::new(),
             group: Vec::new(),
             regens: HashMap::new(),
@@ -449,6 +455,7 @@ impl Session {
         }
         let diff = self.project.sync_manuscript(&stored).context("recording the manuscript")?;
         self.reading_changed = diff.reading_changed.len();
+        self.carried = diff.carried;
         self.project.set_lead_in_ms(book.lead_in_ms)?;
         self.project.set_sources(&self.sources)?;
         self.project.set_book(BookRecord {
@@ -581,12 +588,14 @@ impl Session {
     pub fn views(&self) -> anyhow::Result<Vec<SegmentView>> {
         let proofed: HashMap<SegmentKey, ProofedSegment> =
             self.project.proofed_segments()?.into_iter().map(|p| (p.key, p)).collect();
+        let edited = self.edited_since_approval()?;
         let mut out = Vec::with_capacity(self.segments.len());
         for s in &self.segments {
             let p = proofed.get(&s.key);
             out.push(SegmentView {
                 planned: s.clone(),
                 review: p.map_or(Review::Unheard, |p| p.review),
+                edited_since_approval: edited.contains(&s.key),
                 note: p.map(|p| p.note.clone()).unwrap_or_default(),
                 takes: self.project.takes_of_key(s.key)?,
                 chosen: self.project.chosen_of_key(s.key)?.map(|t| t.id),
@@ -658,6 +667,32 @@ impl Session {
     /// with the approved reading in their note).
     pub fn reading_changed(&self) -> usize {
         self.reading_changed
+    }
+
+    /// The narrator's work (review state, note, pickup flag) on each segment the last sync
+    /// removed, and the segments it moved to.
+    pub fn carried(&self) -> &[crate::store::CarriedWork] {
+        &self.carried
+    }
+
+    /// The log's line on the work the last sync moved ("1 segment edited since approval; 2
+    /// notes carried"); `None` when it moved nothing.
+    pub fn carry_summary(&self) -> Option<String> {
+        super::worklog::summary(&self.carried, self.reading_changed)
+    }
+
+    /// A line for each removed segment whose note or state no segment received (it stays with
+    /// the removed text): nothing the narrator wrote goes without a word.
+    pub fn left_behind(&self) -> Vec<String> {
+        super::worklog::left_behind(&self.carried)
+    }
+
+    /// The keys of the segments that are "edited since approval": approved, then their text
+    /// changed in the manuscript (they read as [`Review::Pickup`] and need listening).
+    pub fn edited_since_approval(&self) -> anyhow::Result<HashSet<SegmentKey>> {
+        let keys = crate::store::db::edited_since_approval(self.project.connection())
+            .map_err(|e| self.project.sql_err(e))?;
+        Ok(keys.into_iter().collect())
     }
 
     /// Current chosen takes made with settings other than `current`, in manuscript order,

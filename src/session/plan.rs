@@ -151,3 +151,134 @@ mod tests {
         assert_eq!(specs[2].seed, 13);
     }
 }
+
+/// One share of a book rendered by a process of its own (`render --shard K/N`): the `index`th
+/// (from 1) of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    /// `K/N` with 1 ≤ K ≤ N.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let rule = || format!("`{text}`: a shard is K/N, K from 1 to N (e.g. 2/4)");
+        let (k, n) = text.trim().split_once('/').ok_or_else(rule)?;
+        let (index, count): (usize, usize) =
+            (k.trim().parse().map_err(|_| rule())?, n.trim().parse().map_err(|_| rule())?);
+        if index == 0 || index > count {
+            return Err(rule());
+        }
+        Ok(Self { index, count })
+    }
+}
+
+/// The segments of `shard`: whole paragraphs (a flow group never reaches across one, so no
+/// group is split), contiguous, balanced on the text's length as an estimate of its tokens.
+/// A function of the manuscript alone — not of what is rendered yet — so a shard resumed after
+/// a kill covers the same segments, and the shards together cover the book exactly once.
+#[must_use]
+pub fn shard_keys(segments: &[PlannedSegment], shard: Shard) -> HashSet<SegmentKey> {
+    let sizes = segments
+        .iter()
+        .map(|s| (s.text.chars().count(), closes_group(s.position, s.ends_paragraph)));
+    segments
+        .iter()
+        .zip(shard_mask(sizes, shard))
+        .filter(|(_, in_shard)| *in_shard)
+        .map(|(s, _)| s.key)
+        .collect()
+}
+
+/// Which segments fall in `shard`, given each one's text length and whether the plan closes a
+/// flow group after it (see [`shard_keys`]; the workload bench shards its segments by it too).
+#[must_use]
+pub fn shard_mask(sizes: impl IntoIterator<Item = (usize, bool)>, shard: Shard) -> Vec<bool> {
+    // Units: runs of segments up to a group's close; each weighs its text's length.
+    let mut units: Vec<(usize, usize)> = Vec::new();
+    let mut open = false;
+    for (chars, closes) in sizes {
+        if !open {
+            units.push((0, 0));
+        }
+        let unit = units.last_mut().expect("a unit was opened");
+        unit.0 += chars.max(1);
+        unit.1 += 1;
+        open = !closes;
+    }
+    let total: usize = units.iter().map(|u| u.0).sum::<usize>().max(1);
+    let mut mask = Vec::new();
+    let mut before = 0;
+    for (weight, len) in units {
+        // The unit goes to the shard its middle falls in.
+        let owner = ((2 * before + weight) * shard.count / (2 * total)).min(shard.count - 1);
+        mask.extend(std::iter::repeat_n(owner + 1 == shard.index, len));
+        before += weight;
+    }
+    mask
+}
+
+#[cfg(test)]
+mod shard_tests {
+    use super::*;
+
+    fn segment(position: usize, text: &str, ends_paragraph: bool) -> PlannedSegment {
+        PlannedSegment {
+            key: position as SegmentKey + 1,
+            position,
+            chapter: 0,
+            text: text.to_string(),
+            source: text.to_string(),
+            span: (position + 1, 1),
+            pause_after_ms: 0,
+            ends_paragraph,
+            default_seed: 0,
+            content: TakeContent::default(),
+            casting: Casting::default(),
+            character: None,
+            recast: CastingOverride::default(),
+        }
+    }
+
+    #[test]
+    fn shards_cover_the_book_once_in_whole_paragraphs_and_balance() {
+        // Paragraphs of two segments each, of varied lengths.
+        let segments: Vec<PlannedSegment> =
+            (0..40).map(|i| segment(i, &"word ".repeat(3 + (i * 7) % 11), i % 2 == 1)).collect();
+        for count in 1..=5 {
+            let shares: Vec<HashSet<SegmentKey>> =
+                (1..=count).map(|index| shard_keys(&segments, Shard { index, count })).collect();
+            let total: usize = shares.iter().map(HashSet::len).sum();
+            assert_eq!(total, segments.len(), "{count} shards cover every segment once");
+            for share in &shares {
+                for s in segments.iter().filter(|s| s.ends_paragraph) {
+                    let first = &segments[s.position - 1];
+                    let together = share.contains(&s.key) == share.contains(&first.key);
+                    assert!(together || first.position == 0, "a paragraph is not split");
+                }
+                let chars: usize =
+                    segments.iter().filter(|s| share.contains(&s.key)).map(|s| s.text.len()).sum();
+                let all: usize = segments.iter().map(|s| s.text.len()).sum();
+                let fair = all / count;
+                assert!(chars.abs_diff(fair) <= fair / 4 + 60, "{count}: {chars} vs {fair}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_shard_is_k_of_n() {
+        assert_eq!("2/4".parse(), Ok(Shard { index: 2, count: 4 }));
+        for bad in ["0/4", "5/4", "2", "a/b", "1/0"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+}

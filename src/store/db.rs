@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Row, Transaction, params};
 use sha2::{Digest, Sha256};
 
-use super::{Diff, Result, StoreError, StoredSegment};
+use super::{Diff, Result, StoreError, StoredSegment, carry};
 use crate::review::{CastingOverride, Review};
 
 /// Schema version 1: manuscripts and their versions, segments keyed by (hash, dup), takes
@@ -325,26 +325,69 @@ fn content_hash(segments: &[StoredSegment]) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The spoken text of each approved segment of the current version, by its place in the
-/// source (line, column).
-fn approved_by_place(tx: &Transaction<'_>) -> rusqlite::Result<HashMap<(u32, u32), String>> {
-    let mut stmt = tx.prepare(
-        "SELECT span_line, span_col, text FROM segments
-         WHERE active = 1 AND manuscript_id = ?1 AND review = 'approved'",
-    )?;
-    let rows = stmt.query_map([MANUSCRIPT_ID], |r| Ok(((r.get(0)?, r.get(1)?), r.get(2)?)))?;
-    rows.collect()
+const SIDE_COLUMNS: &str = "key, segment_id, text, span_line, review, note";
+
+fn side_from_row(r: &Row<'_>) -> rusqlite::Result<carry::Side> {
+    Ok(carry::Side {
+        key: r.get(0)?,
+        id: r.get::<_, i64>(1)? as u64,
+        text: r.get(2)?,
+        line: r.get(3)?,
+        review: r.get(4)?,
+        note: r.get(5)?,
+    })
 }
 
-/// A new segment where an approved one stood is marked for a pickup, its note saying what was
-/// approved, so the narrator listens to the new reading instead of losing the approval unseen.
-fn flag_reading_changed(tx: &Transaction<'_>, key: i64, approved: &str) -> rusqlite::Result<()> {
-    let note = format!("reads differently since it was approved; approved reading: “{approved}”");
-    tx.execute(
-        "UPDATE segments SET review = 'pickup', note = ?2 WHERE key = ?1",
-        params![key, note],
-    )?;
+/// The current version's segments in order, with the narrator's work on each.
+fn active_sides(tx: &Transaction<'_>) -> rusqlite::Result<Vec<carry::Side>> {
+    let sql = format!(
+        "SELECT {SIDE_COLUMNS} FROM segments WHERE active = 1 AND manuscript_id = ?1
+         ORDER BY chapter, ordinal"
+    );
+    let mut stmt = tx.prepare(&sql)?;
+    stmt.query_map([MANUSCRIPT_ID], side_from_row)?.collect()
+}
+
+/// Moves the narrator's work from the segments the sync removed to those that took their place
+/// ([`carry`]), and records in `diff` where each one's work went.
+fn carry_work(
+    tx: &Transaction<'_>,
+    before: &[carry::Side],
+    diff: &mut Diff,
+) -> rusqlite::Result<()> {
+    let after = active_sides(tx)?;
+    let moves = carry::plan(before, &after);
+    let landings = carry::landings(before, &after, &moves);
+    for l in &landings {
+        tx.execute(
+            "UPDATE segments SET review = ?2, note = ?3 WHERE key = ?1",
+            params![after[l.at].key, l.review, l.note],
+        )?;
+        if l.newly_edited {
+            diff.reading_changed.push(after[l.at].id);
+        }
+    }
+    let received: HashSet<usize> = landings.iter().map(|l| l.at).collect();
+    for m in &moves {
+        let from = &before[m.from];
+        diff.carried.push(super::CarriedWork {
+            text: from.text.clone(),
+            line: from.line,
+            review: Review::parse(&from.review),
+            note: from.note.clone(),
+            to: m.to.iter().filter(|j| received.contains(j)).map(|&j| after[j].id).collect(),
+            left_behind: carry::unplaced(from, m, &after, &received),
+        });
+    }
     Ok(())
+}
+
+/// The keys of the current segments that are "edited since approval".
+pub(crate) fn edited_since_approval(conn: &Connection) -> rusqlite::Result<Vec<i64>> {
+    let mut stmt = conn.prepare(
+        "SELECT key FROM segments WHERE active = 1 AND manuscript_id = ?1 AND review = ?2",
+    )?;
+    stmt.query_map(params![MANUSCRIPT_ID, carry::EDITED_SINCE_APPROVAL], |r| r.get(0))?.collect()
 }
 
 pub(crate) fn sync_manuscript(conn: &mut Connection, segments: &[StoredSegment]) -> Result<Diff> {
@@ -389,7 +432,7 @@ fn sync_in(tx: &Transaction<'_>, segments: &[StoredSegment]) -> rusqlite::Result
         Some(tx.last_insert_rowid())
     };
 
-    let approved_at = approved_by_place(tx)?;
+    let before = active_sides(tx)?;
     tx.execute("UPDATE segments SET active = 0 WHERE manuscript_id = ?1", [MANUSCRIPT_ID])?;
     let mut dups: HashMap<u64, i64> = HashMap::new();
     let mut diff = Diff::default();
@@ -445,12 +488,7 @@ fn sync_in(tx: &Transaction<'_>, segments: &[StoredSegment]) -> rusqlite::Result
                         s.content_key
                     ],
                 )?;
-                let key = tx.last_insert_rowid();
-                if let Some(was) = approved_at.get(&s.span) {
-                    flag_reading_changed(tx, key, was)?;
-                    diff.reading_changed.push(s.id);
-                }
-                key
+                tx.last_insert_rowid()
             }
         };
         *dup += 1;
@@ -464,6 +502,7 @@ fn sync_in(tx: &Transaction<'_>, segments: &[StoredSegment]) -> rusqlite::Result
     let mut removed: Vec<(i64, u64)> = previous.into_iter().collect();
     removed.sort_unstable();
     diff.removed = removed.into_iter().map(|(_, id)| id).collect();
+    carry_work(tx, &before, &mut diff)?;
     if let Some(version) = version {
         let keys_json = serde_json::to_string(&keys).unwrap_or_else(|_| "[]".into());
         tx.execute(

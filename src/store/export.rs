@@ -14,7 +14,7 @@
 //! `--split chapters` for long books.
 
 use std::fs::{self, File};
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -258,7 +258,7 @@ fn for_each_chunk(pieces: &[&Piece], mut f: impl FnMut(&[f32]) -> Result<()>) ->
     for piece in pieces {
         match piece {
             Piece::Take(t) => {
-                let mut samples = super::takes::read_verified(t)?;
+                let mut samples = super::takes::read_for_export(t)?;
                 crate::audio::master::fade_edges(&mut samples);
                 f(&samples)?;
             }
@@ -287,7 +287,9 @@ pub(crate) fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
-    fs::rename(&tmp, path).map_err(|e| StoreError::io("renaming export", path, e))
+    fs::rename(&tmp, path).map_err(|e| export_io("renaming export", path, e))?;
+    crate::output::ledger::record(path);
+    Ok(())
 }
 
 /// Writes one output file from `pieces`.
@@ -319,9 +321,9 @@ fn write_file(path: &Path, pieces: &[&Piece], opts: &ExportOptions) -> Result<Ex
                     hound::SampleFormat::Int
                 },
             };
-            let file = File::create(tmp).map_err(|e| StoreError::io("creating export", tmp, e))?;
+            let file = File::create(tmp).map_err(|e| export_io("creating export", tmp, e))?;
             let wav_err = |e: hound::Error| match e {
-                hound::Error::IoError(e) => StoreError::io("writing export", path, e),
+                hound::Error::IoError(e) => export_io("writing export", path, e),
                 other => StoreError::Export(format!("{}: {other}", path.display())),
             };
             let mut wav = hound::WavWriter::new(BufWriter::new(file), spec).map_err(wav_err)?;
@@ -343,21 +345,31 @@ fn write_file(path: &Path, pieces: &[&Piece], opts: &ExportOptions) -> Result<Ex
             if opts.sample_format == SampleFormat::Float32 {
                 return Err(StoreError::InvalidInput("FLAC holds 16- or 24-bit integers".into()));
             }
-            let mut ints = Vec::with_capacity(samples as usize);
-            for_each_chunk(pieces, |chunk| {
-                for &x in chunk {
-                    let y = x * gain;
-                    clipped += u64::from(clips(y, bits));
-                    ints.push(quantise(y, bits));
-                }
-                Ok(())
-            })?;
-            let bytes = encode_flac(&ints, bits)?;
+            // Streamed: one take's samples and one FLAC block in memory, whatever the length.
             write_atomically(path, |tmp| {
-                let mut f =
-                    File::create(tmp).map_err(|e| StoreError::io("creating export", tmp, e))?;
-                f.write_all(&bytes).map_err(|e| StoreError::io("writing export", tmp, e))?;
-                f.sync_all().map_err(|e| StoreError::io("writing export", tmp, e))
+                let file = File::create(tmp).map_err(|e| export_io("creating export", tmp, e))?;
+                let flac_err = |e: crate::audio::flac::FlacError| match e {
+                    crate::audio::flac::FlacError::Io(e) => export_io("writing export", path, e),
+                    other => StoreError::Export(format!("{}: {other}", path.display())),
+                };
+                let mut flac =
+                    crate::audio::flac::FlacWriter::new(BufWriter::new(file), SAMPLE_RATE_HZ, bits)
+                        .map_err(flac_err)?;
+                let mut ints = Vec::new();
+                for_each_chunk(pieces, |chunk| {
+                    ints.clear();
+                    for &x in chunk {
+                        let y = x * gain;
+                        clipped += u64::from(clips(y, bits));
+                        ints.push(quantise(y, bits));
+                    }
+                    flac.write(&ints).map_err(flac_err)
+                })?;
+                let out = flac.finish().map_err(flac_err)?;
+                out.into_inner()
+                    .map_err(|e| export_io("writing export", tmp, e.into_error()))?
+                    .sync_all()
+                    .map_err(|e| export_io("writing export", tmp, e))
             })?;
         }
     }
@@ -371,24 +383,14 @@ fn write_file(path: &Path, pieces: &[&Piece], opts: &ExportOptions) -> Result<Ex
     })
 }
 
-/// Encodes mono 24 kHz integer samples as a FLAC stream.
+/// Encodes mono 24 kHz integer samples as a FLAC stream, in memory (short audio: credits,
+/// tests; exports stream through [`crate::audio::flac::FlacWriter`]).
 pub fn encode_flac(samples: &[i32], bits: u32) -> Result<Vec<u8>> {
-    use flacenc::component::BitRepr;
-    use flacenc::error::Verify;
-    let config = flacenc::config::Encoder::default()
-        .into_verified()
-        .map_err(|(_, e)| StoreError::Export(format!("FLAC config: {e}")))?;
-    let source = flacenc::source::MemSource::from_samples(
-        samples,
-        1,
-        bits as usize,
-        SAMPLE_RATE_HZ as usize,
-    );
-    let stream = flacenc::encode_with_fixed_block_size(&config, source, config.block_size)
-        .map_err(|e| StoreError::Export(format!("FLAC encoding: {e}")))?;
-    let mut sink = flacenc::bitsink::ByteSink::new();
-    stream.write(&mut sink).map_err(|e| StoreError::Export(format!("FLAC writing: {e}")))?;
-    Ok(sink.as_slice().to_vec())
+    let mut flac =
+        crate::audio::flac::FlacWriter::new(std::io::Cursor::new(Vec::new()), SAMPLE_RATE_HZ, bits)
+            .map_err(|e| StoreError::Export(e.to_string()))?;
+    flac.write(samples).map_err(|e| StoreError::Export(e.to_string()))?;
+    Ok(flac.finish().map_err(|e| StoreError::Export(e.to_string()))?.into_inner())
 }
 
 fn stem_and_dir(out: &Path) -> (String, PathBuf) {
@@ -427,8 +429,7 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     let book = project.book()?;
     let (stem, dir) = stem_and_dir(&opts.out);
     if !dir.as_os_str().is_empty() {
-        fs::create_dir_all(&dir)
-            .map_err(|e| StoreError::io("creating output directory", &dir, e))?;
+        fs::create_dir_all(&dir).map_err(|e| export_io("creating output directory", &dir, e))?;
     }
     let ext = opts.format.extension();
     let mut files = Vec::new();
@@ -470,7 +471,7 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     let json_path = dir.join(format!("{stem}.{ext}.chapters.json"));
     write_atomically(&cue_path, |tmp| {
         fs::write(tmp, cue_sheet_of_book(&book.info, &marks))
-            .map_err(|e| StoreError::io("writing cue sheet", tmp, e))
+            .map_err(|e| export_io("writing cue sheet", tmp, e))
     })?;
     let cover = copy_cover(project, &book, &dir, &stem)?;
     let json = serde_json::json!({
@@ -490,7 +491,7 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     let text = serde_json::to_string_pretty(&json)
         .map_err(|e| StoreError::Export(format!("chapter list: {e}")))?;
     write_atomically(&json_path, |tmp| {
-        fs::write(tmp, text).map_err(|e| StoreError::io("writing chapter list", tmp, e))
+        fs::write(tmp, text).map_err(|e| export_io("writing chapter list", tmp, e))
     })?;
     Ok(ExportReport {
         files,
@@ -513,9 +514,15 @@ fn copy_cover(
     let from = project.dir().join(name);
     let ext = Path::new(name).extension().and_then(|e| e.to_str()).unwrap_or("img");
     let to = dir.join(format!("{stem}.cover.{ext}"));
-    let bytes = fs::read(&from).map_err(|e| StoreError::io("reading the cover", &from, e))?;
+    // The project's copy was checked when the book was read; a file swapped in since is
+    // bounded all the same.
+    let limits = lectern_text::InputLimits::from_env();
+    let bytes = limits
+        .read_image(&from)
+        .and_then(|b| limits.check_image(&b, &from.display().to_string()).map(|()| b))
+        .map_err(|e| StoreError::Export(format!("the book's cover: {e}")))?;
     write_atomically(&to, |tmp| {
-        fs::write(tmp, &bytes).map_err(|e| StoreError::io("writing the cover", tmp, e))
+        fs::write(tmp, &bytes).map_err(|e| export_io("writing the cover", tmp, e))
     })?;
     Ok(Some(to))
 }
@@ -549,4 +556,17 @@ pub fn cue_sheet(marks: &[ChapterMark]) -> String {
         out.push_str(&format!("    INDEX 01 {}\n", cue_time(m.start_samples)));
     }
     out
+}
+
+/// An I/O error of an export, classified as the store classifies them, except that a full disk
+/// speaks of the export, not of a take.
+fn export_io(context: &'static str, path: &Path, e: std::io::Error) -> StoreError {
+    match StoreError::io(context, path, e) {
+        StoreError::DiskFull { path } => StoreError::Export(format!(
+            "no space left on the device holding {}: the export was not written (a previous \
+             export of that name is untouched; the project's takes are intact)",
+            path.display()
+        )),
+        other => other,
+    }
 }

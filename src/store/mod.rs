@@ -7,6 +7,10 @@
 //!   (temp file, fsync, rename, fsync dir) *before* its row is committed;
 //! - `takes/orphans/`: complete WAVs found without a row at open (a save killed between the
 //!   rename and the commit), kept for inspection rather than deleted;
+//! - `takes/quarantine/`: damaged take files (the wrong size at open, the wrong audio hash in
+//!   [`check`] or when read), their takes marked missing and made again by the next render;
+//! - `project.db.rebuilding`: a `--rebuild` under way ([`rebuild`]), finished by the next open;
+//! - housekeeping of all that is left behind: [`clean`];
 //! - `lectern.lock`: an advisory lock so only one process opens the project at a time.
 //!
 //! Segments are keyed by content: `(hash, dup)`, where `dup` counts earlier segments of the
@@ -16,8 +20,12 @@
 //! The store's take ids are its own database row ids ([`TakeId`]); the engine's run-local take
 //! id is kept alongside as `engine_take_id`.
 
+pub mod carry;
+pub mod check;
+pub mod clean;
 pub mod db;
 pub mod export;
+pub mod import;
 pub mod rebuild;
 pub mod record;
 pub mod takes;
@@ -96,6 +104,17 @@ pub enum StoreError {
     #[error("take {take}'s file {pathd} does not match its recorded audio hash", pathd = .path.display())]
     HashMismatch { take: TakeId, path: PathBuf },
     #[error(
+        "the take of \"{shown}\" (take {take}) is damaged: its file {pathd} no longer holds the \
+         audio it was saved with; {moved}. Run `lectern render` on the manuscript to regenerate \
+         it from its record (the same audio), then export again",
+        shown = shorten(.text), pathd = .path.display(),
+        moved = match .quarantined {
+            Some(to) => format!("it was moved to {} and its take will be made again", to.display()),
+            None => "its take will be made again".to_string(),
+        }
+    )]
+    DamagedTake { take: TakeId, text: String, path: PathBuf, quarantined: Option<PathBuf> },
+    #[error(
         "{count} segment(s) have no take yet ({list}); render them first (`lectern render`)",
         list = SegmentRef::list(.first, .count)
     )]
@@ -142,6 +161,16 @@ impl SegmentRef {
         }
         out.join("; ")
     }
+}
+
+/// The start of a segment's text as messages show it.
+fn shorten(text: &str) -> String {
+    const SHOWN: usize = 40;
+    let mut out: String = text.chars().take(SHOWN).collect();
+    if text.chars().count() > SHOWN {
+        out.push('…');
+    }
+    out
 }
 
 impl std::fmt::Display for SegmentRef {
@@ -249,10 +278,31 @@ pub struct Diff {
     pub changed: Vec<SegmentId>,
     /// Ids (from the previous version) of segments no longer in the manuscript.
     pub removed: Vec<SegmentId>,
-    /// New segments standing where an approved one stood (same place in the source, new
-    /// spoken text: the manuscript was edited there, or the reading rules changed): each is
-    /// marked for a pickup with a note of what was approved, never approved silently.
+    /// New segments that took the place of an approved one (the manuscript was edited there,
+    /// or the reading rules changed): each is "edited since approval" ([`carry`]), listed for
+    /// a pickup with its note and the approved reading, never approved silently.
     pub reading_changed: Vec<SegmentId>,
+    /// The narrator's work (review state, note, pickup flag) on each removed segment, and the
+    /// segments it moved to ([`carry`]).
+    pub carried: Vec<CarriedWork>,
+}
+
+/// The narrator's work on a segment an edit removed, and where it went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CarriedWork {
+    /// The removed segment's text.
+    pub text: String,
+    /// Its manuscript line before the edit.
+    pub line: u32,
+    /// Its review state (an edit since approval reads as a pickup).
+    pub review: Review,
+    /// Its note.
+    pub note: String,
+    /// The segments of this version that received it (empty: none; see `left_behind`).
+    pub to: Vec<SegmentId>,
+    /// No segment received it and its note is nowhere in the new manuscript: it stays with the
+    /// removed text (restoring the text brings it back).
+    pub left_behind: bool,
 }
 
 /// What the startup check found and did.
@@ -264,8 +314,15 @@ pub struct OpenReport {
     pub restored_files: Vec<TakeId>,
     /// Complete WAVs without a row, moved to `takes/orphans/`.
     pub orphans_quarantined: Vec<PathBuf>,
+    /// Take files found damaged (truncated, lengthened, not the recorded length), moved to
+    /// `takes/quarantine/`; their takes are among `missing_files`.
+    pub damaged_quarantined: Vec<PathBuf>,
     /// Interrupted writes (`*.tmp`) removed.
     pub temp_files_removed: Vec<PathBuf>,
+    /// An interrupted `--rebuild` this open finished before anything else.
+    pub resumed_rebuild: Option<rebuild::RebuildReport>,
+    /// Leftovers removed because they were past the housekeeping limit ([`clean`]).
+    pub auto_cleaned: Vec<clean::Leftover>,
 }
 
 impl OpenReport {
@@ -273,7 +330,10 @@ impl OpenReport {
         self.missing_files.is_empty()
             && self.restored_files.is_empty()
             && self.orphans_quarantined.is_empty()
+            && self.damaged_quarantined.is_empty()
             && self.temp_files_removed.is_empty()
+            && self.resumed_rebuild.is_none()
+            && self.auto_cleaned.is_empty()
     }
 }
 
@@ -295,6 +355,8 @@ const SETTINGS_RENDER_PARAMS: &str = "render_params";
 const SETTINGS_LEAD_IN_MS: &str = "lead_in_ms";
 const SETTINGS_SOURCES: &str = "sources";
 const SETTINGS_BOOK: &str = "book";
+/// The segment the narrator last listened to in the workstation (its store key).
+const SETTINGS_LISTENING_POSITION: &str = "listening_position";
 
 /// What the manuscript says about the book, for export: its metadata, chapter titles, the
 /// cover's file in the project directory, and the options it was read with.
@@ -343,20 +405,48 @@ impl Project {
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref().to_path_buf();
         let lock = lock_project(&dir)?;
+        let resumed_rebuild = rebuild::is_pending(&dir).then(|| rebuild::run(&dir)).transpose()?;
         refuse_lost_database(&dir)?;
         let conn = db::open(&dir.join(DB_FILE))?;
+        // Before the file check: what it moves aside now is kept until the next open.
+        let auto_cleaned = auto_clean(&dir)?;
         let mut project = Self { dir, conn, report: OpenReport::default(), _lock: lock };
         project.report = takes::check_files(&project.conn, &project.dir)?;
+        project.report.resumed_rebuild = resumed_rebuild;
+        project.report.auto_cleaned = auto_cleaned;
         Ok(project)
     }
 
+    /// Reads every take's audio and checks it against its recorded hash and length
+    /// (`lectern check-project`); damaged files are quarantined and their takes marked missing,
+    /// so the next render makes them again ([`check`]).
+    pub fn verify_audio(&mut self) -> Result<check::AudioCheck> {
+        check::verify_audio(self)
+    }
+
+    /// The project's leftovers ([`clean`]): orphans, quarantined files, interrupted writes and
+    /// old playback files inside the project, and, with `manuscript`, interrupted writes and
+    /// playback files named after it beside it and in `output_dirs`.
+    pub fn leftovers(
+        &self,
+        manuscript: Option<&Path>,
+        output_dirs: &[PathBuf],
+    ) -> Result<Vec<clean::Leftover>> {
+        let mut out = clean::in_project(&self.dir)?;
+        if let Some(m) = manuscript {
+            out.extend(clean::beside_manuscript(m, output_dirs)?);
+        }
+        Ok(out)
+    }
+
     /// Rebuilds a lost database (missing or empty, with take files beside it) from the records
-    /// the take files carry ([`rebuild`]); the lost file is kept as `project.db.lost-…`. A
-    /// database that is present is left alone: there is nothing to rebuild.
+    /// the take files carry ([`rebuild`]), or finishes a rebuild that was interrupted; the lost
+    /// file is kept as `project.db.lost-…`. A database that is present is left alone: there is
+    /// nothing to rebuild.
     pub fn rebuild(dir: impl AsRef<Path>) -> Result<rebuild::RebuildReport> {
         let dir = dir.as_ref().to_path_buf();
         let _lock = lock_project(&dir)?;
-        if refuse_lost_database(&dir).is_ok() {
+        if !rebuild::is_pending(&dir) && refuse_lost_database(&dir).is_ok() {
             let db = dir.join(DB_FILE);
             return Err(StoreError::InvalidInput(
                 if fs::metadata(&db).is_ok_and(|m| m.len() > 0) {
@@ -366,10 +456,15 @@ impl Project {
                 },
             ));
         }
-        let lost_database = rebuild::move_lost_database(&dir)?;
-        let mut conn = db::open(&dir.join(DB_FILE))?;
-        let report = rebuild::reattach(&mut conn, &dir)?;
-        Ok(rebuild::RebuildReport { lost_database, ..report })
+        rebuild::run(&dir)
+    }
+
+    /// Imports take files that lie in this project's `takes/` folder but have no row yet (takes
+    /// rendered elsewhere, copied in) from the records they carry ([`import`]). Files already
+    /// imported are skipped; damaged ones and ones without a record are reported, not imported.
+    pub fn import_take_files(&mut self, files: &[PathBuf]) -> Result<import::ImportReport> {
+        let db_path = self.db_path();
+        import::import_take_files(&mut self.conn, &db_path, &self.dir, files)
     }
 
     pub fn dir(&self) -> &Path {
@@ -706,6 +801,18 @@ impl Project {
         self.set_setting(SETTINGS_LEAD_IN_MS, &ms.to_string())
     }
 
+    /// The segment the narrator last listened to in the workstation, where a reopened book
+    /// waits; `None` when never recorded (or unreadable: the first segment does as well).
+    pub fn listening_position(&self) -> Result<Option<SegmentKey>> {
+        Ok(self.setting(SETTINGS_LISTENING_POSITION)?.and_then(|v| v.parse().ok()))
+    }
+
+    /// Records the segment the narrator listens to (its key: a segment whose text changes
+    /// gets a new key, and the book then waits at its first segment).
+    pub fn set_listening_position(&mut self, key: SegmentKey) -> Result<()> {
+        self.set_setting(SETTINGS_LISTENING_POSITION, &key.to_string())
+    }
+
     /// The model and voice directories the project was last synced with, if recorded.
     pub fn sources(&self) -> Result<Option<Sources>> {
         match self.setting(SETTINGS_SOURCES)? {
@@ -804,6 +911,17 @@ fn refuse_lost_database(dir: &Path) -> Result<()> {
         return Ok(());
     }
     Err(StoreError::LostDatabase { path: db, take_files: wavs })
+}
+
+/// Removes the leftovers inside the project directory when they are past the housekeeping
+/// limit ([`clean::past_auto_limit`]); below it they stay for `lectern clean`.
+fn auto_clean(dir: &Path) -> Result<Vec<clean::Leftover>> {
+    let leftovers = clean::in_project(dir)?;
+    if !clean::past_auto_limit(&leftovers) {
+        return Ok(Vec::new());
+    }
+    clean::remove(&leftovers)?;
+    Ok(leftovers)
 }
 
 /// Creates the project directory if needed and takes its lock.

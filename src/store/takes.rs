@@ -81,7 +81,7 @@ pub fn audio_hash(samples: &[f32]) -> String {
 }
 
 /// Makes a rename inside `dir` durable.
-fn sync_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
         File::open(dir)?.sync_all()
@@ -332,15 +332,12 @@ fn choose_if_unusable(
 /// Moves a damaged take file aside and marks the take missing.
 pub(crate) fn quarantine(project: &mut Project, id: TakeId) -> Result<PathBuf> {
     let info = project.take(id)?;
-    let dir = project.dir.join(TAKES_DIR).join(QUARANTINE_DIR);
-    fs::create_dir_all(&dir)
-        .map_err(|e| StoreError::io("creating quarantine directory", &dir, e))?;
-    let name = info.wav_path.file_name().map(ToOwned::to_owned).unwrap_or_default();
-    let to = dir.join(name);
-    if info.wav_path.exists() {
-        fs::rename(&info.wav_path, &to)
-            .map_err(|e| StoreError::io("quarantining take file", &info.wav_path, e))?;
-    }
+    let to = if info.wav_path.exists() {
+        move_to_quarantine(&info.wav_path)?
+    } else {
+        let name = info.wav_path.file_name().map(ToOwned::to_owned).unwrap_or_default();
+        project.dir.join(TAKES_DIR).join(QUARANTINE_DIR).join(name)
+    };
     project
         .conn
         .execute("UPDATE takes SET status = 'missing' WHERE id = ?1", [id as i64])
@@ -499,12 +496,71 @@ pub(crate) fn read_verified(info: &TakeInfo) -> Result<Vec<f32>> {
     Ok(samples)
 }
 
-/// Cheap file check at open: the WAV exists, has the take format and the recorded length.
-/// (The audio hash is checked when the samples are read.)
-fn header_ok(path: &Path, num_samples: u64) -> bool {
-    hound::WavReader::open(path)
+/// Cheap file check at open, a few header reads per take: the WAV exists, has the take format
+/// and the recorded length, and the file is exactly as long as its RIFF header says (a
+/// truncated file, or one with bytes appended, fails). The audio hash is checked when the
+/// samples are read, and for every take by `lectern check-project`.
+pub(crate) fn file_complete(path: &Path, num_samples: u64) -> bool {
+    let header_ok = hound::WavReader::open(path)
         .map(|r| r.spec() == take_spec() && u64::from(r.duration()) == num_samples)
-        .unwrap_or(false)
+        .unwrap_or(false);
+    header_ok && riff_length_matches(path).unwrap_or(false)
+}
+
+/// Whether the file's length is the RIFF size its header gives, plus the 8 bytes before it.
+fn riff_length_matches(path: &Path) -> io::Result<bool> {
+    use std::io::Read;
+    let mut f = File::open(path)?;
+    let mut header = [0u8; 8];
+    f.read_exact(&mut header)?;
+    let riff = u64::from(u32::from_le_bytes([header[4], header[5], header[6], header[7]]));
+    Ok(&header[..4] == b"RIFF" && f.metadata()?.len() == riff + 8)
+}
+
+/// A free path in `takes/quarantine/` for a damaged file named `name`: an earlier file of the
+/// same name there is kept, the new one gets a numbered name.
+fn quarantine_path(takes_dir: &Path, name: &std::ffi::OsStr) -> io::Result<PathBuf> {
+    let dir = takes_dir.join(QUARANTINE_DIR);
+    fs::create_dir_all(&dir)?;
+    let mut to = dir.join(name);
+    let mut n = 1;
+    while to.exists() {
+        to = dir.join(format!("{}.{n}", name.to_string_lossy()));
+        n += 1;
+    }
+    Ok(to)
+}
+
+/// Moves a damaged take file into `takes/quarantine/` (kept for inspection; its take is
+/// regenerated from its record, or rendered again). Returns where it went.
+pub(crate) fn move_to_quarantine(path: &Path) -> Result<PathBuf> {
+    let takes_dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().unwrap_or_default();
+    let to = quarantine_path(takes_dir, name)
+        .map_err(|e| StoreError::io("creating quarantine directory", takes_dir, e))?;
+    fs::rename(path, &to).map_err(|e| StoreError::io("quarantining take file", path, e))?;
+    Ok(to)
+}
+
+/// Reads a take's samples for an export: a damaged file is moved into quarantine (the next
+/// open marks its take missing) and the error says which take and what to run.
+pub(crate) fn read_for_export(info: &TakeInfo) -> Result<Vec<f32>> {
+    match read_verified(info) {
+        Err(StoreError::HashMismatch { .. } | StoreError::TakeFileMissing { .. }) => {
+            let quarantined = if info.wav_path.exists() {
+                Some(move_to_quarantine(&info.wav_path)?)
+            } else {
+                None
+            };
+            Err(StoreError::DamagedTake {
+                take: info.id,
+                text: info.record.text.clone(),
+                path: info.wav_path.clone(),
+                quarantined,
+            })
+        }
+        other => other,
+    }
 }
 
 /// Reconciles rows and files: marks rows whose file is gone as missing (and back when it
@@ -523,7 +579,11 @@ pub(crate) fn check_files(conn: &Connection, dir: &Path) -> Result<OpenReport> {
     let mut referenced = HashSet::new();
     for (id, rel, n, status) in &rows {
         referenced.insert(rel.clone());
-        let ok = header_ok(&dir.join(rel), *n as u64);
+        let path = dir.join(rel);
+        let ok = file_complete(&path, *n as u64);
+        if !ok && path.exists() {
+            report.damaged_quarantined.push(move_to_quarantine(&path)?);
+        }
         let new_status = match (ok, status.as_str()) {
             (false, "ok") => {
                 report.missing_files.push(*id as TakeId);

@@ -51,6 +51,9 @@ pub enum Action {
     EditStyle,
     /// Show the cast: the book's voice, the characters, each voice's defaults and segments.
     ToggleVoices,
+    /// Show the selected segment's panel where the terminal is too small to show it beside
+    /// the charts (in their place, or the list's); again to hide it.
+    ToggleDetails,
     /// Start typing a search over segment texts.
     Search,
     /// Jump to the next search match.
@@ -66,7 +69,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in help order.
-    pub const ALL: [Action; 37] = [
+    pub const ALL: [Action; 38] = [
         Action::TogglePlay,
         Action::PlayFromSegment,
         Action::Replay,
@@ -86,6 +89,7 @@ impl Action {
         Action::PickVoice,
         Action::EditStyle,
         Action::ToggleVoices,
+        Action::ToggleDetails,
         Action::TogglePickups,
         Action::Rerender,
         Action::NfeDown,
@@ -130,6 +134,7 @@ impl Action {
             Action::PickVoice => "pick voice; 1st resets",
             Action::EditStyle => "style; empty resets",
             Action::ToggleVoices => "voices and cast",
+            Action::ToggleDetails => "segment panel (small)",
             Action::TogglePickups => "pickups view",
             Action::NfeDown => "NFE -1",
             Action::NfeUp => "NFE +1",

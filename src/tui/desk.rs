@@ -88,6 +88,19 @@ impl Desk {
         self.session.lead_in_ms().map_or(0, crate::audio::master::ms_to_samples)
     }
 
+    /// The segment the narrator last listened to, as the App knows it (`None`: never
+    /// recorded, or the project cannot say).
+    pub fn listening_position(&self) -> Option<SegmentId> {
+        let at = self.session.project().listening_position().ok().flatten()?;
+        SegmentId::try_from(at).ok()
+    }
+
+    /// Keeps the segment the narrator listens to in the project; a failure goes to the log.
+    pub fn set_listening_position(&mut self, segment: SegmentId) -> Option<Msg> {
+        let stored = self.session.project_mut().set_listening_position(key(segment));
+        stored.err().map(|e| Msg::Log(format!("listening position not kept: {e}")))
+    }
+
     /// The session's voices and cast, for the voices panel and the voice picker.
     pub fn cast_view(&self) -> CastView {
         CastView::of(&self.session)
@@ -442,6 +455,7 @@ fn row_init(v: SegmentView) -> RowInit {
         takes,
         chosen,
         review: v.review,
+        edited_since_approval: v.edited_since_approval,
         note: v.note,
         cast,
     }

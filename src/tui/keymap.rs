@@ -162,6 +162,7 @@ pub const DEFAULTS: &[(&str, Action)] = &[
     ("v", Action::PickVoice),
     ("i", Action::EditStyle),
     ("V", Action::ToggleVoices),
+    ("d", Action::ToggleDetails),
     ("P", Action::TogglePickups),
     ("R", Action::Rerender),
     ("[", Action::NfeDown),

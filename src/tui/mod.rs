@@ -3,6 +3,7 @@
 //! - [`app`]: all UI state and `update(Msg) -> Vec<Command>`; no I/O;
 //! - [`action`], [`keymap`]: what keys do (defaults in code, optional TOML patch);
 //! - [`theme`]: style roles, `themes/*.toml` patches, hot reload;
+//! - [`popups`]: the modals (prompts and pickers), one file each, with their own state;
 //! - [`layout`]: where each panel goes, shared by the app (mouse, page size) and the view;
 //! - [`view`]: draw `&App` into a frame, one module per panel;
 //! - [`run`]: terminal setup/restore and the event loop;
@@ -20,6 +21,7 @@ pub mod checks;
 pub mod desk;
 pub mod keymap;
 pub mod layout;
+pub mod popups;
 pub mod run;
 pub mod theme;
 pub mod view;

@@ -2,7 +2,8 @@
 //! on panic (a hook that runs before the default one), on Ctrl-C (a key in raw mode) and on
 //! SIGTERM / SIGHUP / SIGINT (which quit like `q`, so the playback file is finalised too). The
 //! loop drains engine events without blocking, hands takes to the session ([`Desk`]), waits for
-//! input, and draws only when something changed (an engine event, a key, a resize, a reloaded
+//! input and applies every event already waiting (a burst of keys lands before the next
+//! frame), and draws only when something changed (an engine event, a key, a resize, a reloaded
 //! file or theme, the player's status — the playhead while audio plays). It looks at the engine
 //! at the frame rate while the engine works or just after any event, at the playhead's rate
 //! while audio plays, and every [`IDLE_WAIT`] otherwise. Engine requests go out over an
@@ -30,9 +31,10 @@ use super::theme::{Theme, ThemeError, ThemeWatcher};
 use super::view;
 use super::watch::{DEBOUNCE, ManuscriptSource, ManuscriptWatcher};
 use crate::audio::player::Playback;
-use lectern_engine::protocol::{EngineEvent, Request};
+use lectern_engine::protocol::{EngineEvent, Request, SegmentId};
 
-/// Engine events applied per frame at most, so a flood cannot stall drawing.
+/// Engine events (and, apart, terminal events) applied per frame at most, so a flood cannot
+/// stall drawing.
 const MAX_EVENTS_PER_FRAME: usize = 2000;
 /// After a key, an engine event or a reload, how long the loop keeps looking at the engine at
 /// the frame rate (a request's answer shows at once); then it waits for input [`IDLE_WAIT`].
@@ -213,6 +215,7 @@ pub fn event_loop<B: Backend>(
     let period = Duration::from_secs_f64(1.0 / f64::from(cfg.fps.clamp(1, 240)));
     let mut dirty = true;
     let mut last_player: Option<crate::audio::player::PlayerStatus> = None;
+    let mut kept_position = app.listening();
     // Until then the loop looks at the engine at the frame rate: after any event, a request
     // may be on its way to the engine and its answer should show without delay.
     let mut active_until = Instant::now() + ACTIVE_GRACE;
@@ -248,6 +251,7 @@ pub fn event_loop<B: Backend>(
             activity |= state_changed;
             last_player = Some(status.clone());
             io.apply(&mut app, Msg::Player(status));
+            keep_listening_position(&mut app, &mut io, &mut kept_position);
             dirty = true;
         }
         if manuscript.as_mut().is_some_and(|w| w.poll(Instant::now())) {
@@ -304,20 +308,39 @@ pub fn event_loop<B: Backend>(
                 break;
             }
             let Some(ev) = input(deadline - now)? else { break };
-            let msg = match ev {
-                Event::Key(k) => Msg::Key(k),
-                Event::Mouse(m) => Msg::Mouse(m),
-                Event::Resize(w, h) => Msg::Resize(w, h),
-                _ => continue,
-            };
-            io.apply(&mut app, msg);
+            // Every event already waiting is applied before the next frame: a burst of keys
+            // (a held key, a paste) lands whole, however slow drawing is.
+            let mut next = Some(ev);
+            let mut applied = 0;
+            while let Some(ev) = next.take() {
+                if let Some(msg) = input_msg(ev) {
+                    io.apply(&mut app, msg);
+                    applied += 1;
+                }
+                if app.quit || applied >= MAX_EVENTS_PER_FRAME {
+                    break;
+                }
+                next = input(Duration::ZERO)?;
+            }
+            if applied == 0 {
+                continue;
+            }
             dirty = true;
             active_until = Instant::now() + ACTIVE_GRACE;
-            // Draw what the key did now; more keys wait for the next pass.
             break;
         }
     }
     Ok(app)
+}
+
+/// The App's message for a terminal event (focus and paste events mean nothing to it).
+fn input_msg(ev: Event) -> Option<Msg> {
+    match ev {
+        Event::Key(k) => Some(Msg::Key(k)),
+        Event::Mouse(m) => Some(Msg::Mouse(m)),
+        Event::Resize(w, h) => Some(Msg::Resize(w, h)),
+        _ => None,
+    }
 }
 
 /// Shows the project's rows and asks the engine for what is missing.
@@ -333,12 +356,44 @@ fn open_rows(app: &mut App, io: &mut Io<'_>) -> Result<(), TuiError> {
         ));
     }
     app.mark_queued(&queued);
+    log_carried_work(app, io.desk);
+    let edited = app.rows.iter().filter(|r| r.edited_since_approval).count();
+    if edited > 0 {
+        app.push_log(format!(
+            "project: {edited} segment(s) edited since approval: listen again, then approve"
+        ));
+    }
     for msg in io.desk.check_chapters(None) {
         app.update(msg);
     }
+    app.wait_at(io.desk.listening_position());
     let cmds = app.start_playback();
     io.commands(app, cmds);
     Ok(())
+}
+
+/// What the last sync did with the narrator's work: where review states, notes and pickup
+/// flags moved, and a line for each one that stayed with removed text.
+fn log_carried_work(app: &mut App, desk: &Desk) {
+    if let Some(line) = desk.session().carry_summary() {
+        app.push_log(format!("manuscript: {line}"));
+    }
+    for line in desk.session().left_behind() {
+        app.push_log(format!("manuscript: {line}"));
+    }
+}
+
+/// Keeps the segment the narrator listens to in the project when it changes (once per
+/// segment, not per frame).
+fn keep_listening_position(app: &mut App, io: &mut Io<'_>, kept: &mut Option<SegmentId>) {
+    let now = app.listening();
+    if now == *kept {
+        return;
+    }
+    *kept = now;
+    if let Some(msg) = now.and_then(|id| io.desk.set_listening_position(id)) {
+        app.update(msg);
+    }
 }
 
 /// Re-reads a saved manuscript: only segments whose content changed render; a file that no
@@ -356,6 +411,7 @@ fn reload_manuscript(app: &mut App, io: &mut Io<'_>) {
                 app.set_rows(rows);
                 app.mark_queued(&queued);
                 app.push_log(format!("manuscript: {} segment(s) to render", queued.len()));
+                log_carried_work(app, io.desk);
                 for msg in io.desk.check_chapters(None) {
                     app.update(msg);
                 }

@@ -152,3 +152,52 @@ fn an_empty_cue_does_not_stop_the_transport() {
     let got = wav::read(&path).unwrap();
     assert_eq!(got, [a, b].concat());
 }
+
+#[test]
+fn paused_playback_sleeps_until_a_command_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("paused.wav");
+    let cfg = PlayerConfig {
+        device: DeviceChoice::File,
+        fallback_wav: path.clone(),
+        ..PlayerConfig::default()
+    };
+    let t = take(24_000 * 5, 4);
+    let player = Player::open(cfg).unwrap();
+    player.command(AudioCommand::Enqueue(Cue {
+        take_id: 1,
+        segment_id: 1,
+        samples: Arc::new(t.clone()),
+    }));
+    std::thread::sleep(Duration::from_millis(200));
+    player.command(AudioCommand::Pause);
+    std::thread::sleep(Duration::from_millis(100));
+    let before = player.shared().callbacks();
+    std::thread::sleep(Duration::from_secs(1));
+    let woken = player.shared().callbacks() - before;
+    assert!(woken <= 1, "the file sink rendered {woken} times in a second of pause");
+    assert_eq!(player.status().state, lectern::audio::player::PlayState::Paused);
+    player.command(AudioCommand::Resume);
+    assert!(player.wait_idle(Duration::from_secs(20)), "playback did not finish after resume");
+    drop(player);
+    assert_eq!(
+        find(&wav::read(&path).unwrap(), &t),
+        Some(0),
+        "the take plays whole after the pause"
+    );
+}
+
+#[test]
+fn a_playback_file_nothing_was_played_to_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unused.wav");
+    let cfg = PlayerConfig {
+        device: DeviceChoice::File,
+        fallback_wav: path.clone(),
+        ..PlayerConfig::default()
+    };
+    let player = Player::open(cfg).unwrap();
+    assert!(path.exists(), "the sink writes to its file while open");
+    drop(player);
+    assert!(!path.exists(), "an empty playback file is removed at exit");
+}

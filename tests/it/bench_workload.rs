@@ -112,3 +112,32 @@ fn tiny_workload_forces_tokens_per_word_through_the_engine() {
     assert!(runs[0]["lm_batches"].as_array().unwrap().iter().all(|b| b["lanes"] == 1));
     assert!(runs[1]["lm_batches"].as_array().unwrap().iter().any(|b| b["lanes"] == 2));
 }
+
+#[test]
+fn a_sharded_workload_runs_its_share_and_the_shares_make_the_whole() {
+    let mut opts = WorkloadOptions::new(Workload::Short);
+    opts.config = ModelConfig::from_dir(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/cosyvoice3-tiny-a/model"
+    )))
+    .unwrap();
+    opts.lanes = vec![2];
+    opts.nfe = 1;
+    opts.group_target_frames = 200;
+    opts.tokens_per_word = 2;
+    opts.print = false;
+    let whole = workload::run(&opts).unwrap();
+    let mut segments = 0;
+    let mut words = 0;
+    for index in 1..=2 {
+        opts.shard = Some(lectern::session::plan::Shard { index, count: 2 });
+        let share = workload::run(&opts).unwrap();
+        assert_eq!(share["shard"], format!("{index}/2"));
+        let n = share["segments"].as_u64().unwrap();
+        assert!(n > 0 && n < whole["segments"].as_u64().unwrap(), "shard {index}: {n} segments");
+        segments += n;
+        words += share["words"].as_u64().unwrap();
+    }
+    assert_eq!(segments, whole["segments"].as_u64().unwrap());
+    assert_eq!(words, whole["words"].as_u64().unwrap());
+}

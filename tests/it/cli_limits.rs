@@ -77,6 +77,15 @@ fn export_refuses_a_loudness_that_is_not_a_sane_target() {
 }
 
 #[test]
+fn threads_past_the_machine_are_refused_naming_the_maximum() {
+    let max = 4 * std::thread::available_parallelism().unwrap().get();
+    for value in ["0", "100000", &(max + 1).to_string()] {
+        refused(&["config", "--threads", value], &["--threads", &format!("from 1 to {max}")]);
+    }
+    assert!(lectern(&["config", "--threads", &max.to_string()]).status.success());
+}
+
+#[test]
 fn precision_help_is_written_for_users() {
     let o = lectern(&["render", "--help"]);
     let help = String::from_utf8_lossy(&o.stdout);

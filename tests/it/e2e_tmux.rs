@@ -8,6 +8,10 @@
 //!   only it renders; `export` writes the chosen takes' master; a fresh `render` elsewhere
 //!   makes byte-identical takes.
 //! - A workstation killed inside a group's save resumes (through `render`) to the same bytes.
+//! - A reopened book waits, paused, at the segment last listened to and marks nothing heard;
+//!   a session that played nothing leaves no playback file.
+//! - An approved segment edited in the manuscript while the workstation is open shows
+//!   "edited since approval" in the list, its panel and the title, its note kept.
 //!
 //! Needs tmux (`apt-get install -y tmux`); without it the test fails and says so (see
 //! `tmux_common`).
@@ -219,19 +223,26 @@ fn narrator_loop_in_tmux() {
     assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0", "{s}");
     assert!(playback.exists());
 
-    // Session 2: nothing renders; the choice, the approval and the seeds are back; the whole
-    // autoplayed play-through goes to a new playback file.
+    // Session 2: nothing renders; the choice, the approval and the seeds are back; the book
+    // waits, paused; played from the top, the whole play-through goes to a new playback file.
     let tmux = Tmux::named("loop2");
     tmux.open(dir.path(), &lectern_script(&[&book], &fallback, &status));
-    let s = tmux.wait_for("the stored takes", |s| s.contains("all rendered"));
+    let s = tmux.wait_for("the stored takes", |s| {
+        s.contains("all rendered") && s.contains("listening: paused at segment")
+    });
     assert!(s.contains(&format!("1/{n} approved")), "{s}");
     assert!(!s.contains("◔ LM") && !s.contains("○ queued"), "nothing renders:\n{s}");
+    tmux.keys("g");
+    tmux.wait_for("segment 1 selected", |s| s.contains("segment 1 "));
     tmux.keys("j");
     let s = tmux.wait_for("segment 2's chosen take", |s| s.contains("take 2/2 (chosen)"));
     assert_eq!(take_info(&s).map(|t| t.2), Some(seed2), "{s}");
     let row2 = s.lines().find(|l| l.contains("  2 ")).unwrap_or_default().to_string();
     assert!(row2.contains('✓') && row2.contains("2/2*"), "approved, take 2 chosen: {row2}");
-    tmux.wait_for("autoplay", |s| s.contains("▶ playing"));
+    tmux.keys("g");
+    tmux.wait_for("segment 1 selected", |s| s.contains("segment 1 "));
+    tmux.keys("Space");
+    tmux.wait_for("play from the top", |s| s.contains("▶ playing"));
     let s = tmux.wait_longer("the play-through to end", Duration::from_secs(240), |s| {
         s.contains("■ stopped")
     });
@@ -344,6 +355,11 @@ fn sigterm_quits_like_q_and_restores_the_terminal() {
     let script = workstation_script(&book, &wav, &status, &stty);
     tmux.open(dir.path(), &script);
     tmux.wait_for("the workstation", |s| s.contains("manuscript · 2 segments"));
+    // Autoplay has played a take to its end: the playback file holds audio (one nothing was
+    // played to is removed at exit).
+    tmux.wait_for("a take heard", |s| {
+        s.lines().any(|l| l.starts_with("│  1 ") && l.contains(" h "))
+    });
     let shell = tmux.pane_format("#{pane_pid}");
     let kill = Command::new("pkill").args(["-TERM", "-P", &shell, "lectern"]).status().unwrap();
     assert!(kill.success(), "no lectern process under the pane's shell {shell}");
@@ -351,8 +367,9 @@ fn sigterm_quits_like_q_and_restores_the_terminal() {
     assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0", "{s}");
     let modes = std::fs::read_to_string(&stty).unwrap();
     assert!(modes.split_whitespace().any(|w| w == "icanon"), "terminal not restored: {modes}");
-    // The playback file was finalised: a valid WAV header whatever was played.
-    assert!(hound::WavReader::open(&wav).is_ok(), "playback file not finalised");
+    // The playback file was finalised: a valid WAV header, and what was played.
+    let played = hound::WavReader::open(&wav).map(|r| r.duration());
+    assert!(played.as_ref().is_ok_and(|n| *n > 0), "playback file not finalised: {played:?}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -550,4 +567,194 @@ fn casting_in_tmux() {
     let chosen = p.chosen_of_key(first).unwrap().unwrap();
     assert_eq!(chosen.record.voice_id, "alto");
     assert_eq!(chosen.record.content.instruction.as_deref(), Some("Whisper."));
+}
+
+/// The column of the playhead's mark under the segment panel's waveform, and whether a
+/// sparkline row (block characters) sits above it.
+fn playhead_column(screen: &str) -> Option<(usize, bool)> {
+    let lines: Vec<&str> = screen.lines().collect();
+    let at = lines.iter().position(|l| l.contains(lectern::tui::view::waveform::PLAYHEAD_MARK))?;
+    let column = lines[at]
+        .chars()
+        .position(|c| c.to_string() == lectern::tui::view::waveform::PLAYHEAD_MARK)?;
+    let wave =
+        at.checked_sub(1).is_some_and(|i| lines[i].chars().any(|c| ('▁'..='█').contains(&c)));
+    Some((column, wave))
+}
+
+/// #53: the selected take's waveform shows in the segment panel and, while the take plays (to
+/// the file sink, in real time), its playhead moves along it.
+#[test]
+fn the_waveform_and_its_playhead_move_while_a_take_plays() {
+    let tmux = Tmux::named("wave");
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.md");
+    std::fs::write(
+        &book,
+        "The keeper climbed the stairs again, as he had done every evening for thirty years, \
+         past the old charts, the brass barometer and the window where his wife had once \
+         waited for the boats.\n",
+    )
+    .unwrap();
+    let wav = dir.path().join("playback.wav");
+    let status = dir.path().join("status");
+    let stty = dir.path().join("stty");
+    tmux.open(dir.path(), &workstation_script(&book, &wav, &status, &stty));
+    let s = tmux.wait_for("the segment ready", |s| ready_rows(s) >= 1 && s.contains("take 1/1"));
+    assert!(!s.contains("manuscript · 0 segments"), "{s}");
+    // The tiny model's takes are short (under a second): play the selected take alone from
+    // its start, watching the mark, until one play shows it at two places or more.
+    let mut plays = Vec::new();
+    for _ in 0..5 {
+        tmux.keys("r");
+        let seen = watch_playhead(&tmux);
+        if seen.len() >= 2 {
+            assert!(seen.windows(2).all(|w| w[0] < w[1]), "it moves forward: {seen:?}");
+            break;
+        }
+        plays.push(seen);
+    }
+    assert!(plays.len() < 5, "the playhead did not move along the waveform: {plays:?}");
+    tmux.keys("q");
+    tmux.close_after_exit();
+}
+
+/// The playhead's columns while one play lasts (from its mark's first sighting to its end),
+/// each new position once; panics if no waveform sits above the mark.
+fn watch_playhead(tmux: &Tmux) -> Vec<usize> {
+    let mut seen: Vec<usize> = Vec::new();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        let s = tmux.screen();
+        match playhead_column(&s) {
+            Some((column, wave)) => {
+                assert!(wave, "no waveform above the playhead:\n{s}");
+                if seen.last() != Some(&column) {
+                    seen.push(column);
+                }
+            }
+            None if !seen.is_empty() => break,
+            None => {}
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    seen
+}
+
+/// Every segment's review state, in manuscript order.
+fn reviews(project: &Path) -> Vec<lectern::review::Review> {
+    let p = lectern::store::Project::open(project).unwrap();
+    p.proofed_segments().unwrap().iter().map(|s| p.review_of_key(s.key).unwrap()).collect()
+}
+
+#[test]
+fn a_reopened_book_waits_paused_at_the_last_position_and_marks_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.md");
+    std::fs::write(&book, LOOP_BOOK).unwrap();
+    let project = dir.path().join("book.lectern");
+    let status = dir.path().join("status");
+    let fallback = format!("--fallback-wav {}", quote(&dir.path().join("play.wav")));
+
+    // Session 1: render, then listen to segment 3.
+    let tmux = Tmux::named("resume");
+    tmux.open(dir.path(), &lectern_script(&[&book], &fallback, &status));
+    tmux.wait_for("every segment ready", |s| s.contains("all rendered"));
+    tmux.keys("g");
+    tmux.keys("j");
+    tmux.keys("j");
+    tmux.wait_for("segment 3 selected", |s| s.contains("segment 3 "));
+    // Segment 3 alone (autoplay, if still going, stops); the tiny model's takes are under a
+    // second: it has played well before the quit.
+    tmux.keys("r");
+    std::thread::sleep(Duration::from_secs(3));
+    tmux.keys("q");
+    let s = tmux.close_after_exit();
+    assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0", "{s}");
+    let p = lectern::store::Project::open(&project).unwrap();
+    let third = p.proofed_segments().unwrap()[2].key;
+    assert_eq!(p.listening_position().unwrap(), Some(third), "the position is kept");
+    drop(p);
+    let before = reviews(&project);
+
+    // Session 2: paused at segment 3, selected; left alone, nothing plays and nothing is
+    // marked.
+    let tmux = Tmux::named("resume2");
+    tmux.open(dir.path(), &lectern_script(&[&book], &fallback, &status));
+    let s = tmux.wait_for("paused at segment 3", |s| {
+        s.contains("listening: paused at segment 3") && s.contains("segment 3 ")
+    });
+    assert!(s.contains("■ stopped"), "{s}");
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        let s = tmux.screen();
+        assert!(!s.contains("▶ playing"), "a reopened book plays by itself:\n{s}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    tmux.keys("q");
+    tmux.close_after_exit();
+    assert_eq!(reviews(&project), before, "opening and waiting marked something");
+    let p = lectern::store::Project::open(&project).unwrap();
+    assert_eq!(p.listening_position().unwrap(), Some(third));
+    assert!(!dir.path().join("play-2.wav").exists(), "a session that played nothing keeps no file");
+    assert!(dir.path().join("play.wav").exists(), "the first session's playback is kept");
+}
+
+#[test]
+fn an_approved_segment_edited_in_the_manuscript_shows_edited_since_approval_with_its_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.md");
+    std::fs::write(&book, LOOP_BOOK).unwrap();
+    let status = dir.path().join("status");
+    let fallback = format!("--fallback-wav {}", quote(&dir.path().join("play.wav")));
+    let note = "Breath noise before the keeper, redo";
+
+    let tmux = Tmux::named("edited");
+    tmux.open(dir.path(), &lectern_script(&[&book], &fallback, &status));
+    let s = tmux.wait_for("every segment ready", |s| s.contains("all rendered"));
+    let n = segment_count(&s);
+    tmux.keys("g");
+    tmux.keys("j");
+    tmux.wait_for("segment 2 selected", |s| s.contains("segment 2 "));
+    tmux.keys("a");
+    tmux.wait_for("approved", |s| s.contains(&format!("1/{n} approved")));
+    tmux.keys("N");
+    tmux.wait_for("the note prompt", |s| s.contains("note: "));
+    tmux.keys(note);
+    tmux.keys("Enter");
+    tmux.wait_for("the note", |s| s.contains(&format!("note: {note}")));
+
+    // Two words of segment 2 change in the manuscript, saved while the workstation is open.
+    std::fs::write(&book, LOOP_BOOK.replace("thirty years", "forty winters")).unwrap();
+    let s = tmux.wait_for("edited since approval", |s| {
+        s.contains(&format!("0/{n} approved")) && s.contains("1 edited since approval")
+    });
+    let row2 = s.lines().find(|l| l.starts_with("│  2 ")).unwrap_or_default();
+    assert!(row2.contains(" e "), "the list marks it: {row2}\n{s}");
+    assert!(s.contains("segment 2 "), "still selected:\n{s}");
+    let s = tmux.wait_for("the panel names it, the note kept", |s| {
+        s.contains("· edited since approval") && s.contains(&format!("note: {note}"))
+    });
+    assert!(s.contains("forty winters"), "the new text is shown:\n{s}");
+    assert!(s.contains("manuscript: ") && s.contains("1 note carried"), "the log says so:\n{s}");
+    tmux.wait_for("its new take", |s| s.contains("all rendered"));
+    tmux.keys("q");
+    let s = tmux.close_after_exit();
+    assert_eq!(std::fs::read_to_string(&status).unwrap().trim(), "0", "{s}");
+
+    // Reopened: still edited since approval, said in the log and the title, the note kept.
+    let tmux = Tmux::named("edited2");
+    tmux.open(dir.path(), &lectern_script(&[&book], &fallback, &status));
+    let s = tmux.wait_for("the reopened book", |s| s.contains("listening: paused at segment"));
+    assert!(s.contains("project: 1 segment(s) edited since approval"), "{s}");
+    assert!(s.contains("1 edited since approval") && s.contains(&format!("0/{n} approved")), "{s}");
+    tmux.keys("g");
+    tmux.keys("j");
+    tmux.wait_for("segment 2 with its note", |s| {
+        s.contains("segment 2 ")
+            && s.contains("· edited since approval")
+            && s.contains(&format!("note: {note}"))
+    });
+    tmux.keys("q");
+    tmux.close_after_exit();
 }

@@ -357,6 +357,103 @@ proptest! {
     }
 }
 
+/// Most a hostile archive may make its reader hold (issue #49): the largest entry accepted
+/// (`InputLimits::entry_bytes`) and what is parsed from it.
+const ARCHIVE_MEMORY_LIMIT: usize = 256 << 20;
+
+/// One entry of a hostile archive: its name (well-formed, escaping the folder, absolute, very
+/// long), its inflated size, and whether it is zeros (a bomb) or bytes that barely compress.
+fn hostile_entry() -> impl Strategy<Value = (String, usize, bool)> {
+    let name = prop::sample::select(vec![
+        "OEBPS/c1.xhtml".to_string(),
+        "OEBPS/cover.png".to_string(),
+        "OEBPS/content.opf".to_string(),
+        "word/document.xml".to_string(),
+        "../../escape.xhtml".to_string(),
+        "/absolute/c1.xhtml".to_string(),
+        format!("OEBPS/{}.xhtml", "n".repeat(300)),
+    ]);
+    let size = prop::sample::select(vec![0usize, 4 << 10, 8 << 20, 80 << 20, 300 << 20]);
+    (name, size, any::<bool>())
+        .prop_filter("random bytes stay small enough to write", |(_, size, zeros)| {
+            *zeros || *size <= 80 << 20
+        })
+}
+
+/// Writes an EPUB-shaped archive (a valid small book, the DOCX document part) plus `entry`,
+/// without holding the entry in memory.
+fn hostile_zip(path: &Path, (name, size, zeros): &(String, usize, bool)) {
+    use std::io::Write;
+    use zip::write::SimpleFileOptions;
+    let book = tempfile::tempdir().expect("temp dir");
+    let good = book.path().join("good.epub");
+    lectern_test_support::epub::epub3(&good);
+    let mut source = zip::ZipArchive::new(std::fs::File::open(&good).unwrap()).unwrap();
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..source.len() {
+        let entry = source.by_index_raw(i).unwrap();
+        if entry.name().map_or(true, |n| n != name.as_str()) {
+            zip.raw_copy_file(entry).unwrap();
+        }
+    }
+    let opts = SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(1));
+    zip.start_file(name.as_str(), opts).unwrap();
+    let mut block = vec![0u8; 1 << 20];
+    let mut x = 0x2545_f491_u32;
+    for _ in 0..size.div_ceil(1 << 20) {
+        if !zeros {
+            for b in &mut block {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                *b = x as u8;
+            }
+        }
+        zip.write_all(&block).unwrap();
+    }
+    zip.finish().unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: config().cases.min(12), ..config() })]
+
+    #[test]
+    fn hostile_archives_are_read_in_bounded_memory_and_write_nothing(entry in hostile_entry()) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let inner = dir.path().join("a/b");
+        std::fs::create_dir_all(&inner).unwrap();
+        let book = inner.join("book.epub");
+        hostile_zip(&book, &entry);
+        let policy = lectern_text::ReadPolicy::default();
+        let base = LIVE.with(Cell::get);
+        PEAK.with(|p| p.set(base));
+        let _ = lectern_text::epub::read(&book, &policy);
+        let _ = lectern_text::docx::read(&book, &policy);
+        let grew = PEAK.with(Cell::get).saturating_sub(base);
+        prop_assert!(grew <= ARCHIVE_MEMORY_LIMIT, "{entry:?}: held {} MiB", grew >> 20);
+        let listing = |d: &Path| -> Vec<String> {
+            walk(d).into_iter().map(|p| p.strip_prefix(d).unwrap().display().to_string()).collect()
+        };
+        prop_assert_eq!(listing(dir.path()), vec!["a", "a/b", "a/b/book.epub"]);
+    }
+}
+
+/// Every path under `dir`, sorted.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        out.push(p.clone());
+        if p.is_dir() {
+            out.extend(walk(&p));
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Inputs the properties found that panicked, kept as plain tests.
 #[test]
 fn regressions_found_by_the_properties() {

@@ -154,7 +154,8 @@ fn split_chapters_writes_one_file_per_chapter() {
         "# One\n\nThe first chapter starts here. It is short.\n\n\
          # Two\n\nThe second chapter is shorter.\n\n# Three\n\nThe end.\n",
     );
-    let (out, rep) = (dir.path().join("book.wav"), dir.path().join("report.json"));
+    // A split render writes a folder of its own.
+    let (out, rep) = (dir.path().join("chapters"), dir.path().join("report.json"));
     let report = ok_report(&render(&book, &out, &rep, &["--split", "chapters"]), &rep);
 
     let sums = chapter_sums(&report);
@@ -162,12 +163,17 @@ fn split_chapters_writes_one_file_per_chapter() {
     let files = files_of(&report);
     assert_eq!(files.len(), 3);
     for (i, (path, len)) in files.iter().enumerate() {
-        assert_eq!(path, &dir.path().join(format!("book-{:02}.wav", i + 1)));
+        assert_eq!(path, &out.join(format!("book-{:02}.wav", i + 1)));
         let expected = sums[i] + if i == 0 { n(&report["lead_in_samples"]) } else { 0 };
         assert_eq!(*len, expected, "chapter {}", i + 1);
         assert_eq!(wav_samples(path), expected, "chapter {}", i + 1);
     }
-    assert!(!out.exists(), "no single file with --split chapters");
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".lectern-output", "book-01.wav", "book-02.wav", "book-03.wav"]);
 }
 
 #[test]

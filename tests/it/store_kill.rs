@@ -3,7 +3,7 @@
 //! reported saved (file present, samples bit-identical, audio hash matching), a clean
 //! `PRAGMA integrity_check` and no orphan rows.
 //!
-//! The child is this test binary itself, re-run with `--ignored --exact stress_child`.
+//! The child is this test binary itself, re-run with `--ignored --exact store_kill::stress_child`.
 
 use crate::store_common;
 
@@ -54,7 +54,13 @@ fn kill_at_random_points_loses_no_finished_take() {
     let mut completed_runs = 0;
     for run in 0..10u64 {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["stress_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                "store_kill::stress_child",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(DIR_VAR, &dir)
             .env(RUN_VAR, run.to_string())
             .stdout(Stdio::piped())
@@ -116,4 +122,6 @@ fn kill_at_random_points_loses_no_finished_take() {
         );
     }
     assert!(completed_runs < 10, "the child was never killed mid-run");
+    // A child that never ran (a wrong test name) would pass everything above.
+    assert!(!all_saved.is_empty(), "the child never saved a take");
 }

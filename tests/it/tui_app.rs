@@ -73,6 +73,7 @@ fn init(id: u64, text: &str) -> RowInit {
         takes: Vec::new(),
         chosen: None,
         review: Review::Unheard,
+        edited_since_approval: false,
         note: String::new(),
         cast: Default::default(),
     }
@@ -165,6 +166,30 @@ fn nfe_keys_step_and_clamp() {
     assert!(app.update(key(']')).is_empty());
 }
 
+/// The engine echoes every parameter change; echoes of earlier presses arriving between the
+/// presses of a burst do not undo the later ones, and the echo of the last is taken as it is.
+#[test]
+fn stale_parameter_echoes_do_not_undo_a_burst() {
+    let mut app = app_with(&["a"]);
+    let start = app.params.nfe;
+    let echo = |nfe| {
+        Msg::Engine(EngineEvent::ParamsChanged(RenderParams { nfe, ..RenderParams::default() }))
+    };
+    for k in 1..=5 {
+        app.update(key(']'));
+        // The engine answers each request after the next press went out.
+        if k > 1 {
+            app.update(echo(start + k - 1));
+        }
+        assert_eq!(app.params.nfe, start + k, "press {k}");
+    }
+    app.update(echo(start + 5));
+    assert_eq!(app.params.nfe, start + 5);
+    // With nothing pending the engine's word is final (it may clamp).
+    app.update(echo(3));
+    assert_eq!(app.params.nfe, 3);
+}
+
 #[test]
 fn group_and_lane_keys() {
     let mut app = app_with(&["a"]);
@@ -210,7 +235,7 @@ fn quit_sends_shutdown_and_ctrl_c_quits_in_any_mode() {
     assert!(app.quit);
     let mut app = app_with(&["a"]);
     app.update(key('/'));
-    assert_eq!(app.mode, Mode::Search);
+    assert!(matches!(app.mode, Mode::Search(_)), "{:?}", app.mode);
     let cmds = app.update(Msg::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)));
     assert!(matches!(engine(&cmds).as_slice(), [Request::Shutdown]));
 }
@@ -360,24 +385,119 @@ fn play_from_queues_ready_segments_in_order_and_waits_for_the_rest() {
     assert_eq!(ids, [2, 3]);
 }
 
-#[test]
-fn a_segment_played_past_its_middle_is_heard() {
-    let mut app = app_with(&["a"]);
-    app.update(saved(&app, 0, 1, 1));
-    let status = |pos| PlayerStatus {
+/// The player plays take `take` of segment `segment`, at `pos` of its cue's `len` samples.
+fn playing(take: u64, segment: u64, pos: u64, len: u64) -> Msg {
+    Msg::Player(PlayerStatus {
         state: PlayState::Playing,
         now_playing: Some(NowPlaying {
-            take_id: 1,
-            segment_id: 1,
+            take_id: take,
+            segment_id: segment,
             pos_samples: pos,
-            len_samples: 100,
+            len_samples: len,
         }),
+        queued: 1,
         ..PlayerStatus::default()
-    };
-    assert!(app.update(Msg::Player(status(10))).is_empty());
-    let cmds = app.update(Msg::Player(status(60)));
-    assert!(matches!(cmds.as_slice(), [Command::SetReview { review: Review::Heard, .. }]));
-    assert!(app.update(Msg::Player(status(90))).is_empty(), "once");
+    })
+}
+
+/// The segments a batch of commands marks heard.
+fn marked_heard(cmds: &[Command]) -> Vec<u64> {
+    cmds.iter()
+        .filter_map(|c| match c {
+            Command::SetReview { segment, review: Review::Heard } => Some(*segment),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_take_is_heard_when_played_to_its_end_never_when_skipped_selected_or_queued() {
+    let mut app = app_with(&["a", "b", "c", "d"]);
+    for i in 0..4 {
+        app.update(saved(&app, i, i as u64 + 1, 1));
+    }
+    // Each cue is the take (3 tokens) and its 100 ms pause.
+    let take = 3 * 960;
+    let len = take + lectern::audio::master::ms_to_samples(100) as u64;
+    let unheard = |app: &App| app.rows.iter().filter(|r| r.review == Review::Unheard).count();
+
+    // Everything is queued from segment 1; it plays past its middle, then the narrator skips
+    // to segment 2: segment 1 was skipped over, not heard.
+    app.update(code(KeyCode::Enter));
+    assert!(marked_heard(&app.update(playing(1, 1, take / 2, len))).is_empty());
+    app.update(key('j'));
+    app.update(code(KeyCode::Enter));
+    assert!(marked_heard(&app.update(playing(2, 2, 0, len))).is_empty(), "a skip is not heard");
+    assert_eq!(app.rows[0].review, Review::Unheard);
+
+    // Segment 2 is seen at its middle, then the playhead moves on to segment 3 by itself:
+    // segment 2 played to its end.
+    assert!(marked_heard(&app.update(playing(2, 2, take / 2, len))).is_empty());
+    assert_eq!(marked_heard(&app.update(playing(3, 3, 10, len))), [2]);
+    assert_eq!(app.listening(), Some(3), "the segment listened to is followed");
+
+    // Segment 3 is heard once past the heard fraction of its take, once.
+    let before = (lectern::tui::app::HEARD_FRACTION * take as f64) as u64 - 1;
+    assert!(marked_heard(&app.update(playing(3, 3, before, len))).is_empty());
+    assert_eq!(marked_heard(&app.update(playing(3, 3, before + 2, len))), [3]);
+    assert!(marked_heard(&app.update(playing(3, 3, take, len))).is_empty(), "once");
+
+    // Segment 4 is queued and selected, never played: not heard.
+    app.update(key('j'));
+    app.update(key('j'));
+    assert_eq!(app.rows[app.selected].id, 4);
+    assert_eq!(unheard(&app), 2, "segments 1 and 4 stay unheard");
+}
+
+#[test]
+fn a_reopened_book_waits_paused_at_the_segment_last_listened_to() {
+    let cfg = AppConfig { autoplay: true, ..AppConfig::default() };
+    let mut app = App::new(cfg, KeyMap::default());
+    let rows: Vec<RowInit> = (1..=3)
+        .map(|id| RowInit {
+            takes: vec![entry(10 + id, id, 1, 3, false)],
+            chosen: Some(0),
+            ..init(id, "stored")
+        })
+        .collect();
+    app.set_rows(rows);
+    app.wait_at(Some(2));
+    let loads = app.start_playback();
+    assert!(loads.is_empty(), "nothing is loaded to play: {loads:?}");
+    assert!(app.drain_audio().is_empty(), "nothing plays");
+    assert_eq!(app.rows[app.selected].id, 2);
+    assert_eq!(app.listening(), Some(2));
+    assert!(app.rows.iter().all(|r| r.review == Review::Unheard));
+    assert!(app.log.iter().any(|l| l.contains("paused at segment 2")), "{:?}", app.log);
+    // Play starts there.
+    app.update(key(' '));
+    let loads = app.start_playback();
+    assert!(matches!(loads.as_slice(), [Command::Load { segment: 2, take: 12 }]), "{loads:?}");
+
+    // A position no longer in the book: the first segment.
+    let mut app = App::new(AppConfig::default(), KeyMap::default());
+    app.set_rows(vec![RowInit {
+        takes: vec![entry(5, 1, 1, 3, false)],
+        chosen: Some(0),
+        ..init(1, "x")
+    }]);
+    app.wait_at(Some(99));
+    assert_eq!((app.selected, app.listening()), (0, Some(1)));
+}
+
+#[test]
+fn a_book_with_nothing_rendered_still_plays_as_it_renders() {
+    let mut app = App::new(AppConfig { autoplay: true, ..AppConfig::default() }, KeyMap::default());
+    app.set_rows(vec![init(1, "a"), init(2, "b")]);
+    app.wait_at(None);
+    assert!(!app.log.iter().any(|l| l.contains("paused at")), "{:?}", app.log);
+    app.update(saved(&app, 0, 1, 1));
+    assert!(
+        app.drain_audio()
+            .iter()
+            .any(|c| matches!(c, AudioCommand::Enqueue(c) if c.segment_id == 1)),
+        "autoplay plays the first take when it is saved"
+    );
 }
 
 #[test]
@@ -392,7 +512,7 @@ fn pickups_view_notes_and_progress() {
         [Command::SetReview { segment: 2, review: Review::Pickup }]
     ));
     app.update(key('N'));
-    assert_eq!(app.mode, Mode::Note);
+    assert!(matches!(app.mode, Mode::Note(_)), "{:?}", app.mode);
     for c in "breath at end".chars() {
         app.update(key(c));
     }
@@ -540,7 +660,7 @@ fn the_audition_picker_asks_for_choices_then_speaks_the_pick_and_plays_it() {
     app.update(Msg::AuditionChoices { segment: app.rows[0].id, choices: vec![choice("x")] });
     assert_eq!(app.mode, Mode::Normal);
     app.update(Msg::AuditionChoices { segment: id, choices: vec![choice("Then"), choice("left")] });
-    assert_eq!(app.mode, Mode::Audition);
+    assert!(matches!(app.mode, Mode::Audition(_)), "{:?}", app.mode);
     app.update(code(KeyCode::Right));
     let cmds = app.update(code(KeyCode::Enter));
     match cmds.as_slice() {
@@ -549,9 +669,9 @@ fn the_audition_picker_asks_for_choices_then_speaks_the_pick_and_plays_it() {
         }
         other => panic!("{other:?}"),
     }
-    assert_eq!(app.mode, Mode::Audition, "stays open to try another");
+    assert!(matches!(app.mode, Mode::Audition(_)), "stays open to try another");
     app.update(code(KeyCode::Right));
-    assert_eq!(app.audition_at, 0, "wraps");
+    assert!(matches!(&app.mode, Mode::Audition(p) if p.at == 0), "wraps: {:?}", app.mode);
     // The audio comes back: it plays alone, as the audition id.
     app.drain_audio();
     app.update(Msg::Auditioned(Arc::new(vec![0.1; 960])));
@@ -662,4 +782,21 @@ fn playback_runs_ahead_a_bounded_stretch_and_loaded_takes_are_bounded() {
     });
     let more = enqueued_segments(&mut app);
     assert_eq!(more, [6], "handed up to 20 s past the playhead again");
+}
+
+#[test]
+fn a_take_that_ends_between_two_looks_is_heard_from_the_players_count() {
+    let mut app = app_with(&["a", "b"]);
+    for i in 0..2 {
+        app.update(saved(&app, i, i as u64 + 1, 1));
+    }
+    app.update(key('j'));
+    app.update(key('r'));
+    // Seen at its start only, then the player says it played a cue to its end: segment 2.
+    assert!(marked_heard(&app.update(playing(2, 2, 0, 10_000))).is_empty());
+    let ended =
+        PlayerStatus { played_through: 1, last_played_through: Some(2), ..PlayerStatus::default() };
+    assert_eq!(marked_heard(&app.update(Msg::Player(ended.clone()))), [2]);
+    assert!(marked_heard(&app.update(Msg::Player(ended))).is_empty(), "counted once");
+    assert_eq!(app.rows[0].review, Review::Unheard);
 }

@@ -201,6 +201,7 @@ fn row(id: u64, text: &str, cast: RowCasting) -> RowInit {
         takes: Vec::new(),
         chosen: None,
         review: Review::Unheard,
+        edited_since_approval: false,
         note: String::new(),
         cast,
     }
@@ -241,13 +242,19 @@ fn app() -> App {
     app
 }
 
+/// The instruction typed in the open style prompt.
+fn style_draft(app: &App) -> String {
+    let Mode::Style(p) = &app.mode else { panic!("no style prompt: {:?}", app.mode) };
+    p.input.value().to_string()
+}
+
 /// `v` picks a voice (the first choice gives it back to the manuscript), `i` types a style
 /// (empty: as written); each becomes the session command with the whole override.
 #[test]
 fn the_voice_and_style_keys_send_the_narrators_casting() {
     let mut app = app();
     app.update(key('v'));
-    assert_eq!(app.mode, Mode::Voice);
+    assert!(matches!(app.mode, Mode::Voice(_)), "{:?}", app.mode);
     assert_eq!(app.voice_choices(), ["as written", "narrator", "alto", "bass"]);
     app.update(code(KeyCode::Right));
     app.update(code(KeyCode::Right));
@@ -265,8 +272,7 @@ fn the_voice_and_style_keys_send_the_narrators_casting() {
     assert_eq!(app.rows[0].state, SegmentState::Queued);
 
     app.update(key('i'));
-    assert_eq!(app.mode, Mode::Style);
-    assert_eq!(app.style_draft, "", "zero-shot: no instruction to edit");
+    assert_eq!(style_draft(&app), "", "zero-shot: no instruction to edit");
     for c in "Whisper.".chars() {
         app.update(key(c));
     }
@@ -277,7 +283,11 @@ fn the_voice_and_style_keys_send_the_narrators_casting() {
 
     // The picker's first choice drops the voice; Esc changes nothing.
     app.update(key('v'));
-    assert_eq!(app.voice_at, 2, "the picker opens at the chosen voice");
+    assert!(
+        matches!(app.mode, Mode::Voice(p) if p.at == 2),
+        "the picker opens at the chosen voice: {:?}",
+        app.mode
+    );
     app.update(code(KeyCode::Esc));
     assert_eq!(app.mode, Mode::Normal);
     app.update(key('v'));
@@ -290,7 +300,7 @@ fn the_voice_and_style_keys_send_the_narrators_casting() {
     // Anna's style, prefilled; cleared, it goes back to as written — which it already is.
     app.update(code(KeyCode::Down));
     app.update(key('i'));
-    assert_eq!(app.style_draft, "Speak softly.");
+    assert_eq!(style_draft(&app), "Speak softly.");
     for _ in 0.."Speak softly.".len() {
         app.update(code(KeyCode::Backspace));
     }

@@ -61,6 +61,16 @@ const BOOK: &str = "The first paragraph stays.\n\nThe second paragraph will chan
 fn run_loop(
     desk: &mut Desk,
     manuscript: Option<&Path>,
+    script: impl FnMut(Duration) -> Option<Event>,
+) -> (App, Vec<Request>, Recorder) {
+    run_loop_on(TestBackend::new(120, 36), desk, manuscript, script)
+}
+
+/// [`run_loop`] drawing on `backend`.
+fn run_loop_on<B: ratatui::backend::Backend>(
+    backend: B,
+    desk: &mut Desk,
+    manuscript: Option<&Path>,
     mut script: impl FnMut(Duration) -> Option<Event>,
 ) -> (App, Vec<Request>, Recorder) {
     let h = fake_engine(lectern_engine::protocol::RenderParams::default());
@@ -82,7 +92,7 @@ fn run_loop(
     };
     cfg.app.autoplay = true;
     let player = Recorder::default();
-    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    let mut terminal = Terminal::new(backend).unwrap();
     let start = Instant::now();
     let mut input = |timeout: Duration| -> io::Result<Option<Event>> {
         std::thread::sleep(timeout);
@@ -257,7 +267,7 @@ fn an_idle_workstation_draws_nothing_and_rarely_wakes() {
 /// plays what comes back without saving it as a take.
 #[test]
 fn auditioning_a_word_plays_it_and_keeps_no_take() {
-    use lectern::tui::app::AUDITION_ID;
+    use lectern::tui::app::{AUDITION_ID, Mode};
     let dir = tempfile::tempdir().unwrap();
     let book = dir.path().join("book.txt");
     std::fs::write(&book, "Nguyen paid 3 dollars.\n").unwrap();
@@ -265,18 +275,19 @@ fn auditioning_a_word_plays_it_and_keeps_no_take() {
     let mut desk = open_desk(&book, 1000);
     let right = Event::Key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE));
     let enter = Event::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
-    let esc = Event::Key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    // Ctrl-C quits with the picker open, so its choices can be read from the final App.
+    let ctrl_c = Event::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
     let script = keys_at(vec![
         (600, key('w')),
         (700, enter.clone()),
         (1000, right.clone()),
         (1100, right),
         (1200, enter),
-        (1700, esc),
-        (1800, key('q')),
+        (1700, ctrl_c),
     ]);
     let (app, sent, player) = run_loop(&mut desk, None, script);
-    let labels: Vec<_> = app.audition.iter().map(|c| c.label.as_str()).collect();
+    let Mode::Audition(picker) = &app.mode else { panic!("picker closed: {:?}", app.mode) };
+    let labels: Vec<_> = picker.choices.iter().map(|c| c.label.as_str()).collect();
     assert_eq!(labels, ["Nguyen → [N][W][IY1][N]", "paid", "3", "dollars"]);
     let auditions: Vec<_> = sent
         .iter()
@@ -299,4 +310,92 @@ fn auditioning_a_word_plays_it_and_keeps_no_take() {
     assert_eq!(app.rows.len(), 1);
     assert_eq!(app.rows[0].takes.len(), 1);
     assert_eq!(desk.rows().unwrap()[0].takes.len(), 1);
+}
+
+/// A `TestBackend` that keeps, for each frame drawn, the NFE its parameters panel shows.
+struct NfeFrames {
+    inner: TestBackend,
+    drawn: Arc<Mutex<Vec<usize>>>,
+}
+
+impl NfeFrames {
+    /// The NFE of the frame's `NFE  N` line, if the frame shows one.
+    fn nfe(&self) -> Option<usize> {
+        let buf = self.inner.buffer();
+        (0..buf.area.height).find_map(|y| {
+            let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+            let after = line.split("│NFE").nth(1)?;
+            after.split_whitespace().next()?.parse().ok()
+        })
+    }
+}
+
+impl ratatui::backend::Backend for NfeFrames {
+    fn draw<'a, I>(&mut self, content: I) -> io::Result<()>
+    where
+        I: Iterator<Item = (u16, u16, &'a ratatui::buffer::Cell)>,
+    {
+        self.inner.draw(content)
+    }
+    fn hide_cursor(&mut self) -> io::Result<()> {
+        self.inner.hide_cursor()
+    }
+    fn show_cursor(&mut self) -> io::Result<()> {
+        self.inner.show_cursor()
+    }
+    fn get_cursor_position(&mut self) -> io::Result<ratatui::layout::Position> {
+        self.inner.get_cursor_position()
+    }
+    fn set_cursor_position<P: Into<ratatui::layout::Position>>(&mut self, p: P) -> io::Result<()> {
+        self.inner.set_cursor_position(p)
+    }
+    fn clear(&mut self) -> io::Result<()> {
+        self.inner.clear()
+    }
+    fn size(&self) -> io::Result<ratatui::layout::Size> {
+        self.inner.size()
+    }
+    fn window_size(&mut self) -> io::Result<ratatui::backend::WindowSize> {
+        self.inner.window_size()
+    }
+    /// A frame is complete: note its NFE.
+    fn flush(&mut self) -> io::Result<()> {
+        if let Some(nfe) = self.nfe() {
+            self.drawn.lock().unwrap().push(nfe);
+        }
+        self.inner.flush()
+    }
+}
+
+/// Twenty `]` pressed at once (a held key, keys sent together) all land before the next frame:
+/// no frame shows NFE part of the way up, and the engine's echoes of the earlier changes do not
+/// undo the later presses. NFE goes from its default up by twenty, inside its limits.
+#[test]
+fn a_burst_of_keys_changes_nfe_by_each_press() {
+    use lectern::limits::{NFE_MAX, NFE_MIN};
+    const PRESSES: usize = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.txt");
+    std::fs::write(&book, BOOK).unwrap();
+    let mut desk = open_desk(&book, 1000);
+    let start = lectern_engine::protocol::RenderParams::default().nfe;
+    assert!((NFE_MIN..=NFE_MAX).contains(&(start + PRESSES)), "the burst stays in the limits");
+    let mut plan: Vec<(u64, Event)> = (0..PRESSES).map(|_| (600, key(']'))).collect();
+    plan.push((1500, key('q')));
+    let drawn = Arc::new(Mutex::new(Vec::new()));
+    let backend = NfeFrames { inner: TestBackend::new(120, 36), drawn: Arc::clone(&drawn) };
+    let (app, sent, _) = run_loop_on(backend, &mut desk, None, keys_at(plan));
+    assert_eq!(app.params.nfe, start + PRESSES, "every press counted");
+    let asked: Vec<usize> = sent
+        .iter()
+        .filter_map(|r| if let Request::SetNfe(n) = r { Some(*n) } else { None })
+        .collect();
+    let expected: Vec<usize> = (start + 1..=start + PRESSES).collect();
+    assert_eq!(asked, expected, "one request per press, in order");
+    let drawn = drawn.lock().unwrap().clone();
+    assert!(drawn.contains(&start) && drawn.contains(&(start + PRESSES)), "{drawn:?}");
+    assert!(
+        drawn.iter().all(|n| *n == start || *n == start + PRESSES),
+        "a frame was drawn in the middle of the burst: {drawn:?}"
+    );
 }

@@ -138,6 +138,7 @@ fn scene() -> App {
             takes: Vec::new(),
             chosen: None,
             review: Review::Unheard,
+            edited_since_approval: false,
             note: String::new(),
             cast: Default::default(),
         })
@@ -350,6 +351,7 @@ fn quality_outliers_are_flagged_in_the_list_and_details() {
             takes: Vec::new(),
             chosen: None,
             review: Review::Unheard,
+            edited_since_approval: false,
             note: String::new(),
             cast: Default::default(),
         })
@@ -460,6 +462,7 @@ fn the_list_shows_the_source_and_the_details_show_both_texts() {
         takes: Vec::new(),
         chosen: None,
         review: Review::Unheard,
+        edited_since_approval: false,
         note: String::new(),
         cast: Default::default(),
     };

@@ -70,6 +70,10 @@ pub struct WorkloadArgs {
     /// Only the first N segments (quick runs).
     #[arg(long)]
     pub max_segments: Option<usize>,
+    /// Only the K-th of N shares of the workload, as `render --shard K/N` splits a book
+    /// (scaling across GPUs or machines, measured share by share).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::session::plan::Shard>,
     /// `--stage flow`: total frames (prompt + generated) of the one-block breakdown [default:
     /// the prompt + 1000 generated; `smoke`'s one group is 1208]
     #[arg(long)]
@@ -117,6 +121,7 @@ impl WorkloadArgs {
         o.precision = self.precision.map_or(Precision::F32, Into::into);
         o.flow_matmul = self.flow_matmul.map(Into::into);
         o.max_segments = self.max_segments;
+        o.shard = self.shard;
         o.tokens_per_word = self.tokens_per_word.max(1);
         o.lead_sentence = !self.no_lead_sentence;
         o.overlap = !self.no_overlap;

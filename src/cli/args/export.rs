@@ -9,12 +9,16 @@ use crate::limits;
 pub struct ExportArgs {
     /// Project directory, or the manuscript (its project is `NAME.lectern` beside it).
     pub project: PathBuf,
-    /// Output file (`book.wav`); with `--split chapters`, `book-01.wav`, ... beside it. For
-    /// `mp3`, `m4b` and `--preset acx`: the output folder
-    /// [default: NAME.wav (or the folder NAME) in config.toml's output_dir, else in the
+    /// Output file (`book.wav`, `book.flac`: the extension sets the format); with `--split
+    /// chapters`, and for `mp3`, `m4b` and `--preset acx`, the output folder, replaced as a
+    /// whole [default: NAME.wav (or the folder NAME) in config.toml's output_dir, else in the
     /// current directory]
     #[arg(short, long)]
     pub out: Option<PathBuf>,
+    /// Replace an existing output Lectern did not write (never an input of the export, never
+    /// something that is not a file or folder).
+    #[arg(long)]
+    pub force: bool,
     /// `chapters`: one file per chapter.
     #[arg(long, value_enum)]
     pub split: Option<ExportSplit>,
@@ -41,6 +45,22 @@ pub struct ExportArgs {
     /// each); without it such takes are refused.
     #[arg(long)]
     pub allow_stale: bool,
+    /// Refuse to export while any segment is not approved (naming them); without it, the
+    /// book's state is one line before the export.
+    #[arg(long)]
+    pub require_approved: bool,
+    /// Also write a JSON report here: the book's state, each segment's review and note, the
+    /// files written.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Render what has no take yet first (the manuscript, with the project's model, voice and
+    /// reading options, or the flags below for a first render), then export: EPUB to M4B in one
+    /// command.
+    #[arg(long)]
+    pub render: bool,
+    /// With `--render`: the model, voice and engine settings of the render.
+    #[command(flatten)]
+    pub synth: super::SynthArgs,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -163,8 +163,9 @@ pub struct UiArgs {
     /// [default: default]
     #[arg(long)]
     pub playback_device: Option<String>,
-    /// Key overrides (TOML, `action = "key"` lines) [default: keymap.toml in the configuration
-    /// directory, if there is one]
+    /// Key overrides: a TOML file with a `[bindings]` table of `"KEY" = "ACTION"` lines, e.g.
+    /// `"ctrl-r" = "reseed"`; a listed key replaces its default, `"none"` unbinds it [default:
+    /// keymap.toml in the configuration directory, if there is one]
     #[arg(long)]
     pub keymap: Option<PathBuf>,
 }

@@ -3,22 +3,25 @@
 //! size), so both agree on it; the view only reads the app's state.
 
 pub mod help;
+pub mod hints;
 pub mod log;
 pub mod segments;
 pub mod telemetry;
+pub mod title;
 pub mod transport;
 pub mod voices;
+pub mod waveform;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
-use ratatui::text::{Line, Span};
+use ratatui::text::Span;
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use super::app::{App, Mode, TINY_MODEL_NOTICE};
+use super::app::{App, Mode};
 /// The layout the view draws into (defined in the leaf [`super::layout`]), named here too for
 /// callers that draw.
-use super::layout::{MIN_HEIGHT, MIN_WIDTH, layout};
+use super::layout::{Areas, MIN_HEIGHT, MIN_WIDTH, Want, arrange};
 use super::theme::Theme;
 use lectern_engine::protocol::SegmentState;
 
@@ -28,7 +31,7 @@ pub fn draw(app: &App, theme: &Theme, frame: &mut Frame) {
     // The theme's text colours under every cell: a theme with a background of its own (light)
     // then never shows the terminal's.
     frame.render_widget(Block::default().style(theme.text), area);
-    let a = layout(area, app.lane_count());
+    let a = areas(app, theme, area);
     if a.too_small {
         let msg = format!(
             "terminal too small ({}x{}); need {MIN_WIDTH}x{MIN_HEIGHT}",
@@ -40,149 +43,72 @@ pub fn draw(app: &App, theme: &Theme, frame: &mut Frame) {
         );
         return;
     }
-    draw_title(app, theme, frame, a.title);
-    segments::draw_list(app, theme, frame, a.list);
+    title::draw(app, theme, frame, a.title);
+    if !a.list.is_empty() {
+        segments::draw_list(app, theme, frame, a.list);
+    }
+    if !a.text.is_empty() {
+        segments::draw_text(app, theme, frame, a.text);
+    }
     if a.compact {
         transport::draw_compact(app, theme, frame, a.transport);
-    } else if a.medium {
-        telemetry::draw_profiler(app, theme, frame, a.profiler);
-        telemetry::draw_memory(app, theme, frame, a.memory);
-        telemetry::draw_lanes(app, theme, frame, a.lanes);
-        transport::draw_transport(app, theme, frame, a.transport);
     } else {
-        segments::draw_text(app, theme, frame, a.text);
+        transport::draw_transport(app, theme, frame, a.transport);
+    }
+    if !a.profiler.is_empty() {
         telemetry::draw_profiler(app, theme, frame, a.profiler);
+    }
+    // The memory and lanes panels give way first to a tall segment panel.
+    if !a.memory.is_empty() {
         telemetry::draw_memory(app, theme, frame, a.memory);
         telemetry::draw_lanes(app, theme, frame, a.lanes);
-        transport::draw_transport(app, theme, frame, a.transport);
+    }
+    if !a.medium && !a.compact {
         transport::draw_params(app, theme, frame, a.params);
         log::draw(app, theme, frame, a.log);
     }
-    draw_hints(app, theme, frame, a.hints);
-    if app.mode == Mode::Help {
-        help::draw(app, theme, frame, area);
+    draw_hints(app, theme, frame, a.hints, a.medium || a.compact);
+    match app.mode {
+        Mode::Help => help::draw(app, theme, frame, area),
+        Mode::Voices => voices::draw(app, theme, frame, area),
+        _ => {}
     }
-    if app.mode == Mode::Voices {
-        voices::draw(app, theme, frame, area);
+}
+
+/// The layout for this frame: the segment panel as tall as its content at the width the
+/// layout gives it.
+fn areas(app: &App, theme: &Theme, area: Rect) -> Areas {
+    let want = Want { lanes: app.lane_count(), text_rows: 0, details: app.show_details };
+    let first = arrange(area, want);
+    if first.text.is_empty() || first.medium || first.compact {
+        return first;
     }
+    let text_rows = segments::text_rows(app, theme, first.text.width);
+    arrange(area, Want { text_rows, ..want })
 }
 
 /// A bordered panel with a styled title.
 #[must_use]
-pub fn panel<'a>(title: &'a str, theme: &Theme) -> Block<'a> {
+pub fn panel<'a>(title: &str, theme: &Theme) -> Block<'a> {
     Block::default()
         .borders(Borders::ALL)
         .border_style(theme.border)
         .title(Span::styled(format!(" {title} "), theme.panel_title))
 }
 
-fn draw_title(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
-    let c = &app.config;
-    let mut spans = vec![Span::styled(
-        format!(" Lectern · {} · voice {} · {} ", c.manuscript, c.voice, c.model),
-        theme.title,
-    )];
-    // The tiny-model notice comes first after the names, so a narrow terminal cuts the
-    // engine state rather than the warning.
-    if !c.banner.is_empty() {
-        let n = c.banner.len();
-        spans.push(Span::styled(
-            format!(" config: {n} problem(s), defaults used — see log "),
-            theme.notice,
-        ));
-    }
-    if c.tiny_model {
-        spans.push(Span::styled(format!(" {TINY_MODEL_NOTICE} "), theme.title_notice));
-    }
-    if app.frozen.is_some() {
-        spans.push(Span::styled(" FROZEN ", theme.notice));
-    }
-    spans.push(Span::styled(format!(" {} ", app.progress_line()), theme.title));
-    if c.project.is_none() {
-        spans.push(Span::styled(" scratch session: nothing is kept ", theme.notice));
-    }
-    let engine = if app.engine_gone {
-        " engine stopped "
-    } else if app.engine_idle {
-        " idle "
-    } else {
-        " rendering "
-    };
-    spans.push(Span::styled(engine, theme.title));
-    frame.render_widget(Paragraph::new(Line::from(spans)).style(theme.title), area);
-}
-
-/// The audition picker: the choice under the cursor highlighted among its neighbours.
-fn audition_line<'a>(app: &'a App, theme: &Theme) -> Line<'a> {
-    let mut spans = vec![Span::styled("hear: ", theme.hint_text)];
-    // From two before the cursor, so it stays on screen in a long segment.
-    let first = app.audition_at.saturating_sub(2);
-    if first > 0 {
-        spans.push(Span::styled("… ", theme.hint_text));
-    }
-    for (i, c) in app.audition.iter().enumerate().skip(first) {
-        let style = if i == app.audition_at { theme.selection } else { theme.search };
-        spans.push(Span::styled(format!(" {} ", c.label), style));
-    }
-    spans.push(Span::styled("  ←/→ pick · enter hear · esc done", theme.hint_text));
-    Line::from(spans)
-}
-
-/// The voice picker: the voices in a row, the one under the cursor highlighted.
-fn voice_line<'a>(app: &'a App, theme: &Theme) -> Line<'a> {
-    let mut spans = vec![Span::styled("voice: ", theme.hint_text)];
-    for (i, name) in app.voice_choices().into_iter().enumerate() {
-        let style = if i == app.voice_at { theme.selection } else { theme.search };
-        spans.push(Span::styled(format!(" {name} "), style));
-    }
-    spans.push(Span::styled("  ←/→ pick · enter apply (new take) · esc cancel", theme.hint_text));
-    Line::from(spans)
-}
-
-fn draw_hints(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
-    let line = if app.mode == Mode::Style {
-        Line::from(vec![
-            Span::styled(format!("style: {}", app.style_draft), theme.search),
-            Span::styled(
-                "  enter apply (new take; empty: as written) · esc cancel",
-                theme.hint_text,
-            ),
-        ])
-    } else if app.mode == Mode::Voice {
-        voice_line(app, theme)
-    } else if app.mode == Mode::Note {
-        Line::from(vec![
-            Span::styled(format!("note: {}", app.note_draft), theme.search),
-            Span::styled("  enter save · esc cancel", theme.hint_text),
-        ])
-    } else if app.mode == Mode::Audition {
-        audition_line(app, theme)
-    } else if app.mode == Mode::Search {
-        let n = app.search_matches().len();
-        Line::from(vec![
-            Span::styled(format!("/{}", app.search), theme.search),
-            Span::styled(format!("  {n} match(es) · enter done · esc cancel"), theme.hint_text),
-        ])
-    } else {
-        let mut spans = Vec::new();
-        for (k, d) in [
-            ("space", "play/pause"),
-            ("enter", "play from"),
-            ("s", "re-seed"),
-            ("t", "takes"),
-            ("c", "choose"),
-            ("a", "approve"),
-            ("P", "pickups"),
-            ("?", "help"),
-            ("q", "quit"),
-        ] {
-            spans.push(Span::styled(format!(" {k} "), theme.hint_key));
-            spans.push(Span::styled(format!(" {d} "), theme.hint_text));
+/// The hint bar: the open prompt or picker, else the keys (`small`: the segment panel's toggle
+/// too, where the layout hides the panel).
+fn draw_hints(app: &App, theme: &Theme, frame: &mut Frame, area: Rect, small: bool) {
+    let width = usize::from(area.width);
+    let line = match &app.mode {
+        Mode::Style(p) => p.line(theme, width),
+        Mode::Voice(p) => p.line(&app.voice_choices(), theme),
+        Mode::Note(p) => p.line(theme, width),
+        Mode::Audition(p) => p.line(theme),
+        Mode::Search(p) => p.line(app.search_matches().len(), theme, width),
+        Mode::Normal | Mode::Help | Mode::Voices => {
+            hints::line(&app.keymap, app.player.notice.as_deref(), theme, width, small)
         }
-        if let Some(n) = &app.player.notice {
-            spans.push(Span::styled(format!(" {n}"), theme.notice));
-        }
-        Line::from(spans)
     };
     frame.render_widget(Paragraph::new(line), area);
 }

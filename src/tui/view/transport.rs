@@ -4,6 +4,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{LineGauge, Paragraph, Wrap};
+use unicode_width::UnicodeWidthStr;
 
 use super::{clock, panel};
 use crate::audio::player::PlayState;
@@ -52,17 +53,56 @@ fn playhead(app: &App) -> (String, f64) {
     }
 }
 
-fn levels<'a>(app: &App, theme: &Theme) -> Line<'a> {
+/// Volume, underruns and the player's buffer; the words shortened where `width` is narrow.
+fn levels<'a>(app: &App, theme: &Theme, width: u16) -> Line<'a> {
     let p = &app.player;
     let under = if p.underruns > 0 { theme.value_bad } else { theme.text };
+    let narrow = width < 36;
+    let (vol, xruns, buffer) =
+        if narrow { ("", " xrun ", " buf ") } else { ("vol ", "  underruns ", "  buffer ") };
     Line::from(vec![
-        Span::styled("vol ", theme.dim),
+        Span::styled(vol, theme.dim),
         Span::styled(format!("{:>3.0}%", app.volume * 100.0), theme.text),
-        Span::styled("  underruns ", theme.dim),
+        Span::styled(xruns, theme.dim),
         Span::styled(format!("{}", p.underruns), under),
-        Span::styled("  buffer ", theme.dim),
+        Span::styled(buffer, theme.dim),
         Span::styled(format!("{} ms", p.buffered_ms), theme.text),
     ])
+}
+
+/// A notice too long for `cells` columns without its parenthesised asides (the device error
+/// after the playback file's path), so that the path is what stays.
+fn shorter(text: &str, cells: usize) -> String {
+    if text.width() <= cells {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out.trim_end().to_string()
+}
+
+/// `text` in at most `cells` columns: where longer, its middle gives way to `…` (a path keeps
+/// its start and its file name).
+#[must_use]
+pub fn fit_middle(text: &str, cells: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if text.width() <= cells || cells < 3 {
+        return text.to_string();
+    }
+    let keep = cells - 1;
+    let head = keep / 3;
+    let tail = keep - head;
+    let start: String = chars.iter().take(head).collect();
+    let end: String = chars[chars.len().saturating_sub(tail)..].iter().collect();
+    format!("{start}…{end}")
 }
 
 /// The transport panel.
@@ -87,12 +127,14 @@ pub fn draw_transport(app: &App, theme: &Theme, frame: &mut Frame, area: Rect) {
             .unfilled_style(theme.gauge_unfilled),
         bar,
     );
-    frame.render_widget(Paragraph::new(levels(app, theme)), lv);
+    frame.render_widget(Paragraph::new(levels(app, theme, lv.width)), lv);
+    // A long notice (the playback file's path) wraps onto the rows left, its middle elided
+    // where even they are too few (wrapping may waste a row's end: one row is kept spare).
+    let cells = usize::from(sink.width) * usize::from(sink.height.saturating_sub(1).max(1));
     let sink_line = match &app.player.notice {
-        Some(n) => Span::styled(n.clone(), theme.notice),
-        None => Span::styled(format!("out {}", app.player.sink), theme.dim),
+        Some(n) => Span::styled(fit_middle(&shorter(n, cells), cells), theme.notice),
+        None => Span::styled(fit_middle(&format!("out {}", app.player.sink), cells), theme.dim),
     };
-    // A long notice (the playback file's path) wraps onto the rows left.
     frame.render_widget(Paragraph::new(sink_line).wrap(Wrap { trim: false }), sink);
 }
 

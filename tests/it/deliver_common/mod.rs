@@ -130,10 +130,12 @@ pub fn lectern() -> Command {
 }
 
 /// The files of `dir`, sorted, by name.
+/// The delivery files in `dir` (not the folder's hidden `.lectern-output` list).
 pub fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
         .collect();
     v.sort();
     v

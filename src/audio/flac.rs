@@ -1,0 +1,152 @@
+//! A FLAC stream written as it is encoded: one block of samples in memory, each frame written
+//! as soon as it is encoded, and the stream's header (STREAMINFO: sizes, length, MD5) written
+//! again at the end, when it is known.
+//!
+//! flacenc's `encode_with_fixed_block_size` keeps the whole encoded stream in memory (a
+//! ten-hour book is about a gigabyte of frames); this writer drives the same per-frame encoder
+//! (`encode_fixed_size_frame`) in the same order with the same settings, so its bytes are the
+//! same (a test below holds it to that).
+
+use std::io::{Seek, SeekFrom, Write};
+
+use flacenc::component::{BitRepr, Stream};
+use flacenc::error::Verify;
+use flacenc::source::{Context, Fill, FrameBuf};
+
+/// A FLAC stream being written to `W`; [`Self::finish`] completes it.
+pub struct FlacWriter<W: Write + Seek> {
+    out: W,
+    config: flacenc::error::Verified<flacenc::config::Encoder>,
+    /// Holds the STREAMINFO being gathered; it never holds frames.
+    header: Stream,
+    block: (FrameBuf, Context),
+    pending: Vec<i32>,
+    block_size: usize,
+}
+
+/// Why a FLAC stream could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum FlacError {
+    #[error("FLAC encoding: {0}")]
+    Encode(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+fn encode_err(e: impl std::fmt::Display) -> FlacError {
+    FlacError::Encode(e.to_string())
+}
+
+impl<W: Write + Seek> FlacWriter<W> {
+    /// Starts a mono stream of `bits`-bit integer samples at `sample_rate` Hz: writes a
+    /// placeholder header, rewritten by [`Self::finish`].
+    pub fn new(mut out: W, sample_rate: u32, bits: u32) -> Result<Self, FlacError> {
+        let config =
+            flacenc::config::Encoder::default().into_verified().map_err(|(_, e)| encode_err(e))?;
+        let block_size = config.block_size;
+        let mut header = Stream::new(sample_rate as usize, 1, bits as usize).map_err(encode_err)?;
+        // As flacenc's one-call encoder does: the fixed block size is the header's range.
+        header.stream_info_mut().set_block_sizes(block_size, block_size).map_err(encode_err)?;
+        write_bits(&mut out, &header)?;
+        let block = (
+            FrameBuf::with_size(1, block_size).map_err(encode_err)?,
+            Context::new(bits as usize, 1),
+        );
+        Ok(Self { out, config, header, block, pending: Vec::with_capacity(block_size), block_size })
+    }
+
+    /// Adds samples; every full block is encoded and written.
+    pub fn write(&mut self, mut samples: &[i32]) -> Result<(), FlacError> {
+        while !samples.is_empty() {
+            let take = (self.block_size - self.pending.len()).min(samples.len());
+            self.pending.extend_from_slice(&samples[..take]);
+            samples = &samples[take..];
+            if self.pending.len() == self.block_size {
+                self.flush_block()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush_block(&mut self) -> Result<(), FlacError> {
+        self.block.fill_interleaved(&self.pending).map_err(encode_err)?;
+        self.pending.clear();
+        let number = self.block.1.current_frame_number().unwrap_or(0);
+        let frame = flacenc::encode_fixed_size_frame(
+            &self.config,
+            &self.block.0,
+            number,
+            self.header.stream_info(),
+        )
+        .map_err(encode_err)?;
+        self.header.stream_info_mut().update_frame_info(&frame);
+        write_bits(&mut self.out, &frame)
+    }
+
+    /// Encodes the last, shorter block, writes the final header over the placeholder and
+    /// returns the writer.
+    pub fn finish(mut self) -> Result<W, FlacError> {
+        if !self.pending.is_empty() {
+            self.flush_block()?;
+        }
+        let info = self.header.stream_info_mut();
+        info.set_md5_digest(&self.block.1.md5_digest());
+        info.set_total_samples(self.block.1.total_samples());
+        self.out.seek(SeekFrom::Start(0))?;
+        write_bits(&mut self.out, &self.header)?;
+        self.out.seek(SeekFrom::End(0))?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+fn write_bits<W: Write>(out: &mut W, what: &impl BitRepr) -> Result<(), FlacError> {
+    let mut sink = flacenc::bitsink::ByteSink::new();
+    what.write(&mut sink).map_err(encode_err)?;
+    out.write_all(sink.as_slice())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_call(samples: &[i32], bits: u32) -> Vec<u8> {
+        let config = flacenc::config::Encoder::default().into_verified().unwrap();
+        let source = flacenc::source::MemSource::from_samples(samples, 1, bits as usize, 24_000);
+        let stream =
+            flacenc::encode_with_fixed_block_size(&config, source, config.block_size).unwrap();
+        let mut sink = flacenc::bitsink::ByteSink::new();
+        stream.write(&mut sink).unwrap();
+        sink.as_slice().to_vec()
+    }
+
+    fn streamed(samples: &[i32], bits: u32, chunk: usize) -> Vec<u8> {
+        let mut w = FlacWriter::new(std::io::Cursor::new(Vec::new()), 24_000, bits).unwrap();
+        for c in samples.chunks(chunk) {
+            w.write(c).unwrap();
+        }
+        w.finish().unwrap().into_inner()
+    }
+
+    #[test]
+    fn streaming_writes_the_bytes_of_the_one_call_encoder() {
+        let mut x = 12345u32;
+        let samples: Vec<i32> = (0..50_001)
+            .map(|i| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                ((i as f32 * 0.05).sin() * 8000.0) as i32 + (x >> 24) as i32 - 128
+            })
+            .collect();
+        for bits in [16, 24] {
+            let expected = one_call(&samples, bits);
+            for chunk in [1, 777, 4096, 100_000] {
+                assert!(
+                    streamed(&samples, bits, chunk) == expected,
+                    "{bits} bits, chunks of {chunk}"
+                );
+            }
+        }
+        assert_eq!(streamed(&[], 16, 10), one_call(&[], 16));
+    }
+}
