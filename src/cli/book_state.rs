@@ -50,7 +50,7 @@ impl BookState {
     }
 
     /// `--require-approved`: refuses a book with anything not approved, naming the first few.
-    pub fn require_approved(&self) -> Result<()> {
+    pub fn require_approved(&self, book: &std::path::Path) -> Result<()> {
         if self.not_approved.is_empty() {
             return Ok(());
         }
@@ -65,11 +65,12 @@ impl BookState {
         let more = self.not_approved.len().saturating_sub(named.len());
         bail!(
             "--require-approved: {} of {} segments are not approved — segment {}{}; approve them \
-             in the workstation or with `lectern approve BOOK SEGMENT…`",
+             in the workstation or with `lectern approve {} SEGMENT…`",
             self.not_approved.len(),
             self.total,
             named.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() }
+            if more > 0 { format!(" and {more} more") } else { String::new() },
+            book.display()
         )
     }
 }

@@ -222,8 +222,9 @@ fn run_export(project: &std::path::Path, args: MasterExport) -> Result<()> {
         _ => ExportFormat::Wav,
     };
     let stem = book_stem(project);
+    let book = project;
     let project = open_for_export(project)?;
-    tell_book_state(&project, args.require_approved)?;
+    tell_book_state(&project, book, args.require_approved)?;
     // A split export's files are staged in a folder that replaces the previous one whole.
     let staged = if args.split_chapters { Some(StagedFolder::begin(&args.out)?) } else { None };
     let out = match &staged {
@@ -276,14 +277,18 @@ fn write_report(path: &std::path::Path, report: &serde_json::Value) -> Result<()
 }
 
 /// Prints the book's review state; with `require_approved`, refuses a book not all approved.
-fn tell_book_state(project: &store::Project, require_approved: bool) -> Result<()> {
+fn tell_book_state(
+    project: &store::Project,
+    book: &std::path::Path,
+    require_approved: bool,
+) -> Result<()> {
     let state = super::book_state::BookState::of(project)?;
     eprintln!("{}", state.summary());
     for (n, text) in state.pickups.iter().take(3) {
         eprintln!("  pickup: segment {n} (\u{201c}{text}\u{201d})");
     }
     if require_approved {
-        state.require_approved()?;
+        state.require_approved(book)?;
     }
     Ok(())
 }
@@ -358,7 +363,7 @@ fn run_delivery(cfg: &Config, run: ExportArgs) -> Result<()> {
         guard.file(path, "the report", &["json"], "name it .json")?;
     }
     let project = open_for_export(&run.project)?;
-    tell_book_state(&project, run.require_approved)?;
+    tell_book_state(&project, &run.project, run.require_approved)?;
     let spoken_credits_asked = d.credits || d.opening_credits_text.is_some();
     if acx && d.opening_credits.is_none() && !spoken_credits_asked {
         eprintln!(
