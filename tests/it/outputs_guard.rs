@@ -336,3 +336,33 @@ fn export_render_renders_what_is_missing_then_exports() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_manuscript_saved_during_the_render_is_named_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("long.md");
+    let text: String = (0..16).map(|i| format!("Paragraph {i} of the book goes on.\n\n")).collect();
+    std::fs::write(&book, &text).unwrap();
+    let child = lectern()
+        .arg("render")
+        .arg(&book)
+        .arg("-o")
+        .arg(dir.path().join("long.wav"))
+        .arg("--quiet")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Saved once the first takes are in, while the rest renders.
+    let takes = dir.path().join("long.lectern/takes");
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&takes).map_or(0, |d| d.count()) == 0
+        && started.elapsed().as_secs() < 60
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::fs::write(&book, text.replace("Paragraph 15", "The last paragraph")).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("long.md changed during the render"), "{err}");
+}
