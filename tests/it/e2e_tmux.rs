@@ -606,8 +606,18 @@ fn the_waveform_and_its_playhead_move_while_a_take_plays() {
     // its start, watching the mark, until one play shows it at two places or more.
     let mut plays = Vec::new();
     for _ in 0..5 {
+        // The take also plays by itself as it is rendered: let that play end first, so the
+        // marks watched are of this play alone.
+        let idle = Instant::now();
+        while playhead_column(&tmux.screen()).is_some() && idle.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(30));
+        }
         tmux.keys("r");
-        let seen = watch_playhead(&tmux);
+        let mut seen = watch_playhead(&tmux);
+        // A mark left at its last place may be seen once before `r` restarts the play.
+        if seen.len() >= 2 && seen[0] > seen[1] {
+            seen.remove(0);
+        }
         if seen.len() >= 2 {
             assert!(seen.windows(2).all(|w| w[0] < w[1]), "it moves forward: {seen:?}");
             break;
