@@ -243,8 +243,9 @@ pub enum VoiceCommand {
         /// Name of the new voice (a directory under the voices directory).
         #[arg(long)]
         name: String,
-        /// Model directory holding speech_tokenizer_v3.onnx and campplus.onnx [default: the
-        /// demo tiny model, with its stand-in ONNX models]
+        /// Model directory holding speech_tokenizer_v3.onnx and campplus.onnx [default:
+        /// config.toml's `model` (`lectern model download` records it), else the demo tiny
+        /// model, with its stand-in ONNX models]
         #[arg(long)]
         model: Option<PathBuf>,
         /// Replace an existing voice of the same name.

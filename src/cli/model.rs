@@ -28,10 +28,14 @@ pub(super) fn run(action: ModelCommand) -> Result<()> {
                 ),
                 None => println!("  use it with --model {}", done.dir.display()),
             }
+            // Without a recorded model, `voice add` needs to be told which one.
+            let model_flag = match &done.recorded_in {
+                Some(_) => String::new(),
+                None => format!(" --model {}", done.dir.display()),
+            };
             println!(
                 "next: make a voice, `lectern voice add ref.wav --text \"what it says\" --name \
-                 narrator --model {}`, then `lectern doctor`",
-                done.dir.display()
+                 narrator{model_flag}`, then `lectern doctor`"
             );
             Ok(())
         }

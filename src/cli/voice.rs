@@ -37,6 +37,8 @@ pub(super) fn run(action: VoiceCommand) -> Result<()> {
             Ok(())
         }
         VoiceCommand::Add { reference, text, name, model, force, allow_non_speech } => {
+            // The model the other commands use: the flag, else config.toml's `model`.
+            let model = model.or_else(|| crate::config::Config::load_default().settings.model);
             let model = crate::session::ModelChoice::resolve_for(
                 model.as_deref(),
                 crate::model_dir::ModelUse::VoiceMaking,

@@ -99,6 +99,33 @@ fn tone(path: &Path, rate: u32, channels: u16, seconds: f64) {
 }
 
 #[test]
+fn voice_add_uses_the_model_config_toml_names() {
+    // The model `lectern model download` recorded is the one a voice is made for, with no
+    // --model: a config naming a folder that does not exist is refused naming that folder.
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("config");
+    std::fs::create_dir_all(config.join("lectern")).unwrap();
+    let missing = tmp.path().join("models/not-downloaded");
+    std::fs::write(
+        config.join("lectern/config.toml"),
+        format!("model = \"{}\"\n", missing.display()),
+    )
+    .unwrap();
+    let reference = Path::new(env!("CARGO_MANIFEST_DIR")).join(REFERENCE);
+    let o = lectern(&tmp.path().join("voices"))
+        .env("XDG_CONFIG_HOME", &config)
+        .args(["voice", "add"])
+        .arg(&reference)
+        .args(["--text", TRANSCRIPT, "--name", "configured"])
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("models/not-downloaded"), "{err}");
+    assert!(!tmp.path().join("voices/configured").exists());
+}
+
+#[test]
 fn bad_references_fail_clearly_and_write_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let voices = tmp.path().join("voices");
