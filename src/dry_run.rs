@@ -219,23 +219,12 @@ impl SpokenBy {
     }
 }
 
-/// The dry run of `book`, spoken by `cast`; an unknown character or a bad pace is an error
-/// naming the manuscript line.
-pub fn dry_run(
-    book: &Manuscript,
-    tokenizer: &Tokenizer,
-    cast: &Cast,
-    manuscript: &Path,
-) -> anyhow::Result<DryRun> {
-    let project = crate::store::Project::dir_for_manuscript(manuscript);
-    dry_run_in(book, tokenizer, cast, manuscript, Some(&project))
-}
-
-/// [`dry_run`] with the project that keeps the book's takes (`None`: a scratch render): the
+/// The dry run of `book`, spoken by `cast` (an unknown character or a bad pace is an error
+/// naming the manuscript line), with the project that keeps its takes (`None`: a scratch render): the
 /// narrator's casting choices in it (voice and style chosen in the workstation) apply, as they
 /// do in `render`, and every voice the cast and the manuscript name is checked as `render`
 /// checks it, so the dry run refuses what the render would refuse.
-pub fn dry_run_in(
+pub fn dry_run(
     book: &Manuscript,
     tokenizer: &Tokenizer,
     cast: &Cast,

@@ -22,7 +22,7 @@ use crate::audio::master;
 use crate::audio::wav::{self, WavFormat};
 use crate::cast::Cast;
 pub use crate::dry_run::SpokenBy;
-use crate::dry_run::{DryRun, dry_run_in};
+use crate::dry_run::{DryRun, dry_run};
 use crate::review::SegmentKey;
 pub use crate::session::ProjectChoice;
 use crate::session::{self, ModelChoice, PlannedSegment, Session, Work};
@@ -195,7 +195,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         report.segments = planned_segments(&book, &cast, &opts.manuscript)?;
         // The project this render would use: its casting choices are the plan's.
         let project = opts.project.dir(&opts.manuscript);
-        let dry = dry_run_in(&book, &tokenizer, &cast, &opts.manuscript, project.as_deref())?;
+        let dry = dry_run(&book, &tokenizer, &cast, &opts.manuscript, project.as_deref())?;
         eprintln!("token counts: {}", tokenizer.describe());
         for w in &dry.warnings {
             eprintln!("warning: {w}");
@@ -326,8 +326,13 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         let failed = result?;
         if !failed.is_empty() {
             let in_project = session.project_dir().is_some();
-            let message = failure_message(session.segments(), &failed, work.len(), in_project);
-            bail!(with_fixes(message, &opts.manuscript, session.segments(), &failed));
+            bail!(failure_message(
+                &opts.manuscript,
+                session.segments(),
+                &failed,
+                work.len(),
+                in_project
+            ));
         }
         if let Some(s) = report.first_audio_s {
             eprintln!("first audio after {s:.2} s");
@@ -576,6 +581,7 @@ fn take_qualities(
 /// What a render says when segments failed: which (number, line, text) and why, and whether
 /// the other takes are kept (only a project keeps them).
 fn failure_message(
+    manuscript: &Path,
     segments: &[PlannedSegment],
     failed: &[(u64, String)],
     asked: usize,
@@ -593,11 +599,15 @@ fn failure_message(
     let mut lines =
         vec![format!("{} of {asked} segment(s) failed; no output written. {kept}", failed.len())];
     for (id, why) in failed {
-        let where_ = match segments.iter().find(|s| s.key as u64 == *id) {
-            Some(s) => format!("segment {} at line {}", s.position + 1, s.span.0),
-            None => format!("segment key {id}"),
-        };
-        lines.push(format!("  {where_}: {why}"));
+        match segments.iter().find(|s| s.key as u64 == *id) {
+            Some(s) => {
+                let n = s.position + 1;
+                lines.push(format!("  segment {n} at line {}: {why}", s.span.0));
+                let fix = crate::session::retry::failure_fix(manuscript, n, why);
+                lines.push(format!("  segment {n}: {fix}"));
+            }
+            None => lines.push(format!("  segment key {id}: {why}")),
+        }
     }
     lines.join("\n")
 }
@@ -608,23 +618,6 @@ struct Retrying<'a> {
     tx: &'a std::sync::mpsc::Sender<Request>,
     retries: crate::session::retry::NoSpeechRetries,
     numbers: HashMap<u64, usize>,
-}
-
-/// The failure message, with the command that fixes each failed segment.
-fn with_fixes(
-    message: String,
-    manuscript: &Path,
-    segments: &[PlannedSegment],
-    failed: &[(u64, String)],
-) -> String {
-    let mut lines = vec![message];
-    for (id, why) in failed {
-        if let Some(s) = segments.iter().find(|s| s.key as u64 == *id) {
-            let fix = crate::session::retry::failure_fix(manuscript, s.position + 1, why);
-            lines.push(format!("  segment {}: {fix}", s.position + 1));
-        }
-    }
-    lines.join("\n")
 }
 
 /// A line above the progress bar, or on stderr when there is none (`--quiet`).
@@ -830,18 +823,16 @@ mod tests {
     fn a_failure_names_each_segment_its_line_and_what_fixes_it() {
         let segments = [planned(0, 1), planned(1, 3)];
         let failed = [(11, lectern_engine::thread::NO_SPEECH.to_string())];
-        let kept = failure_message(&segments, &failed, 2, true);
+        let book = Path::new("book.md");
+        let kept = failure_message(book, &segments, &failed, 2, true);
         assert!(kept.starts_with("1 of 2 segment(s) failed; no output written."), "{kept}");
         assert!(kept.contains("The 1 other take(s) are saved in the project"), "{kept}");
         assert!(kept.contains("segment 2 at line 3: the model produced no speech"), "{kept}");
-        let other = failure_message(&segments, &[(10, "a device error".into())], 2, true);
-        let other =
-            with_fixes(other, Path::new("book.md"), &segments, &[(10, "a device error".into())]);
+        assert!(kept.contains("segment 2: 3 seeds in a row gave no speech"), "{kept}");
+        assert!(kept.contains("`lectern reseed book.md 2 --seed 2`"), "{kept}");
+        let other = failure_message(book, &segments, &[(10, "a device error".into())], 2, true);
         assert!(other.contains("segment 1: a device error: `lectern render book.md`"), "{other}");
-        let scratch = failure_message(&segments, &failed, 2, false);
+        let scratch = failure_message(book, &segments, &failed, 2, false);
         assert!(scratch.contains("Without a project no take is kept"), "{scratch}");
-        let fixed = with_fixes(kept, Path::new("book.md"), &segments, &failed);
-        assert!(fixed.contains("segment 2: 3 seeds in a row gave no speech"), "{fixed}");
-        assert!(fixed.contains("`lectern reseed book.md 2 --seed 2`"), "{fixed}");
     }
 }

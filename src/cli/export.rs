@@ -86,8 +86,8 @@ fn export(args: ExportArgs) -> Result<()> {
     if opts.split_chapters {
         guard.folder(&opts.out, "the chapters' folder")?;
     } else {
-        for (path, what) in master_files(&opts.out, ext) {
-            guard.file(&path, what, &[path_ext(&path)], "")?;
+        for (path, what, extension) in master_files(&opts.out, ext) {
+            guard.file(&path, what, &[extension], "")?;
         }
     }
     run_export(&project, opts)
@@ -102,7 +102,8 @@ fn format_of(
     folder: bool,
 ) -> Result<Option<ExportFormatArg>> {
     let Some(out) = out.filter(|_| !folder) else { return Ok(format) };
-    let named = match path_ext(out) {
+    let extension = path_ext(out);
+    let named = match extension.as_str() {
         "wav" => ExportFormatArg::Wav,
         "flac" => ExportFormatArg::Flac,
         "mp3" | "m4b" => anyhow::bail!(
@@ -129,7 +130,7 @@ fn format_of(
                 "{}: --format {} but the file is named .{}; name it as its format",
                 out.display(),
                 format!("{f:?}").to_lowercase(),
-                path_ext(out)
+                extension
             )
         }
         Some(f) => Ok(Some(f)),
@@ -138,37 +139,29 @@ fn format_of(
 }
 
 /// A path's extension, lower case ("" for none).
-fn path_ext(path: &std::path::Path) -> &'static str {
-    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
-        Some("wav") => "wav",
-        Some("flac") => "flac",
-        Some("mp3") => "mp3",
-        Some("m4b") => "m4b",
-        Some("json") => "json",
-        Some("cue") => "cue",
-        Some("jpg" | "jpeg") => "jpg",
-        Some("png") => "png",
-        Some(_) => "other",
-        None => "",
-    }
+fn path_ext(path: &std::path::Path) -> String {
+    path.extension().map_or(String::new(), |e| e.to_string_lossy().to_ascii_lowercase())
 }
 
-/// The files a single-file master export writes: the audio, its cue sheet, chapter list and
-/// the book's cover.
-fn master_files(out: &std::path::Path, ext: &str) -> Vec<(PathBuf, &'static str)> {
+/// The files a single-file master export writes, each with what it is and its extension: the
+/// audio, its cue sheet, chapter list and the book's cover.
+fn master_files(
+    out: &std::path::Path,
+    ext: &'static str,
+) -> [(PathBuf, &'static str, &'static str); 5] {
     let name = |suffix: &str| {
         let mut n = out.file_name().map(|n| n.to_os_string()).unwrap_or_default();
         n.push(suffix);
         out.with_file_name(n)
     };
-    let audio = out.with_extension(ext);
     let stem = out.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    vec![
-        (audio, "the export"),
-        (name(".cue"), "the export's cue sheet"),
-        (name(".chapters.json"), "the export's chapter list"),
-        (out.with_file_name(format!("{stem}.cover.jpg")), "the export's cover"),
-        (out.with_file_name(format!("{stem}.cover.png")), "the export's cover"),
+    let cover = |ext: &str| out.with_file_name(format!("{stem}.cover.{ext}"));
+    [
+        (out.with_extension(ext), "the export", ext),
+        (name(".cue"), "the export's cue sheet", "cue"),
+        (name(".chapters.json"), "the export's chapter list", "json"),
+        (cover("jpg"), "the export's cover", "jpg"),
+        (cover("png"), "the export's cover", "png"),
     ]
 }
 

@@ -103,7 +103,10 @@ impl Guard {
         check_extension(path, what, accepted, hint)?;
         let Ok(meta) = std::fs::metadata(path) else { return Ok(()) };
         if !meta.is_file() {
-            return Err(OutputError::NotAFile { path: path.to_path_buf(), kind: kind_of(&meta) });
+            return Err(OutputError::NotAFile {
+                path: path.to_path_buf(),
+                kind: lectern_text::limits::file_kind(&meta),
+            });
         }
         if self.force || ledger::is_lecterns(path) {
             return Ok(());
@@ -122,7 +125,10 @@ impl Guard {
         }
         let Ok(meta) = std::fs::metadata(path) else { return Ok(()) };
         if !meta.is_dir() {
-            return Err(OutputError::NotAFile { path: path.to_path_buf(), kind: kind_of(&meta) });
+            return Err(OutputError::NotAFile {
+                path: path.to_path_buf(),
+                kind: lectern_text::limits::file_kind(&meta),
+            });
         }
         if self.force || super::folder::is_lecterns(path) || is_empty_dir(path) {
             return Ok(());
@@ -135,12 +141,6 @@ impl Guard {
     pub fn not_input(&self, path: &Path, what: &'static str) -> Result<(), OutputError> {
         let target = self.resolve(path)?;
         self.not_an_input(path, &target, what)
-    }
-
-    /// Whether `--force` was given.
-    #[must_use]
-    pub fn force(&self) -> bool {
-        self.force
     }
 
     /// The output's canonical path: its nearest existing folder resolved, the rest kept (an
@@ -230,29 +230,4 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 fn is_empty_dir(path: &Path) -> bool {
     std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
-}
-
-/// What a path that is not a regular file is, for messages.
-pub(crate) fn kind_of(meta: &std::fs::Metadata) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let t = meta.file_type();
-        if t.is_char_device() || t.is_block_device() {
-            return "a device";
-        }
-        if t.is_fifo() {
-            return "a FIFO";
-        }
-        if t.is_socket() {
-            return "a socket";
-        }
-    }
-    if meta.is_dir() {
-        "a folder"
-    } else if meta.is_file() {
-        "a file"
-    } else {
-        "not a regular file"
-    }
 }

@@ -275,14 +275,8 @@ fn for_each_chunk(pieces: &[&Piece], mut f: impl FnMut(&[f32]) -> Result<()>) ->
     Ok(())
 }
 
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(".part");
-    path.with_file_name(name)
-}
-
 pub(crate) fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let tmp = tmp_path(path);
+    let tmp = crate::output::partial_path(path);
     if let Err(e) = write(&tmp) {
         let _ = fs::remove_file(&tmp);
         return Err(e);

@@ -154,7 +154,9 @@ pub(crate) fn require_regular(path: &Path, what: &str) -> Result<(), LimitError>
     Err(LimitError::NotRegular { what: what.to_string(), kind: file_kind(&meta) })
 }
 
-fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+/// What a path is, for messages that refuse it: "a FIFO", "a device", "a folder", "a file", ….
+#[must_use]
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
@@ -169,7 +171,13 @@ fn file_kind(meta: &std::fs::Metadata) -> &'static str {
             return "a socket";
         }
     }
-    if meta.is_dir() { "a directory" } else { "not a plain file" }
+    if meta.is_dir() {
+        "a folder"
+    } else if meta.is_file() {
+        "a file"
+    } else {
+        "not a plain file"
+    }
 }
 
 /// Reads at most `limit` bytes; more is an error, whatever a header claimed.
@@ -214,7 +222,7 @@ mod tests {
     fn only_regular_files_are_manuscripts() {
         let dir = tempfile::tempdir().unwrap();
         let err = InputLimits::default().read_manuscript(dir.path()).unwrap_err();
-        assert!(err.to_string().contains("a directory"), "{err}");
+        assert!(err.to_string().contains("(a folder)"), "{err}");
         #[cfg(unix)]
         {
             let err = InputLimits::default().read_manuscript(Path::new("/dev/zero")).unwrap_err();
