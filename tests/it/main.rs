@@ -10,6 +10,7 @@ mod deliver_common;
 mod session_common;
 mod store_common;
 mod tmux_common;
+mod tui_common;
 
 mod audio_alsa;
 mod audio_filesink;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use lectern::review::{CastingOverride, Review};
-use lectern::tui::app::{App, AppConfig, Command, Mode, Msg, RowInit, TakeEntry};
+use lectern::tui::app::{App, AppConfig, Command, Mode, Msg, RowInit};
 use lectern::tui::casting::RowCasting;
 use lectern::tui::keymap::KeyMap;
 use lectern::tui::theme::Theme;
@@ -214,45 +214,13 @@ fn figures(lufs: f64) -> lectern::quality::TakeFigures {
 
 /// A saved take of row `i`: `tokens` long, a tone as its samples, measured as `lufs`.
 fn saved(app: &App, i: usize, tokens: usize, lufs: f64) -> Msg {
-    let row = &app.rows[i];
     let samples: Vec<f32> = (0..tokens * 960)
         .map(|k| {
             let envelope = (k as f32 / (tokens * 960) as f32 * std::f32::consts::PI).sin();
             0.4 * envelope * (std::f32::consts::TAU * 220.0 * k as f32 / 24_000.0).sin()
         })
         .collect();
-    let record = lectern_engine::protocol::TakeRecord {
-        segment_id: row.id,
-        text: row.text.clone(),
-        voice_id: "narrator".into(),
-        model_id: "tiny".into(),
-        seed: row.seed,
-        nfe: 10,
-        cfg_rate: 0.7,
-        precision: Default::default(),
-        min_len_rule: Default::default(),
-        backend: "cpu".into(),
-        flow_matmul: "f32".into(),
-        group: lectern_engine::protocol::GroupInfo {
-            segment_ids: vec![row.id],
-            token_counts: vec![tokens],
-            tokens: Vec::new(),
-            index: 0,
-        },
-        noise_source: "mt19937-seed0".into(),
-        engine_version: "0.1.0".into(),
-        tokens: vec![0; tokens],
-        timings: Default::default(),
-        content: Default::default(),
-    };
-    let take = TakeEntry {
-        id: 10 + i as u64,
-        samples: Some(Arc::new(samples)),
-        record,
-        stale: false,
-        figures: Some(figures(lufs)),
-    };
-    Msg::Saved { segment: row.id, take: Box::new(take), restored: false }
+    crate::tui_common::saved_take(app, i, 10 + i as u64, samples, Some(figures(lufs)))
 }
 
 /// Six rendered segments; the third selected: a long source whose spoken form differs, recast

@@ -3,12 +3,10 @@
 //! screens are insta snapshots under `tests/it/snapshots/` (`cargo insta review` after a
 //! deliberate change). Nothing depends on timing: the state is built by hand.
 
-use std::sync::Arc;
-
 use lectern::audio::player::{NowPlaying, PlayState, PlayerStatus, SinkInfo};
 use lectern::quality::TakeFigures;
 use lectern::review::Review;
-use lectern::tui::app::{App, AppConfig, Msg, RowInit, TakeEntry};
+use lectern::tui::app::{App, AppConfig, Msg, RowInit};
 use lectern::tui::keymap::KeyMap;
 use lectern::tui::theme::Theme;
 use lectern::tui::{layout, view};
@@ -46,33 +44,7 @@ fn take_measured(
     let samples: Vec<f32> = (0..tokens * 960)
         .map(|k| 0.3 * (std::f32::consts::TAU * hz * k as f32 / 24_000.0).sin())
         .collect();
-    let record = lectern_engine::protocol::TakeRecord {
-        segment_id: row.id,
-        text: row.text.clone(),
-        voice_id: "narrator".into(),
-        model_id: "tiny".into(),
-        seed: row.seed,
-        nfe: 10,
-        cfg_rate: 0.7,
-        precision: Default::default(),
-        min_len_rule: Default::default(),
-        backend: "cpu".into(),
-        flow_matmul: "f32".into(),
-        group: lectern_engine::protocol::GroupInfo {
-            segment_ids: vec![row.id],
-            token_counts: vec![tokens],
-            tokens: Vec::new(),
-            index: 0,
-        },
-        noise_source: "mt19937-seed0".into(),
-        engine_version: "0.1.0".into(),
-        tokens: vec![0; tokens],
-        timings: Default::default(),
-        content: Default::default(),
-    };
-    let take =
-        TakeEntry { id: take_id, samples: Some(Arc::new(samples)), record, stale: false, figures };
-    Msg::Saved { segment: row.id, take: Box::new(take), restored: false }
+    crate::tui_common::saved_take(app, i, take_id, samples, figures)
 }
 
 /// A deterministic telemetry sample after the `k`-th group.
