@@ -52,13 +52,16 @@ pub struct RenderOptions {
     pub rerender_settings: bool,
     /// What of the manuscript is read (an EPUB's front matter).
     pub read: crate::reading::ReadOptions,
-    /// Render one share of the book, or gather the shares into the output.
-    pub shards: Sharding,
+    /// All of the book into the output (the default), one share of it, the shares gathered,
+    /// or its takes alone.
+    pub scope: RenderScope,
 }
 
-/// A render split across processes or machines (`--shard K/N`, `--gather DIR…`).
+/// What a render covers and writes: by default the whole book and its output; a share of it
+/// (`--shard K/N`), the shares of other processes gathered (`--gather DIR…`), or every missing
+/// take with no output (`export --render`).
 #[derive(Debug, Clone, Default)]
-pub struct Sharding {
+pub struct RenderScope {
     /// Render only this share of the plan's flow groups into the project; write no output.
     pub shard: Option<crate::session::plan::Shard>,
     /// Render every missing take into the project and write no output (`export --render`).
@@ -159,7 +162,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     } else {
         crate::reading::load(&opts.manuscript, &tokenizer, &opts.read)?
     };
-    if opts.shards.shard.is_none() && !opts.shards.takes_only {
+    if opts.scope.shard.is_none() && !opts.scope.takes_only {
         check_output_dir(&opts.out)?;
     }
     let n_segments = book.segments().count();
@@ -230,9 +233,9 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         );
     }
     report.project = session.project_dir().map(Path::to_path_buf);
-    if !opts.shards.gather.is_empty() {
+    if !opts.scope.gather.is_empty() {
         let g =
-            crate::shards::gather(&mut session, &opts.shards.gather, &opts.synth.take_settings())?;
+            crate::shards::gather(&mut session, &opts.scope.gather, &opts.synth.take_settings())?;
         eprintln!(
             "gathered {} shard(s): {} take(s) attached, {} already here",
             g.shards, g.imported, g.already_present
@@ -251,7 +254,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
     }
     // The segments this run answers for: a shard's share, or the whole book.
     let mut answered = n_segments;
-    if let Some(shard) = opts.shards.shard {
+    if let Some(shard) = opts.scope.shard {
         let mine = crate::session::plan::shard_keys(session.segments(), shard);
         answered = mine.len();
         work.render.retain(|spec| mine.contains(&(spec.id as SegmentKey)));
@@ -261,7 +264,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
             mine.len()
         );
     }
-    if !opts.shards.gather.is_empty() && !work.is_empty() {
+    if !opts.scope.gather.is_empty() && !work.is_empty() {
         bail!(missing_share_message(session.segments(), &work));
     }
     report.rendered = work.len();
@@ -339,7 +342,7 @@ pub fn render(opts: &RenderOptions) -> anyhow::Result<RenderReport> {
         }
     }
 
-    if opts.shards.shard.is_some() || opts.shards.takes_only {
+    if opts.scope.shard.is_some() || opts.scope.takes_only {
         // A shard's takes are its output (`--gather` writes the book's); `export --render`
         // exports them.
         report.wall_s = started.elapsed().as_secs_f64();

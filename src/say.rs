@@ -65,7 +65,7 @@ pub fn say(opts: &SayOptions) -> anyhow::Result<Said> {
         dry_run: false,
         rerender_settings: false,
         read: crate::reading::ReadOptions::default(),
-        shards: crate::render::Sharding::default(),
+        scope: crate::render::RenderScope::default(),
     };
     render::render(&render_opts)?;
     if opts.out.is_some() {

@@ -450,7 +450,7 @@ fn render_first(cfg: &Config, args: &ExportArgs) -> Result<()> {
         dry_run: false,
         rerender_settings: false,
         read,
-        shards: crate::render::Sharding { takes_only: true, ..Default::default() },
+        scope: crate::render::RenderScope { takes_only: true, ..Default::default() },
     };
     let rep = crate::render::render(&opts)?;
     eprintln!("--render: {} segment(s) rendered, {} already there", rep.rendered, rep.reused);

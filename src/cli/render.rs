@@ -72,7 +72,7 @@ pub(super) fn run(args: RenderArgs) -> Result<()> {
         dry_run,
         rerender_settings,
         read: read.options(),
-        shards: render::Sharding { shard, gather, takes_only: false },
+        scope: render::RenderScope { shard, gather, takes_only: false },
     };
     let mut rep = render::render(&opts)?;
     if let Some(staged) = staged {

@@ -98,7 +98,7 @@ pub fn render_credit(project: &Project, text: &str, out: &Path) -> anyhow::Resul
         dry_run: false,
         rerender_settings: false,
         read: crate::reading::ReadOptions::default(),
-        shards: crate::render::Sharding::default(),
+        scope: crate::render::RenderScope::default(),
     };
     render::render(&opts).context("rendering the credits")?;
     Ok(())
