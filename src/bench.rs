@@ -26,6 +26,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
+use lectern_bench::roofline;
 use lectern_engine::Engine;
 use lectern_engine::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
 use lectern_engine::cosyvoice::{CosyVoiceBackend, LmHandle, PreparedVoice, lm_device};
@@ -621,6 +622,25 @@ fn print_row(lanes: usize, r: &Value) {
         mib("peak_rss_bytes"),
         mib("kv_bytes_per_lane"),
     );
+    let share = |k: &str| 100.0 * r["stage_share"][k].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "      stage time: LM {:.0} %, flow {:.0} %, vocoder {:.0} %",
+        share("lm"),
+        share("flow"),
+        share("vocoder")
+    );
+    let limits = &r["limits"];
+    if let Some(device) = limits["device"].as_str() {
+        let g = |k: &str| limits[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "      {device} limits: LM {:.1}x its bandwidth bound ({:.2} s), flow {:.1}x its bf16 \
+             tensor-core bound ({:.2} s)",
+            g("lm_times_limit"),
+            g("lm_limit_s"),
+            g("flow_times_limit"),
+            g("flow_limit_s")
+        );
+    }
 }
 
 /// One engine run over the segments; collects takes and telemetry.
@@ -651,6 +671,8 @@ fn run_engine(
     let mut first_audio_s = None;
     let (mut lm_s, mut flow_s, mut vocoder_s) = (0.0, 0.0, 0.0);
     let mut samples_total = 0usize;
+    // Mel frames of each flow group (keyed by its segments), for the flow's FLOP count.
+    let mut group_frames: std::collections::BTreeMap<Vec<_>, usize> = Default::default();
     let mut seg_figs = Vec::new();
     let mut kv: Vec<LaneMemory> = Vec::new();
     let mut peak_sampled = 0u64;
@@ -673,6 +695,8 @@ fn run_engine(
                 flow_s += r.timings.flow_s;
                 vocoder_s += r.timings.vocoder_s;
                 samples_total += take.samples.len();
+                *group_frames.entry(r.group.segment_ids.clone()).or_default() +=
+                    r.tokens.len() * TOKEN_MEL_RATIO;
                 seg_figs.push(json!({
                     "id": r.segment_id,
                     "words": segs.iter().find(|s| s.spec.id == r.segment_id).map_or(0, |s| s.words),
@@ -717,6 +741,8 @@ fn run_engine(
     let kv_used = kv.iter().map(|l| l.used_bytes).max().unwrap_or(0);
     let kv_cap = kv.iter().map(|l| l.capacity_bytes).max().unwrap_or(0);
     let peak = peak_rss_bytes().unwrap_or(0).max(peak_sampled);
+    let busy_s = lm_s + flow_s + vocoder_s;
+    let gap = roofline_gap(opts, steps, group_frames.values(), lm_s, flow_s);
     Ok(json!({
         "lanes": lanes,
         "wall_s": wall_s,
@@ -748,5 +774,30 @@ fn run_engine(
         "kv_capacity_bytes_per_lane": kv_cap,
         "segments": seg_figs,
         "cuda_graph_stats": format!("{:?}", lectern_model::lm::graph_stats()),
+        "stage_share": {
+            "lm": lm_s / busy_s,
+            "flow": flow_s / busy_s,
+            "vocoder": vocoder_s / busy_s,
+        },
+        "limits": gap.map(|g| g.to_json()),
     }))
+}
+
+/// The run's distance from the GPU's limits (`lectern_bench::roofline`), where the GPU's peaks
+/// are known: decode steps at the bandwidth limit, the flow groups' FLOPs (each group after the
+/// voice prompt's frames) at the bf16 tensor-core peak.
+fn roofline_gap<'a>(
+    opts: &WorkloadOptions,
+    decode_steps: usize,
+    group_frames: impl Iterator<Item = &'a usize>,
+    lm_s: f64,
+    flow_s: f64,
+) -> Option<roofline::Gap> {
+    let peaks = roofline::peaks_for(&roofline::device_name(&opts.device)?)?;
+    let prompt_frames = PROMPT_SPEECH_TOKENS * TOKEN_MEL_RATIO;
+    let per_call: f64 =
+        group_frames.map(|&f| roofline::dit_call_flops(&opts.config, prompt_frames + f)).sum();
+    let flow_flops = per_call * opts.nfe as f64;
+    let step_bytes = roofline::lm_step_weight_bytes(&opts.config, opts.precision);
+    Some(roofline::gap(peaks, step_bytes, decode_steps, flow_flops, lm_s, flow_s))
 }

@@ -14,6 +14,7 @@ pub mod flow;
 pub mod gemm;
 pub mod hift;
 pub mod lm;
+pub mod roofline;
 
 /// Which benchmark to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

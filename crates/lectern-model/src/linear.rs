@@ -215,7 +215,7 @@ impl Module for Linear {
         if self.decode_rows
             && self.kernels
             && let Product::Dense(w) = &self.product
-            && w.dtype() == DType::F32
+            && matches!(w.dtype(), DType::F32 | DType::BF16)
             && xs.rank() == 2
             && let Some(y) = lm_kernels::rows_matmul(xs, w, self.bias.as_ref())?
         {

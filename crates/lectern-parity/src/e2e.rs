@@ -20,10 +20,11 @@ pub fn run(
     case: &Tensors,
     device: &Device,
     matmul: FlowMatmul,
+    precision: LmPrecision,
 ) -> anyhow::Result<Tensors> {
     let cfg = ModelConfig::from_dir(model_dir)?;
     let files = ModelFiles::in_dir(model_dir);
-    let lm = SpeechLm::from_dir(model_dir, LmPrecision::F32, device)
+    let lm = SpeechLm::from_dir(model_dir, precision, device)
         .with_context(|| format!("loading the LM from {}", model_dir.display()))?;
     let mut flow =
         CausalMaskedDiffWithDiT::load(&cfg.flow, &files.flow, device, &NoiseSource::Rebuilt)

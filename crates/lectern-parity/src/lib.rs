@@ -10,6 +10,7 @@ use anyhow::{Context, bail};
 use candle::{Device, Tensor};
 
 use lectern_model::flow::FlowMatmul;
+use lectern_model::lm::LmPrecision;
 
 pub mod e2e;
 pub mod flow;
@@ -55,6 +56,9 @@ pub struct ParityRequest {
     pub lanes: bool,
     /// Stages `dit`, `flow`, `e2e`: how the flow's large matmuls run.
     pub flow_matmul: FlowMatmul,
+    /// Stages `lm`, `e2e`: the LM's storage precision (a reduced one measures its deviation
+    /// from the fixture; the contract's tolerances are f32's).
+    pub lm_precision: LmPrecision,
 }
 
 /// Tensors of a case file, by fixture name.
@@ -70,12 +74,14 @@ pub fn run(req: &ParityRequest) -> anyhow::Result<(Stage, usize)> {
     let case: Tensors = candle::safetensors::load(&req.case, &Device::Cpu)
         .with_context(|| format!("reading case file {}", req.case.display()))?;
     let outputs = match stage {
-        Stage::Lm => lm::run(&req.model_dir, &case, &req.device, req.lanes)?,
+        Stage::Lm => lm::run(&req.model_dir, &case, &req.device, req.lanes, req.lm_precision)?,
         Stage::Dit => flow::run_dit(&req.model_dir, &case, &req.device, req.flow_matmul)?,
         Stage::Flow => flow::run_flow(&req.model_dir, &case, &req.device, req.flow_matmul)?,
         Stage::Hift => hift::run_hift(&req.model_dir, &case, &req.device)?,
         Stage::Mel => hift::run_mel(&case, &req.device)?,
-        Stage::E2e => e2e::run(&req.model_dir, &case, &req.device, req.flow_matmul)?,
+        Stage::E2e => {
+            e2e::run(&req.model_dir, &case, &req.device, req.flow_matmul, req.lm_precision)?
+        }
     };
     let outputs: Tensors = outputs
         .into_iter()

@@ -26,8 +26,9 @@ pub fn run(
     case: &Tensors,
     device: &Device,
     lanes: bool,
+    precision: LmPrecision,
 ) -> anyhow::Result<Tensors> {
-    let lm = SpeechLm::from_dir(model_dir, LmPrecision::F32, device)
+    let lm = SpeechLm::from_dir(model_dir, precision, device)
         .with_context(|| format!("loading the LM from {}", model_dir.display()))?;
     run_lanes(&lm, case, lanes)
 }

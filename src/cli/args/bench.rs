@@ -178,6 +178,10 @@ pub struct ParityArgs {
     /// f32 elsewhere).
     #[arg(long, value_enum)]
     pub flow_matmul: Option<FlowMatmulArg>,
+    /// Stages lm, e2e: the LM's storage precision (a reduced one shows its deviation from the
+    /// fixture; PARITY.md's tolerances are f32's).
+    #[arg(long, value_enum, default_value = "f32")]
+    pub precision: PrecisionArg,
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 // CUDA kernels for the LM's decode steps (a few rows at a time), compiled at run time with
-// NVRTC (see kernels.rs). Plain f32 arithmetic; every sum runs in a fixed order, so a step gives
+// NVRTC (see kernels.rs). f32 arithmetic (weights f32 or bf16); every sum runs in a fixed order, so a step gives
 // the same bits every time it runs.
 
 #define WARPS 8
@@ -10,53 +10,83 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
+// How a weight is stored: `load` turns the i-th 16-byte chunk of a weight row into PER floats.
+// f32 weights give 4 per chunk; bf16 weights (the LM's `--precision bf16`) give 8, so a decode
+// step reads half the bytes. bf16 is the upper half of an f32: widening is a shift.
+struct F32Weights {
+    static constexpr int PER = 4;
+    __device__ static __forceinline__ void load(const void* w, size_t i, float* out) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(w) + i);
+        out[0] = v.x; out[1] = v.y; out[2] = v.z; out[3] = v.w;
+    }
+};
+struct Bf16Weights {
+    static constexpr int PER = 8;
+    __device__ static __forceinline__ void load(const void* w, size_t i, float* out) {
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(w) + i);
+        const unsigned int u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            out[2 * j] = __uint_as_float(u[j] << 16);          // element 2j: the low half
+            out[2 * j + 1] = __uint_as_float(u[j] & 0xffff0000u);  // element 2j+1: the high half
+        }
+    }
+};
+
 // y[r][n] = sum_k x[r][k] * w[n][k] (+ bias[n]) for r < ROWS <= 8 (MAX_ROWS in kernels.rs): the product of a few
 // rows with a weight stored (out, in), as a decode step's projections need it. Reading the
 // weight once at full bandwidth is all that matters: each warp streams COLS weight rows (or
 // a 1/ksplit share of them, for layers with few output columns) with 16-byte loads, holding
 // the matching slice of every input row in registers, so each x load serves COLS weight
 // loads; the ksplit partial sums are added in a fixed order.
-// Block: WARPS warps = (WARPS / ksplit) column groups x ksplit shares. k % 4 == 0, aligned.
+// Block: WARPS warps = (WARPS / ksplit) column groups x ksplit shares. k % W::PER == 0, aligned.
 #define COLS 4
-template <int ROWS>
+template <int ROWS, typename W>
 __device__ void rows_matmul(
-    const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
+    const float* __restrict__ x, const void* __restrict__ w, const float* __restrict__ bias,
     float* __restrict__ y, int n, int k, int ksplit) {
+    constexpr int PER = W::PER;
     __shared__ float partial[WARPS][COLS][ROWS];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int groups_per_block = WARPS / ksplit;
     const int col0 = (blockIdx.x * groups_per_block + warp / ksplit) * COLS;
     const int share = warp % ksplit;
-    const int k4 = k / 4;
-    const int per_share = (k4 + ksplit - 1) / ksplit;
+    const int chunks = k / PER;
+    const int per_share = (chunks + ksplit - 1) / ksplit;
     const int begin = share * per_share;
-    const int end = min(k4, begin + per_share);
+    const int end = min(chunks, begin + per_share);
     float acc[COLS][ROWS];
 #pragma unroll
     for (int c = 0; c < COLS; c++)
 #pragma unroll
         for (int r = 0; r < ROWS; r++) acc[c][r] = 0.f;
     const float4* xs = reinterpret_cast<const float4*>(x);
-    const float4* ws = reinterpret_cast<const float4*>(w);
     for (int i = begin + lane; i < end; i += 32) {
-        float4 xv[ROWS];
+        float xv[ROWS][PER];
 #pragma unroll
-        for (int r = 0; r < ROWS; r++) xv[r] = __ldg(xs + (size_t)r * k4 + i);
-        float4 wv[COLS];
+        for (int r = 0; r < ROWS; r++)
+#pragma unroll
+            for (int q = 0; q < PER / 4; q++) {
+                const float4 v = __ldg(xs + ((size_t)r * chunks + i) * (PER / 4) + q);
+                xv[r][4 * q] = v.x; xv[r][4 * q + 1] = v.y;
+                xv[r][4 * q + 2] = v.z; xv[r][4 * q + 3] = v.w;
+            }
+        float wv[COLS][PER];
 #pragma unroll
         for (int c = 0; c < COLS; c++) {
-            wv[c] = col0 + c < n ? __ldg(ws + (size_t)(col0 + c) * k4 + i)
-                                 : make_float4(0.f, 0.f, 0.f, 0.f);
+            if (col0 + c < n) {
+                W::load(w, (size_t)(col0 + c) * chunks + i, wv[c]);
+            } else {
+#pragma unroll
+                for (int e = 0; e < PER; e++) wv[c][e] = 0.f;
+            }
         }
 #pragma unroll
         for (int c = 0; c < COLS; c++)
 #pragma unroll
-            for (int r = 0; r < ROWS; r++) {
-                acc[c][r] = fmaf(wv[c].x, xv[r].x, acc[c][r]);
-                acc[c][r] = fmaf(wv[c].y, xv[r].y, acc[c][r]);
-                acc[c][r] = fmaf(wv[c].z, xv[r].z, acc[c][r]);
-                acc[c][r] = fmaf(wv[c].w, xv[r].w, acc[c][r]);
-            }
+            for (int r = 0; r < ROWS; r++)
+#pragma unroll
+                for (int e = 0; e < PER; e++) acc[c][r] = fmaf(wv[c][e], xv[r][e], acc[c][r]);
     }
 #pragma unroll
     for (int c = 0; c < COLS; c++)
@@ -84,7 +114,12 @@ __device__ void rows_matmul(
     extern "C" __global__ void rows_matmul_f32_##R(                                           \
         const float* __restrict__ x, const float* __restrict__ w,                             \
         const float* __restrict__ bias, float* __restrict__ y, int n, int k, int ksplit) {    \
-        rows_matmul<R>(x, w, bias, y, n, k, ksplit);                                          \
+        rows_matmul<R, F32Weights>(x, w, bias, y, n, k, ksplit);                              \
+    }                                                                                         \
+    extern "C" __global__ void rows_matmul_bf16_##R(                                          \
+        const float* __restrict__ x, const unsigned short* __restrict__ w,                    \
+        const float* __restrict__ bias, float* __restrict__ y, int n, int k, int ksplit) {    \
+        rows_matmul<R, Bf16Weights>(x, w, bias, y, n, k, ksplit);                             \
     }
 ROWS_MATMUL(1)
 ROWS_MATMUL(2)

@@ -16,7 +16,7 @@
 // CUDA kernel launches (each with a SAFETY note on its arguments).
 #![allow(unsafe_code)]
 
-use candle::Tensor;
+use candle::{DType, Tensor};
 
 use crate::checks::on_cuda_f32;
 
@@ -40,13 +40,23 @@ pub fn compile_failures() -> Vec<String> {
     }
 }
 
-/// `x · wᵀ (+ bias)` for `x` `(rows ≤ MAX_ROWS, k)` and `w` `(n, k)`, both contiguous f32.
+/// `x · wᵀ (+ bias)` for `x` `(rows ≤ MAX_ROWS, k)` f32 and `w` `(n, k)` f32 or bf16 (the LM's
+/// `--precision bf16`: half the bytes a step reads, each product and sum in f32), contiguous.
 pub fn rows_matmul(
     x: &Tensor,
     w: &Tensor,
     bias: Option<&Tensor>,
 ) -> candle::Result<Option<Tensor>> {
-    if !applies(x) || x.rank() != 2 || !(1..=MAX_ROWS).contains(&x.dim(0)?) || x.dim(1)? % 4 != 0 {
+    let chunk = match w.dtype() {
+        DType::F32 => 4,
+        DType::BF16 => 8,
+        _ => return Ok(None),
+    };
+    if !applies(x)
+        || x.rank() != 2
+        || !(1..=MAX_ROWS).contains(&x.dim(0)?)
+        || x.dim(1)? % chunk != 0
+    {
         return Ok(None);
     }
     imp::rows_matmul(x, w, bias)
@@ -110,8 +120,8 @@ mod imp {
     use candle::backend::BackendStorage;
     use candle::cuda_backend::CudaStorage;
     use candle::cuda_backend::WrapErr;
-    use candle::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
-    use candle::{Layout, Shape, Tensor};
+    use candle::cuda_backend::cudarc::driver::{CudaView, LaunchConfig, PushKernelArg};
+    use candle::{DType, Layout, Shape, Tensor};
 
     use crate::cuda::nvrtc::{CudaOp, Module, Op, aligned_contiguous, output, view};
 
@@ -123,6 +133,35 @@ mod imp {
     /// Fewest blocks a product should spread over to keep every SM streaming (two per SM of
     /// an H100/H200).
     const MIN_BLOCKS: usize = 264;
+
+    /// A decode projection's weight on the device, f32 or bf16.
+    enum WeightView<'a> {
+        F32(CudaView<'a, f32>),
+        Bf16(CudaView<'a, half::bf16>),
+    }
+
+    impl<'a> WeightView<'a> {
+        fn of(op: &str, s: &'a CudaStorage, l: &Layout) -> candle::Result<Self> {
+            match s.dtype() {
+                DType::BF16 => match l.contiguous_offsets() {
+                    // 8 bf16 elements = 16 bytes: the kernel's loads need that alignment.
+                    Some((start, end)) if start % 8 == 0 => {
+                        Ok(Self::Bf16(s.as_cuda_slice::<half::bf16>()?.slice(start..end)))
+                    }
+                    _ => candle::bail!("{op}: inputs must be contiguous and 16-byte aligned"),
+                },
+                _ => Ok(Self::F32(view(op, s, l)?)),
+            }
+        }
+
+        /// The element type's part of the kernel's name.
+        fn name(&self) -> &'static str {
+            match self {
+                Self::F32(_) => "f32",
+                Self::Bf16(_) => "bf16",
+            }
+        }
+    }
 
     /// Inputs: x `(rows, k)`, w `(n, k)`, optionally bias `(n,)`.
     struct RowsMatmul;
@@ -144,7 +183,8 @@ mod imp {
             if wk != k {
                 candle::bail!("{}: x has {k} columns, w {wk}", Self::NAME);
             }
-            let (x, w) = (view(Self::NAME, xs, xl)?, view(Self::NAME, ws, wl)?);
+            let x = view(Self::NAME, xs, xl)?;
+            let w = WeightView::of(Self::NAME, ws, wl)?;
             let bias = bias.map(|&(s, l)| view(Self::NAME, s, l)).transpose()?;
             if bias.as_ref().is_some_and(|b| b.len() != n) {
                 candle::bail!("{}: the bias must have {n} entries", Self::NAME);
@@ -162,23 +202,29 @@ mod imp {
                 shared_mem_bytes: 0,
             };
             // One instance per row count (1..=MAX_ROWS), so each keeps its rows in registers.
-            let func = KERNELS.function(dev, &format!("rows_matmul_f32_{rows}"))?;
+            let func = KERNELS.function(dev, &format!("rows_matmul_{}_{rows}", w.name()))?;
             let out = output(dev, rows * n)?;
             let (n_i, k_i, ks_i, null) = (n as i32, k as i32, ksplit as i32, 0u64);
             let stream = dev.cuda_stream();
             let mut b = stream.launch_builder(&func);
-            b.arg(&x).arg(&w);
+            b.arg(&x);
+            match &w {
+                WeightView::F32(v) => b.arg(v),
+                WeightView::Bf16(v) => b.arg(v),
+            };
             match &bias {
                 Some(v) => b.arg(v),
                 None => b.arg(&null),
             };
             b.arg(&out).arg(&n_i).arg(&k_i).arg(&ks_i);
-            // SAFETY: seven arguments in the order and types of `rows_matmul_f32_R(const float* x,
-            // const float* w, const float* bias, float* y, int n, int k, int ksplit)`, the bias a
-            // null pointer (`0u64`) when absent. The instance R = rows (1..=MAX_ROWS, checked by
-            // `rows_matmul`; another name fails to load) reads float4s of x rows r < rows and of w
-            // rows c < n only, up to column k: both views are contiguous and 16-byte aligned
-            // (`view`), w is (n, k) (checked above) and k % 4 == 0 (`rows_matmul`); it reads
+            // SAFETY: seven arguments in the order and types of `rows_matmul_T_R(const float* x,
+            // const T* w, const float* bias, float* y, int n, int k, int ksplit)` with T = float
+            // for an f32 view and unsigned short for a bf16 one (the kernel named after the
+            // view), the bias a null pointer (`0u64`) when absent. The instance R = rows
+            // (1..=MAX_ROWS, checked by `rows_matmul`; another name fails to load) reads 16-byte
+            // chunks of x rows r < rows and of w rows c < n only, up to column k: both views are
+            // contiguous and 16-byte aligned (`view`, `WeightView::of`), w is (n, k) (checked
+            // above) and k is a whole number of chunks (4 f32 or 8 bf16: `rows_matmul`); it reads
             // the bias (n long, checked above) at c < n and writes y[r·n + c] for r < rows, c < n:
             // `out` holds rows·n. 256 threads are the WARPS = 8 warps its shared `partial` is
             // sized for, and ksplit (1, 2, 4 or 8) divides WARPS.
@@ -192,8 +238,10 @@ mod imp {
         w: &Tensor,
         bias: Option<&Tensor>,
     ) -> candle::Result<Option<Tensor>> {
-        if !KERNELS.available() || !aligned_contiguous(x) || !aligned_contiguous(w) || w.rank() != 2
-        {
+        // A bf16 weight's 16-byte chunks start at multiples of 8 elements.
+        let w_aligned = aligned_contiguous(w)
+            && (w.dtype() != DType::BF16 || w.layout().start_offset() % 8 == 0);
+        if !KERNELS.available() || !aligned_contiguous(x) || !w_aligned || w.rank() != 2 {
             return Ok(None);
         }
         Ok(Some(match bias {
