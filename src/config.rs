@@ -51,7 +51,10 @@ pub const TEMPLATE: &str = "\
 # [book]
 # narrator = \"Your Name\"
 # author = \"Author Name\"
-# Credits spoken in the book's voice by `export --credits` ({title}, {author}, {narrator}).
+# publisher = \"Your Imprint\"
+# rights = \"© 2026 Your Name\"
+# Credits spoken in the book's voice by `export --credits` ({title}, {author}, {narrator},
+# {voice}: the synthetic voice's name).
 # opening_credits = \"{title}. Written by {author}. Narrated by {narrator}.\"
 # closing_credits = \"The end. {title}. Written by {author}. Narrated by {narrator}.\"
 ";
@@ -72,13 +75,18 @@ pub const KEYS: &[&str] = &[
 ];
 
 /// The keys of the `[book]` table.
-pub const BOOK_KEYS: &[&str] = &["narrator", "author", "opening_credits", "closing_credits"];
+pub const BOOK_KEYS: &[&str] =
+    &["narrator", "author", "publisher", "rights", "opening_credits", "closing_credits"];
 
 /// `[book]`: defaults for the book metadata of delivery files, and the credits' templates.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BookDefaults {
     pub narrator: Option<String>,
     pub author: Option<String>,
+    /// The publisher (an imprint every book of yours shares).
+    pub publisher: Option<String>,
+    /// The rights statement (`© 2026 Your Name`).
+    pub rights: Option<String>,
     pub opening_credits: Option<String>,
     pub closing_credits: Option<String>,
 }
@@ -329,6 +337,8 @@ fn book(v: &toml::Value) -> Result<BookDefaults, String> {
         match key.as_str() {
             "narrator" => out.narrator = Some(text),
             "author" => out.author = Some(text),
+            "publisher" => out.publisher = Some(text),
+            "rights" => out.rights = Some(text),
             "opening_credits" => out.opening_credits = Some(text),
             "closing_credits" => out.closing_credits = Some(text),
             other => {
@@ -402,6 +412,15 @@ mod tests {
         assert_eq!(got, vec![(2, "nfe"), (3, "lanes"), (4, "colour"), (5, "precision")]);
         assert!(e[0].to_string().starts_with("/c/config.toml:2: nfe: "), "{}", e[0]);
         assert!(e[0].message.contains("1 to 64"), "{}", e[0].message);
+    }
+
+    #[test]
+    fn the_book_table_sets_a_publisher_and_rights() {
+        let text = "[book]\npublisher = \"Harbour Press\"\nrights = \"© 2026 Sam\"\n";
+        let (s, e) = parse(text, Path::new("c.toml"));
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(s.book.publisher.as_deref(), Some("Harbour Press"));
+        assert_eq!(s.book.rights.as_deref(), Some("© 2026 Sam"));
     }
 
     #[test]

@@ -40,13 +40,32 @@ fn encode_err(e: impl std::fmt::Display) -> FlacError {
 impl<W: Write + Seek> FlacWriter<W> {
     /// Starts a mono stream of `bits`-bit integer samples at `sample_rate` Hz: writes a
     /// placeholder header, rewritten by [`Self::finish`].
-    pub fn new(mut out: W, sample_rate: u32, bits: u32) -> Result<Self, FlacError> {
+    pub fn new(out: W, sample_rate: u32, bits: u32) -> Result<Self, FlacError> {
+        Self::with_vorbis_comment(out, sample_rate, bits, None)
+    }
+
+    /// As [`Self::new`], with a `VORBIS_COMMENT` metadata block (its body, as
+    /// [`crate::audio::tags::vorbis_comment`] makes it) after the STREAMINFO: the frames are the
+    /// same bytes, only the header grows.
+    pub fn with_vorbis_comment(
+        mut out: W,
+        sample_rate: u32,
+        bits: u32,
+        comment: Option<&[u8]>,
+    ) -> Result<Self, FlacError> {
+        /// FLAC's metadata block type of a Vorbis comment.
+        const VORBIS_COMMENT: u8 = 4;
         let config =
             flacenc::config::Encoder::default().into_verified().map_err(|(_, e)| encode_err(e))?;
         let block_size = config.block_size;
         let mut header = Stream::new(sample_rate as usize, 1, bits as usize).map_err(encode_err)?;
         // As flacenc's one-call encoder does: the fixed block size is the header's range.
         header.stream_info_mut().set_block_sizes(block_size, block_size).map_err(encode_err)?;
+        if let Some(body) = comment {
+            let block = flacenc::component::MetadataBlockData::new_unknown(VORBIS_COMMENT, body)
+                .map_err(encode_err)?;
+            header.add_metadata_block(block);
+        }
         write_bits(&mut out, &header)?;
         let block = (
             FrameBuf::with_size(1, block_size).map_err(encode_err)?,
@@ -148,5 +167,36 @@ mod tests {
             }
         }
         assert_eq!(streamed(&[], 16, 10), one_call(&[], 16));
+    }
+
+    #[test]
+    fn a_vorbis_comment_grows_the_header_and_leaves_the_frames_alone() {
+        let samples: Vec<i32> =
+            (0..9000).map(|i| ((i as f32 * 0.01).sin() * 3000.0) as i32).collect();
+        let plain = streamed(&samples, 16, 4096);
+        let body = crate::audio::tags::vorbis_comment("lectern", &[("TITLE".into(), "T".into())]);
+        let mut w = FlacWriter::with_vorbis_comment(
+            std::io::Cursor::new(Vec::new()),
+            24_000,
+            16,
+            Some(&body),
+        )
+        .unwrap();
+        w.write(&samples).unwrap();
+        let tagged = w.finish().unwrap().into_inner();
+        // fLaC, STREAMINFO (now not the last block), then the comment block, then the frames.
+        let info_end = 4 + 4 + 34;
+        assert_eq!(tagged[4] & 0x80, 0, "STREAMINFO must no longer be the last block");
+        assert_eq!(tagged[info_end], 0x80 | 4);
+        let len = u32::from_be_bytes([
+            0,
+            tagged[info_end + 1],
+            tagged[info_end + 2],
+            tagged[info_end + 3],
+        ]);
+        assert_eq!(len as usize, body.len());
+        assert_eq!(&tagged[info_end + 4..info_end + 4 + body.len()], &body[..]);
+        assert_eq!(&tagged[info_end + 4 + body.len()..], &plain[info_end..]);
+        assert_eq!(&tagged[8..info_end], &plain[8..info_end]);
     }
 }

@@ -14,6 +14,7 @@ pub mod loudness;
 pub mod master;
 pub mod player;
 pub mod resample;
+pub mod tags;
 pub mod wav;
 
 pub use player::{AudioCommand, Cue, DeviceChoice, PlayState, Player, PlayerConfig, PlayerStatus};

@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 
 pub use bench::{BenchArgs, ParityArgs, WorkloadArgs};
 pub use export::{
-    DeliveryArgs, ExportArgs, ExportFormatArg, ExportPreset, ExportSplit, parse_clock,
+    CaptionsArg, DeliveryArgs, ExportArgs, ExportFormatArg, ExportPreset, ExportSplit, parse_clock,
 };
 pub use groups::{
     FlowMatmulArg, FrontendArg, NotesArg, PrecisionArg, ProjectArgs, ReadArgs, SynthArgs, UiArgs,
@@ -57,9 +57,11 @@ pub enum Command {
     /// Benchmark a stage, or an end-to-end workload, on full-size, seeded random weights.
     Bench(BenchArgs),
     /// Export a project's chosen takes (with pauses) as audio plus a chapter list.
-    Export(ExportArgs),
-    /// Check delivery files (a folder of MP3/M4B files, or one file) against ACX's audio
-    /// requirements: RMS, peak, noise floor, room tone, sample rate, bitrate, channels, length.
+    // Boxed: its delivery and metadata flags make it far larger than the other commands.
+    Export(Box<ExportArgs>),
+    /// Check delivery files (a folder of MP3/M4B files, or one file) against a store's audio
+    /// requirements (ACX's unless --preset names another): RMS, peak, noise floor, room tone,
+    /// sample rate, bitrate, channels, length.
     Check(CheckArgs),
     /// Voice prompts: make one from a recording, list them, or show one.
     Voice {
@@ -227,6 +229,9 @@ pub struct CheckArgs {
     /// Print the figures as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// The store whose rules to check against (as `export --preset`).
+    #[arg(long, value_enum, default_value = "acx")]
+    pub preset: ExportPreset,
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::common::{output_dir, print_checks};
 use super::{DeliveryArgs, ExportArgs, ExportFormatArg, ExportPreset};
@@ -44,11 +44,14 @@ fn export(args: ExportArgs) -> Result<()> {
     // A delivery (a preset, MP3, M4B) and a split export write folders: no extension to read.
     let folder = args.split.is_some() || args.preset.is_some();
     args.format = format_of(args.format, args.out.as_deref(), folder)?;
-    if args.preset.is_some()
-        || matches!(args.format, Some(ExportFormatArg::Mp3 | ExportFormatArg::M4b))
-    {
+    if args.preset.is_some() || args.format.is_some_and(ExportFormatArg::is_delivery) {
         return run_delivery(&cfg, args);
     }
+    // Captions follow a delivery's timeline (its room tone and mastering).
+    anyhow::ensure!(
+        args.delivery.captions.is_none(),
+        "--captions captions a delivery: use it with --format mp3, --format m4b or a --preset"
+    );
     let ExportArgs {
         project,
         out,
@@ -113,7 +116,7 @@ fn format_of(
             out.with_extension("").display()
         ),
         // A delivery's output is a folder; its name may hold a dot.
-        _ if format.is_some_and(|f| matches!(f, ExportFormatArg::Mp3 | ExportFormatArg::M4b)) => {
+        _ if format.is_some_and(ExportFormatArg::is_delivery) => {
             return Ok(format);
         }
         _ => anyhow::bail!(
@@ -125,7 +128,7 @@ fn format_of(
         ),
     };
     match format {
-        Some(f) if !matches!(f, ExportFormatArg::Mp3 | ExportFormatArg::M4b) && f != named => {
+        Some(f) if !f.is_delivery() && f != named => {
             anyhow::bail!(
                 "{}: --format {} but the file is named .{}; name it as its format",
                 out.display(),
@@ -320,9 +323,12 @@ fn book_stem(project: &std::path::Path) -> String {
 fn run_delivery(cfg: &Config, run: ExportArgs) -> Result<()> {
     use crate::deliver::{self, DeliveryFormat, DeliveryOptions, RoomToneSource};
     let acx = run.preset == Some(ExportPreset::Acx);
-    if acx && run.loudness.is_some() {
+    let preset = run.preset.map(ExportPreset::preset);
+    if let (Some(p), Some(_)) = (&preset, run.loudness) {
         anyhow::bail!(
-            "--preset acx sets its own levels (RMS −23…−18 dB, peaks ≤ −3 dB): leave out --loudness"
+            "--preset {} sets its own levels{}: leave out --loudness",
+            p.name,
+            if acx { " (RMS −23…−18 dB, peaks ≤ −3 dB)" } else { "" }
         );
     }
     if run.loudness.is_some() {
@@ -330,14 +336,27 @@ fn run_delivery(cfg: &Config, run: ExportArgs) -> Result<()> {
             "--loudness applies to wav and flac; mp3 and m4b are mastered to RMS −20 dB with peaks ≤ −3 dB"
         );
     }
-    let format = match run.format {
-        None | Some(ExportFormatArg::Mp3) => DeliveryFormat::Mp3,
-        Some(ExportFormatArg::M4b) if !acx => DeliveryFormat::M4b,
-        Some(other) => anyhow::bail!(
-            "--preset acx delivers MP3 files; --format {} cannot be combined with it",
+    let format = match (run.format, &preset) {
+        (None, Some(p)) => p.format,
+        (None | Some(ExportFormatArg::Mp3), _) => DeliveryFormat::Mp3,
+        (Some(ExportFormatArg::M4b), None) => DeliveryFormat::M4b,
+        // Captions and the read-along EPUB go with the MP3 delivery.
+        (Some(ExportFormatArg::Srt | ExportFormatArg::Vtt | ExportFormatArg::Epub), None) => {
+            DeliveryFormat::Mp3
+        }
+        (Some(other), Some(p)) => anyhow::bail!(
+            "--preset {} delivers {} files; --format {} cannot be combined with it",
+            p.name,
+            format!("{:?}", p.format).to_uppercase(),
+            format!("{other:?}").to_lowercase()
+        ),
+        (Some(other), None) => anyhow::bail!(
+            "--format {} is not a delivery format",
             format!("{other:?}").to_lowercase()
         ),
     };
+    let companions = super::read_along::Companions::of(run.format, run.delivery.captions)?;
+    companions.check(&run.project)?;
     let d = run.delivery;
     let stem = book_stem(&run.project);
     let room_tone = match (d.room_tone.clone(), d.room_tone_db) {
@@ -370,26 +389,45 @@ fn run_delivery(cfg: &Config, run: ExportArgs) -> Result<()> {
         author: d.author.clone(),
         narrator: d.narrator.clone(),
         cover: d.cover.clone(),
+        publisher: d.publisher.clone(),
+        rights: d.rights.clone(),
+        isbn: d.isbn.clone(),
+        description: d.description.clone(),
+        date: d.date.clone(),
     };
     let book = project.book()?;
-    let meta = deliver::BookMeta::resolve(&flags, &book, project.dir(), &cfg.settings.book, &stem);
+    let mut meta =
+        deliver::BookMeta::resolve(&flags, &book, project.dir(), &cfg.settings.book, &stem);
+    meta.disclosure.voices = deliver::book_voices(&project, run.allow_stale)?;
+    if let Some(p) = &preset {
+        tell_preset(p, &meta)?;
+    }
     let sample = sample_span(&d)?;
     let spoken = spoken_credits(&project, &meta, &d, &cfg.settings.book)?;
     let staged = StagedFolder::begin(&out_dir)?;
     let opts = DeliveryOptions {
         out_dir: staged.path().to_path_buf(),
         format,
-        split_chapters: acx || run.split.is_some(),
+        // A read-along EPUB pairs each chapter's text with that chapter's own MP3.
+        split_chapters: preset.as_ref().is_some_and(|p| p.split_chapters)
+            || run.split.is_some()
+            || companions.epub,
         meta,
         room_tone,
+        // A side with a narrator's recording is not spoken, so has no text.
+        opening_credits_text: spoken.opening_text.clone(),
+        closing_credits_text: spoken.closing_text.clone(),
         opening_credits: d.opening_credits.or_else(|| spoken.opening.clone()),
         closing_credits: d.closing_credits.or_else(|| spoken.closing.clone()),
         sample,
-        enforce_acx: acx,
+        enforce_acx: preset.is_some(),
         allow_stale: run.allow_stale,
-        ..DeliveryOptions::default()
+        ..preset.as_ref().map_or_else(DeliveryOptions::default, preset_options)
     };
     let mut report = deliver::export(&project, &opts)?;
+    let companions =
+        super::read_along::write(companions, &run.project, &project, &opts, &report.files, &stem)?;
+    let companions: Vec<PathBuf> = companions.iter().map(|p| staged.final_path(p)).collect();
     for f in &mut report.files {
         f.path = staged.final_path(&f.path);
         f.check.file = staged.final_path(&f.check.file);
@@ -403,6 +441,9 @@ fn run_delivery(cfg: &Config, run: ExportArgs) -> Result<()> {
     for f in &report.files {
         eprintln!("wrote {} ({:.1} s)", f.path.display(), f.samples as f64 / 44_100.0);
     }
+    for path in &companions {
+        eprintln!("wrote {}", path.display());
+    }
     for name in kept {
         let path = out_dir.join(&name);
         if deliver::check::delivery_files(&path).is_ok_and(|f| !f.is_empty()) {
@@ -415,6 +456,36 @@ fn run_delivery(cfg: &Config, run: ExportArgs) -> Result<()> {
     }
     let checks: Vec<_> = report.files.iter().map(|f| f.check.clone()).collect();
     print_checks(&checks, d.json)?;
+    Ok(())
+}
+
+/// The delivery options a preset sets: its rules, mastering targets and longest file.
+fn preset_options(p: &crate::deliver::preset::Preset) -> crate::deliver::DeliveryOptions {
+    crate::deliver::DeliveryOptions {
+        rules: p.rules.clone(),
+        targets: p.targets.clone(),
+        max_file_s: p.max_file_s,
+        ..crate::deliver::DeliveryOptions::default()
+    }
+}
+
+/// Checks what a preset asks of the book before anything is written (the cover's size), and
+/// says what the narrator must do outside the files: the store's listing notes, and whether
+/// the store takes synthetic narration at all.
+fn tell_preset(p: &crate::deliver::preset::Preset, meta: &crate::deliver::BookMeta) -> Result<()> {
+    if let Some(cover) = &meta.cover {
+        let bytes = std::fs::read(cover).with_context(|| format!("reading {}", cover.display()))?;
+        p.check_cover(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", cover.display()))?;
+    }
+    if !p.accepts_synthetic {
+        eprintln!(
+            "warning: {} accepts human narration only; Lectern's files are synthetic speech and              say so in their tags (--preset google-play or findaway for stores that take it)",
+            p.store
+        );
+    }
+    for note in p.notes {
+        eprintln!("note: {note}");
+    }
     Ok(())
 }
 

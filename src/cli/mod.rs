@@ -13,6 +13,7 @@ mod model;
 mod open;
 mod parity;
 mod proof;
+mod read_along;
 mod render;
 mod say;
 mod settings;
@@ -21,10 +22,10 @@ mod voice;
 use anyhow::Result;
 
 pub use args::{
-    BenchArgs, CheckArgs, Cli, Command, ConfigArgs, DeliveryArgs, DoctorArgs, ExportArgs,
-    ExportFormatArg, ExportPreset, ExportSplit, FlowMatmulArg, FrontendArg, ModelCommand, NotesArg,
-    ParityArgs, PrecisionArg, ProjectArgs, ReadArgs, RenderArgs, SayArgs, SynthArgs, UiArgs,
-    VoiceCommand, WorkloadArgs, WorkstationArgs, parse_clock,
+    BenchArgs, CaptionsArg, CheckArgs, Cli, Command, ConfigArgs, DeliveryArgs, DoctorArgs,
+    ExportArgs, ExportFormatArg, ExportPreset, ExportSplit, FlowMatmulArg, FrontendArg,
+    ModelCommand, NotesArg, ParityArgs, PrecisionArg, ProjectArgs, ReadArgs, RenderArgs, SayArgs,
+    SynthArgs, UiArgs, VoiceCommand, WorkloadArgs, WorkstationArgs, parse_clock,
 };
 pub use args::{CheckProjectArgs, CleanArgs};
 pub use settings::{Effective, ExtraFlags, parse_device};
@@ -52,7 +53,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Some(Command::Say(args)) => say::run(args),
         Some(Command::Parity(args)) => parity::run(args),
         Some(Command::Bench(args)) => bench::run(args),
-        Some(Command::Export(args)) => export::run(args),
+        Some(Command::Export(args)) => export::run(*args),
         Some(Command::Check(args)) => check::run(args),
         Some(Command::Voice { action }) => voice::run(action),
         Some(Command::Model { action }) => model::run(action),

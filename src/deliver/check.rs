@@ -94,9 +94,20 @@ pub struct Mp3Frames {
 
 /// Walks the MPEG audio frames of `bytes` after any ID3v2 tag.
 pub fn mp3_frames(bytes: &[u8]) -> Result<Mp3Frames, String> {
+    mp3_frames_in(&mut std::io::Cursor::new(bytes))
+}
+
+/// [`mp3_frames`] of a file read as it goes (a frame header at a time, seeking over the
+/// frames' audio), so the file is never whole in memory.
+pub fn mp3_frames_in<R: std::io::Read + std::io::Seek>(r: &mut R) -> Result<Mp3Frames, String> {
     const BITRATES: [u32; 15] = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320];
     const RATES: [u32; 3] = [44_100, 48_000, 32_000];
-    let mut pos = id3v2_len(bytes);
+    let io = |e: std::io::Error| format!("reading: {e}");
+    let len = r.seek(std::io::SeekFrom::End(0)).map_err(io)?;
+    let mut head = [0u8; 10];
+    r.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+    let got = read_up_to(r, &mut head).map_err(io)?;
+    let mut pos = id3v2_len(&head[..got]) as u64;
     let mut out = Mp3Frames {
         mpeg1_layer3: true,
         frames: 0,
@@ -104,11 +115,14 @@ pub fn mp3_frames(bytes: &[u8]) -> Result<Mp3Frames, String> {
         sample_rate_hz: 0,
         mono: true,
     };
-    while pos + 4 <= bytes.len() {
-        if bytes[pos..].starts_with(b"TAG") {
+    while pos + 4 <= len {
+        let mut b = [0u8; 4];
+        r.seek(std::io::SeekFrom::Start(pos)).map_err(io)?;
+        r.read_exact(&mut b).map_err(io)?;
+        if b.starts_with(b"TAG") {
             break; // ID3v1 at the end
         }
-        let h = u32::from_be_bytes([bytes[pos], bytes[pos + 1], bytes[pos + 2], bytes[pos + 3]]);
+        let h = u32::from_be_bytes(b);
         if h >> 21 != 0x7FF {
             return Err(format!("no MPEG audio frame header at byte {pos}"));
         }
@@ -125,10 +139,22 @@ pub fn mp3_frames(bytes: &[u8]) -> Result<Mp3Frames, String> {
         out.sample_rate_hz = rate;
         out.mono &= (h >> 6) & 3 == 3;
         out.frames += 1;
-        pos += (144_000 * kbps / rate + ((h >> 9) & 1)) as usize;
+        pos += u64::from(144_000 * kbps / rate + ((h >> 9) & 1));
     }
     out.bitrates_kbps.sort_unstable();
     Ok(out)
+}
+
+/// Reads into `buf` until it is full or the input ends; returns the bytes read.
+fn read_up_to(r: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got)
 }
 
 /// Length of an ID3v2 tag at the start of `bytes` (0 when there is none).
@@ -148,38 +174,122 @@ pub struct Decoded {
     pub channels: u32,
 }
 
+/// Where decoded mono samples go, block by block, with their rate.
+pub type DecodeSink<'s> = dyn FnMut(u32, &[f32]) -> Result<(), String> + 's;
+
 /// Decodes an MP3 with symphonia; an M4B/M4A (AAC) with the ffmpeg program, which wrote it
 /// (symphonia's AAC and MP4 parts would add a minute to every build for this alone).
 pub fn decode(path: &Path) -> Result<Decoded, String> {
+    let mut samples = Vec::new();
+    let (sample_rate_hz, channels) = decode_into(path, &mut |_, x| {
+        samples.extend_from_slice(x);
+        Ok(())
+    })?;
+    Ok(Decoded { samples, sample_rate_hz, channels })
+}
+
+/// [`decode`] as it goes: each block of mono samples (channels averaged) to `sink`; returns
+/// the rate and the channel count.
+pub fn decode_into(path: &Path, sink: &mut DecodeSink) -> Result<(u32, u32), String> {
     let is_mp4 = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("m4b") || e.eq_ignore_ascii_case("m4a"));
-    if is_mp4 { decode_with_ffmpeg(path) } else { decode_mp3(path) }
+    if is_mp4 { decode_with_ffmpeg(path, sink) } else { decode_mp3(path, sink) }
 }
 
-/// Decodes with ffmpeg to a float WAV in a temp folder, then reads it.
-fn decode_with_ffmpeg(path: &Path) -> Result<Decoded, String> {
+/// The mono mix of interleaved `frames` of `ch` channels (their mean).
+fn mono(frames: &[f32], ch: usize, out: &mut Vec<f32>) {
+    out.clear();
+    out.extend(frames.chunks(ch).map(|f| f.iter().sum::<f32>() / ch as f32));
+}
+
+/// Decodes with ffmpeg to a float WAV on its standard output, read as it comes.
+fn decode_with_ffmpeg(path: &Path, sink: &mut DecodeSink) -> Result<(u32, u32), String> {
+    use std::process::{Command, Stdio};
     let program = super::ffmpeg::require_ffmpeg().map_err(|e| e.to_string())?;
-    let work = tempfile::tempdir().map_err(|e| format!("temp folder: {e}"))?;
-    let wav = work.path().join("decoded.wav");
-    let out = std::process::Command::new(&program)
+    let mut child = Command::new(&program)
         .args(["-nostdin", "-hide_banner", "-loglevel", "error", "-i"])
         .arg(path)
-        .args(["-c:a", "pcm_f32le"])
-        .arg(&wav)
-        .output()
+        .args(["-c:a", "pcm_f32le", "-f", "wav", "-"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| format!("running {}: {e}", program.display()))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
+    // Its error output is read on a thread, so a chatty ffmpeg never blocks on a full pipe.
+    let stderr = child.stderr.take().map(|mut e| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut e, &mut text);
+            text
+        })
+    });
+    let stdout = child.stdout.take().ok_or("ffmpeg gave no output")?;
+    let read = read_float_wav(std::io::BufReader::new(stdout), sink);
+    let status = child.wait().map_err(|e| format!("waiting for ffmpeg: {e}"))?;
+    let err = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    if !status.success() {
         return Err(format!("ffmpeg could not decode it: {}", err.trim()));
     }
-    let d = crate::audio::wav::read_any(&wav).map_err(|e| e.to_string())?;
-    let ch = usize::from(d.channels.max(1));
-    let samples = d.samples.chunks(ch).map(|f| f.iter().sum::<f32>() / ch as f32).collect();
-    Ok(Decoded { samples, sample_rate_hz: d.sample_rate_hz, channels: u32::from(d.channels) })
+    read
 }
 
-fn decode_mp3(path: &Path) -> Result<Decoded, String> {
+/// Reads the 32-bit float WAV ffmpeg writes to a pipe (its sizes unknown: the data runs to
+/// the end), mono-mixed, block by block to `sink`; returns the rate and the channel count.
+fn read_float_wav(mut r: impl std::io::Read, sink: &mut DecodeSink) -> Result<(u32, u32), String> {
+    let io = |e: std::io::Error| format!("reading ffmpeg's output: {e}");
+    let mut riff = [0u8; 12];
+    r.read_exact(&mut riff).map_err(io)?;
+    if &riff[..4] != b"RIFF" || &riff[8..] != b"WAVE" {
+        return Err("ffmpeg's output is not a WAV".into());
+    }
+    let (mut channels, mut rate, mut float32) = (0u16, 0u32, false);
+    loop {
+        let mut h = [0u8; 8];
+        r.read_exact(&mut h).map_err(io)?;
+        let size = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+        if &h[..4] == b"data" {
+            break;
+        }
+        let mut body = vec![0u8; (size as usize + 1) & !1];
+        r.read_exact(&mut body).map_err(io)?;
+        if &h[..4] == b"fmt " && body.len() >= 16 {
+            let tag = u16::from_le_bytes([body[0], body[1]]);
+            // WAVE_FORMAT_EXTENSIBLE: the format is the sub-format's first two bytes.
+            let tag = if tag == 0xFFFE && body.len() >= 26 {
+                u16::from_le_bytes([body[24], body[25]])
+            } else {
+                tag
+            };
+            channels = u16::from_le_bytes([body[2], body[3]]);
+            rate = u32::from_le_bytes([body[4], body[5], body[6], body[7]]);
+            float32 = tag == 3 && u16::from_le_bytes([body[14], body[15]]) == 32;
+        }
+    }
+    if !float32 || channels == 0 {
+        return Err("ffmpeg's output is not 32-bit float audio".into());
+    }
+    let ch = usize::from(channels);
+    let frame_bytes = 4 * ch;
+    let mut buf = vec![0u8; frame_bytes * 4096];
+    let (mut floats, mut out) = (Vec::new(), Vec::new());
+    loop {
+        let got = read_up_to(&mut r, &mut buf).map_err(io)?;
+        let whole = got - got % frame_bytes;
+        floats.clear();
+        floats.extend(
+            buf[..whole].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        );
+        mono(&floats, ch, &mut out);
+        sink(rate, &out)?;
+        if got < buf.len() {
+            return Ok((rate, u32::from(channels)));
+        }
+    }
+}
+
+/// Decodes an MP3 with symphonia, packet by packet.
+fn decode_mp3(path: &Path, sink: &mut DecodeSink) -> Result<(u32, u32), String> {
     use symphonia::core::{
         audio::SampleBuffer, codecs::DecoderOptions, errors::Error, formats::FormatOptions,
         io::MediaSourceStream, meta::MetadataOptions, probe::Hint,
@@ -200,9 +310,9 @@ fn decode_mp3(path: &Path) -> Result<Decoded, String> {
     let mut decoder = symphonia::default::get_codecs()
         .make(&params, &DecoderOptions::default())
         .map_err(|e| format!("no decoder: {e}"))?;
-    let mut samples = Vec::new();
     let mut channels = params.channels.map_or(0, |c| c.count() as u32);
     let mut rate = params.sample_rate.unwrap_or(0);
+    let mut out = Vec::new();
     loop {
         let packet = match format.next_packet() {
             Ok(p) => p,
@@ -217,10 +327,10 @@ fn decode_mp3(path: &Path) -> Result<Decoded, String> {
         (channels, rate) = (spec.channels.count() as u32, spec.rate);
         let mut buf = SampleBuffer::<f32>::new(audio.capacity() as u64, spec);
         buf.copy_interleaved_ref(audio);
-        let ch = spec.channels.count().max(1);
-        samples.extend(buf.samples().chunks(ch).map(|f| f.iter().sum::<f32>() / ch as f32));
+        mono(buf.samples(), spec.channels.count().max(1), &mut out);
+        sink(rate, &out)?;
     }
-    Ok(Decoded { samples, sample_rate_hz: rate, channels })
+    Ok((rate, channels))
 }
 
 /// Loudness figures of decoded audio: (RMS, sample peak, true peak, noise floor, head, tail).
@@ -231,6 +341,8 @@ pub struct Levels {
     pub noise_floor_db: f64,
     pub head_s: f64,
     pub tail_s: f64,
+    /// Samples measured.
+    pub samples: u64,
 }
 
 /// Measures `x` at `rate_hz`.
@@ -253,7 +365,133 @@ pub fn levels(x: &[f32], rate_hz: u32) -> Result<Levels, String> {
         noise_floor_db: noise_floor_db(x, rate_hz),
         head_s,
         tail_s,
+        samples: x.len() as u64,
     })
+}
+
+/// The figures of [`levels`], measured as samples stream in: what it holds is one 10 ms
+/// frame's sum, the last noise window and the true-peak meter's state, never the audio.
+/// Each figure is the same sum or comparison, in the same order, as [`levels`] makes.
+pub struct LevelMeter {
+    rate_hz: u32,
+    /// 10 ms, samples; the current frame's sum of squares and length; frames closed.
+    frame: usize,
+    frame_sum: f64,
+    frame_len: usize,
+    frames: u64,
+    /// The first and last frame louder than [`VOICE_THRESHOLD_DB`].
+    first_voiced: Option<u64>,
+    last_voiced: Option<u64>,
+    /// Sum of squares, samples and largest magnitude so far.
+    sum: f64,
+    n: u64,
+    peak: f32,
+    true_peak: ebur128::EbuR128,
+    /// The noise window, samples; the last window of samples; the quietest window's sum.
+    window: usize,
+    recent: std::collections::VecDeque<f32>,
+    quietest: f64,
+}
+
+impl LevelMeter {
+    pub fn new(rate_hz: u32) -> Result<Self, String> {
+        let true_peak = ebur128::EbuR128::new(1, rate_hz, ebur128::Mode::TRUE_PEAK)
+            .map_err(|e| format!("true-peak meter: {e}"))?;
+        let window = (f64::from(rate_hz) * NOISE_WINDOW_S) as usize;
+        Ok(Self {
+            rate_hz,
+            frame: (rate_hz / 100) as usize,
+            frame_sum: 0.0,
+            frame_len: 0,
+            frames: 0,
+            first_voiced: None,
+            last_voiced: None,
+            sum: 0.0,
+            n: 0,
+            peak: 0.0,
+            true_peak,
+            window,
+            recent: std::collections::VecDeque::with_capacity(window + 1),
+            quietest: f64::INFINITY,
+        })
+    }
+
+    /// Measures the next samples.
+    pub fn add(&mut self, x: &[f32]) -> Result<(), String> {
+        if x.is_empty() {
+            return Ok(());
+        }
+        self.true_peak.add_frames_f32(x).map_err(|e| format!("true-peak meter: {e}"))?;
+        let hop = (self.window / 2).max(1) as u64;
+        for &s in x {
+            let sq = f64::from(s) * f64::from(s);
+            self.sum += sq;
+            self.n += 1;
+            self.peak = self.peak.max(s.abs());
+            self.frame_sum += sq;
+            self.frame_len += 1;
+            if self.frame_len == self.frame.max(1) {
+                self.close_frame();
+            }
+            self.recent.push_back(s);
+            if self.recent.len() > self.window {
+                self.recent.pop_front();
+            }
+            let n = self.n;
+            if n >= self.window as u64 && (n - self.window as u64).is_multiple_of(hop) {
+                let sum: f64 = self.recent.iter().map(|&s| f64::from(s).powi(2)).sum();
+                self.quietest = self.quietest.min(sum);
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends a 10 ms frame (or the last, shorter one): is it voice?
+    fn close_frame(&mut self) {
+        let level = gain_to_db((self.frame_sum / self.frame_len as f64).sqrt());
+        if level > VOICE_THRESHOLD_DB {
+            self.first_voiced.get_or_insert(self.frames);
+            self.last_voiced = Some(self.frames);
+        }
+        self.frames += 1;
+        self.frame_sum = 0.0;
+        self.frame_len = 0;
+    }
+
+    /// The figures of everything added.
+    pub fn finish(mut self) -> Result<Levels, String> {
+        if self.frame_len > 0 {
+            self.close_frame();
+        }
+        let seconds = |n: u64| n as f64 / f64::from(self.rate_hz);
+        let frame = self.frame as u64;
+        let (head_s, tail_s) = match (self.first_voiced, self.last_voiced) {
+            (Some(first), Some(last)) => {
+                (seconds(first * frame), seconds(self.n.saturating_sub((last + 1) * frame)))
+            }
+            _ => (seconds(self.n), seconds(self.n)),
+        };
+        let rms_db = if self.n == 0 {
+            f64::NEG_INFINITY
+        } else {
+            gain_to_db((self.sum / self.n as f64).sqrt())
+        };
+        let noise_floor_db = if self.n <= self.window as u64 {
+            rms_db
+        } else {
+            gain_to_db((self.quietest / self.window as f64).sqrt())
+        };
+        let true_peak = self.true_peak.true_peak(0).map_err(|e| format!("true-peak meter: {e}"))?;
+        Ok(Levels {
+            rms_db,
+            peak_db: gain_to_db(f64::from(self.peak)),
+            true_peak_db: gain_to_db(true_peak),
+            noise_floor_db,
+            head_s,
+            tail_s,
+            samples: self.n,
+        })
+    }
 }
 
 /// RMS of the quietest [`NOISE_WINDOW_S`] window (hop of half a window), dB; the whole file's
@@ -277,26 +515,51 @@ pub fn noise_floor_db(x: &[f32], rate_hz: u32) -> f64 {
 
 /// Checks one delivery file against ACX's rules. `sample` files get the 5-minute limit.
 pub fn check_file(path: &Path) -> Result<FileCheck, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    check_file_with(path, &Rules::acx())
+}
+
+/// Checks one delivery file against `rules` (a preset's).
+pub fn check_file_with(path: &Path, rules: &Rules) -> Result<FileCheck, String> {
+    let named = |e: String| format!("{}: {e}", path.display());
     let is_mp3 = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("mp3"));
     let frames = if is_mp3 {
-        Some(mp3_frames(&bytes).map_err(|e| format!("{}: {e}", path.display()))?)
+        let file = std::fs::File::open(path).map_err(|e| named(e.to_string()))?;
+        Some(mp3_frames_in(&mut std::io::BufReader::new(file)).map_err(named)?)
     } else {
         None
     };
-    let decoded = decode(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (levels, rate_hz, channels) = measure_file(path).map_err(named)?;
     let bitrates_kbps = frames.as_ref().map(|f| f.bitrates_kbps.clone()).unwrap_or_default();
-    let mut check = FileCheck::measure(
-        path.to_path_buf(),
-        &decoded.samples,
-        decoded.sample_rate_hz,
-        decoded.channels,
-        bitrates_kbps,
-    )
-    .map_err(|e| format!("{}: {e}", path.display()))?;
-    let is_sample = path.file_stem().is_some_and(|s| s.to_string_lossy().contains("sample"));
-    check.failures = failures(&check, frames.as_ref(), is_sample);
+    let mut check =
+        FileCheck::from_levels(path.to_path_buf(), &levels, rate_hz, channels, bitrates_kbps);
+    check.failures = failures_of(&check, frames.as_ref(), is_sample_file(path), rules);
     Ok(check)
+}
+
+/// The figures of a delivery file, decoded and measured as it streams (never whole in
+/// memory), with its rate and channel count.
+fn measure_file(path: &Path) -> Result<(Levels, u32, u32), String> {
+    let mut meter: Option<LevelMeter> = None;
+    let (rate_hz, channels) = decode_into(path, &mut |rate, x| {
+        if meter.is_none() {
+            meter = Some(LevelMeter::new(rate.max(1))?);
+        }
+        meter.as_mut().map_or(Ok(()), |m| m.add(x))
+    })?;
+    let meter = match meter {
+        Some(m) => m,
+        None => LevelMeter::new(rate_hz.max(1))?,
+    };
+    Ok((meter.finish()?, rate_hz, channels))
+}
+
+/// ACX's check of mastered mono audio measured by a [`LevelMeter`] (not encoded: no bitrate
+/// rule), as `name` — the workstation's chapter status.
+#[must_use]
+pub fn check_levels(name: &str, levels: &Levels, rate_hz: u32) -> FileCheck {
+    let mut check = FileCheck::from_levels(PathBuf::from(name), levels, rate_hz, 1, Vec::new());
+    check.failures = failures(&check, None, false);
+    check
 }
 
 /// ACX's check of mastered 44.1 kHz mono samples still in memory (not encoded: no bitrate
@@ -317,14 +580,24 @@ impl FileCheck {
         channels: u32,
         bitrates_kbps: Vec<u32>,
     ) -> Result<Self, String> {
+        Ok(Self::from_levels(file, &levels(x, rate_hz.max(1))?, rate_hz, channels, bitrates_kbps))
+    }
+
+    /// The figures of [`Levels`] measured at `rate_hz`, before any rule is applied.
+    fn from_levels(
+        file: PathBuf,
+        l: &Levels,
+        rate_hz: u32,
+        channels: u32,
+        bitrates_kbps: Vec<u32>,
+    ) -> Self {
         let rate = rate_hz.max(1);
-        let l = levels(x, rate)?;
-        Ok(Self {
+        Self {
             file,
             sample_rate_hz: rate_hz,
             channels,
             bitrates_kbps,
-            duration_s: x.len() as f64 / f64::from(rate),
+            duration_s: l.samples as f64 / f64::from(rate),
             rms_db: l.rms_db,
             peak_db: l.peak_db,
             true_peak_db: l.true_peak_db,
@@ -332,46 +605,150 @@ impl FileCheck {
             head_s: l.head_s,
             tail_s: l.tail_s,
             failures: Vec::new(),
-        })
+        }
     }
 }
 
-/// The rules `c` breaks.
-fn failures(c: &FileCheck, frames: Option<&Mp3Frames>, is_sample: bool) -> Vec<Failure> {
-    let mut out = Vec::new();
-    let mut fail = |rule, detail: String| out.push(Failure { rule, detail });
-    match frames {
-        Some(f) if !f.mpeg1_layer3 => fail("format", "not MPEG-1 Layer III audio".into()),
-        Some(f) => {
-            if f.bitrates_kbps.len() > 1 {
-                fail(
-                    "cbr",
-                    format!("variable bitrate {:?} kbps; ACX asks for CBR", f.bitrates_kbps),
-                );
-            }
-            if let Some(&low) = f.bitrates_kbps.first() {
-                if low < acx::MIN_BITRATE_KBPS {
-                    fail("bitrate", format!("{low} kbps < {} kbps", acx::MIN_BITRATE_KBPS));
-                }
-            }
+/// The rules a delivery file is checked against: a store's published requirements (a preset's,
+/// [`Rules::acx`] by default). `None` (or `false`): the store publishes no such rule, so none
+/// is checked; Lectern never checks a figure a store did not publish.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Rules {
+    /// Whose rules they are (`ACX`), as failures name them.
+    pub store: &'static str,
+    /// MP3 files must be MPEG-1 Layer III.
+    pub mp3_layer3: bool,
+    /// MP3 files must have one bitrate throughout (CBR).
+    pub cbr: bool,
+    /// Lowest MP3 bitrate, kbps.
+    pub min_bitrate_kbps: Option<u32>,
+    /// The sample rate, exactly, Hz.
+    pub sample_rate_hz: Option<u32>,
+    /// The lowest sample rate, Hz.
+    pub min_sample_rate_hz: Option<u32>,
+    /// RMS window, dB (lowest, highest).
+    pub rms_db: Option<(f64, f64)>,
+    /// Highest sample peak, dB.
+    pub peak_max_db: Option<f64>,
+    /// Highest true peak, dBTP.
+    pub true_peak_max_db: Option<f64>,
+    /// Highest noise floor, dB RMS.
+    pub noise_floor_max_db: Option<f64>,
+    /// No stretch of digital silence (room tone instead).
+    pub room_tone: bool,
+    /// Room tone at the head and at the tail, seconds (shortest, longest).
+    pub head_s: Option<(f64, f64)>,
+    pub tail_s: Option<(f64, f64)>,
+    /// Longest file, seconds.
+    pub max_duration_s: Option<f64>,
+    /// Longest retail sample (a file whose name holds `sample`), seconds.
+    pub sample_max_s: Option<f64>,
+    /// All files mono or all stereo.
+    pub same_channels: bool,
+    /// Shortest and longest book (all files but the sample), seconds.
+    pub book_min_s: Option<f64>,
+    pub book_max_s: Option<f64>,
+}
+
+impl Rules {
+    /// ACX's audio submission requirements ([`acx`]).
+    #[must_use]
+    pub fn acx() -> Self {
+        Self {
+            store: "ACX",
+            mp3_layer3: true,
+            cbr: true,
+            min_bitrate_kbps: Some(acx::MIN_BITRATE_KBPS),
+            sample_rate_hz: Some(acx::SAMPLE_RATE_HZ),
+            min_sample_rate_hz: None,
+            rms_db: Some((acx::RMS_MIN_DB, acx::RMS_MAX_DB)),
+            peak_max_db: Some(acx::PEAK_MAX_DB),
+            true_peak_max_db: None,
+            noise_floor_max_db: Some(acx::NOISE_FLOOR_MAX_DB),
+            room_tone: true,
+            head_s: Some((acx::HEAD_MIN_S, acx::HEAD_MAX_S)),
+            tail_s: Some((acx::TAIL_MIN_S, acx::TAIL_MAX_S)),
+            max_duration_s: Some(acx::MAX_DURATION_S),
+            sample_max_s: Some(acx::SAMPLE_MAX_S),
+            same_channels: true,
+            book_min_s: None,
+            book_max_s: None,
         }
-        None => {}
     }
-    if c.sample_rate_hz != acx::SAMPLE_RATE_HZ {
-        fail("sample_rate", format!("{} Hz, not {} Hz", c.sample_rate_hz, acx::SAMPLE_RATE_HZ));
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Self::acx()
     }
-    if !(acx::RMS_MIN_DB..=acx::RMS_MAX_DB).contains(&c.rms_db) {
-        let (lo, hi) = (acx::RMS_MIN_DB, acx::RMS_MAX_DB);
+}
+
+/// The rules `c` breaks (ACX's).
+fn failures(c: &FileCheck, frames: Option<&Mp3Frames>, is_sample: bool) -> Vec<Failure> {
+    failures_of(c, frames, is_sample, &Rules::acx())
+}
+
+/// The rules of `rules` that `c` breaks.
+#[must_use]
+pub fn failures_of(
+    c: &FileCheck,
+    frames: Option<&Mp3Frames>,
+    is_sample: bool,
+    rules: &Rules,
+) -> Vec<Failure> {
+    let mut out = Vec::new();
+    if let Some(f) = frames {
+        format_failures(f, rules, &mut out);
+    }
+    level_failures(c, rules, &mut out);
+    timing_failures(c, is_sample, rules, &mut out);
+    out
+}
+
+/// The MP3 frames' format, bitrate and CBR rules.
+fn format_failures(f: &Mp3Frames, rules: &Rules, out: &mut Vec<Failure>) {
+    let mut fail = |rule, detail: String| out.push(Failure { rule, detail });
+    if !f.mpeg1_layer3 {
+        if rules.mp3_layer3 {
+            fail("format", "not MPEG-1 Layer III audio".into());
+        }
+        return;
+    }
+    if rules.cbr && f.bitrates_kbps.len() > 1 {
+        fail(
+            "cbr",
+            format!("variable bitrate {:?} kbps; {} asks for CBR", f.bitrates_kbps, rules.store),
+        );
+    }
+    if let (Some(&low), Some(min)) = (f.bitrates_kbps.first(), rules.min_bitrate_kbps) {
+        if low < min {
+            fail("bitrate", format!("{low} kbps < {min} kbps"));
+        }
+    }
+}
+
+/// The sample rate, loudness, peak and noise rules.
+fn level_failures(c: &FileCheck, rules: &Rules, out: &mut Vec<Failure>) {
+    let mut fail = |rule, detail: String| out.push(Failure { rule, detail });
+    if let Some(rate) = rules.sample_rate_hz.filter(|&r| r != c.sample_rate_hz) {
+        fail("sample_rate", format!("{} Hz, not {rate} Hz", c.sample_rate_hz));
+    }
+    if let Some(min) = rules.min_sample_rate_hz.filter(|&m| c.sample_rate_hz < m) {
+        fail("sample_rate", format!("{} Hz < {min} Hz", c.sample_rate_hz));
+    }
+    if let Some((lo, hi)) = rules.rms_db.filter(|(lo, hi)| !(*lo..=*hi).contains(&c.rms_db)) {
         fail("rms", format!("RMS {:.1} dB outside {lo}…{hi} dB", c.rms_db));
     }
-    if c.peak_db > acx::PEAK_MAX_DB {
-        fail("peak", format!("peak {:.2} dB > {} dB", c.peak_db, acx::PEAK_MAX_DB));
+    if let Some(max) = rules.peak_max_db.filter(|&m| c.peak_db > m) {
+        fail("peak", format!("peak {:.2} dB > {max} dB", c.peak_db));
     }
-    if c.noise_floor_db > acx::NOISE_FLOOR_MAX_DB {
-        let max = acx::NOISE_FLOOR_MAX_DB;
+    if let Some(max) = rules.true_peak_max_db.filter(|&m| c.true_peak_db > m) {
+        fail("true_peak", format!("true peak {:.2} dBTP > {max} dBTP", c.true_peak_db));
+    }
+    if let Some(max) = rules.noise_floor_max_db.filter(|&m| c.noise_floor_db > m) {
         fail("noise_floor", format!("noise floor {:.1} dB > {max} dB", c.noise_floor_db));
     }
-    if c.noise_floor_db < DIGITAL_SILENCE_DB {
+    if rules.room_tone && c.noise_floor_db < DIGITAL_SILENCE_DB {
         fail(
             "room_tone",
             format!(
@@ -380,19 +757,28 @@ fn failures(c: &FileCheck, frames: Option<&Mp3Frames>, is_sample: bool) -> Vec<F
             ),
         );
     }
-    if !(acx::HEAD_MIN_S..=acx::HEAD_MAX_S).contains(&c.head_s) {
-        let (lo, hi) = (acx::HEAD_MIN_S, acx::HEAD_MAX_S);
+}
+
+/// The head, tail and length rules.
+fn timing_failures(c: &FileCheck, is_sample: bool, rules: &Rules, out: &mut Vec<Failure>) {
+    let mut fail = |rule, detail: String| out.push(Failure { rule, detail });
+    if let Some((lo, hi)) = rules.head_s.filter(|(lo, hi)| !(*lo..=*hi).contains(&c.head_s)) {
         fail("head", format!("{:.2} s of room tone at the head, not {lo}–{hi} s", c.head_s));
     }
-    if !(acx::TAIL_MIN_S..=acx::TAIL_MAX_S).contains(&c.tail_s) {
-        let (lo, hi) = (acx::TAIL_MIN_S, acx::TAIL_MAX_S);
+    if let Some((lo, hi)) = rules.tail_s.filter(|(lo, hi)| !(*lo..=*hi).contains(&c.tail_s)) {
         fail("tail", format!("{:.2} s of room tone at the tail, not {lo}–{hi} s", c.tail_s));
     }
-    let max_s = if is_sample { acx::SAMPLE_MAX_S } else { acx::MAX_DURATION_S };
-    if c.duration_s > max_s {
+    let max_s =
+        if is_sample { rules.sample_max_s.or(rules.max_duration_s) } else { rules.max_duration_s };
+    if let Some(max_s) = max_s.filter(|&m| c.duration_s > m) {
         fail("duration", format!("{:.1} min > {:.0} min", c.duration_s / 60.0, max_s / 60.0));
     }
-    out
+}
+
+/// Whether `path` is a retail sample (its name holds `sample`): it gets the sample's length
+/// limit and does not count towards the book's length.
+fn is_sample_file(path: &Path) -> bool {
+    path.file_stem().is_some_and(|s| s.to_string_lossy().contains("sample"))
 }
 
 /// The delivery files of `dir` (`.mp3`, `.m4b`), in name order; or `dir` itself if a file.
@@ -415,21 +801,66 @@ pub fn delivery_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-/// Checks every delivery file of `dir`, then the rule across files (all mono or all stereo).
+/// Checks every delivery file of `dir` against ACX's rules, then the rule across files (all
+/// mono or all stereo).
 pub fn check_dir(dir: &Path) -> Result<Vec<FileCheck>, String> {
+    check_dir_with(dir, &Rules::acx())
+}
+
+/// Checks every delivery file of `dir` against `rules`, then the rules across files (channels,
+/// the book's length).
+pub fn check_dir_with(dir: &Path, rules: &Rules) -> Result<Vec<FileCheck>, String> {
+    let files = delivery_files(dir)?;
     let mut checks =
-        delivery_files(dir)?.iter().map(|p| check_file(p)).collect::<Result<Vec<_>, _>>()?;
+        files.iter().map(|p| check_file_with(p, rules)).collect::<Result<Vec<_>, _>>()?;
+    book_failures(&mut checks, rules);
+    Ok(checks)
+}
+
+/// The rules across a delivery's files, added to every file's failures: all mono or all
+/// stereo; the book (every file but the sample) within its length limits.
+pub fn book_failures(checks: &mut [FileCheck], rules: &Rules) {
     let mono = checks.iter().filter(|c| c.channels == 1).count();
     let total = checks.len();
-    if mono != 0 && mono != total {
-        for c in &mut checks {
-            c.failures.push(Failure {
-                rule: "channels",
-                detail: format!("{mono} of {total} files are mono: all mono or all stereo"),
-            });
-        }
+    let mut across = Vec::new();
+    if rules.same_channels && mono != 0 && mono != total {
+        across.push(Failure {
+            rule: "channels",
+            detail: format!("{mono} of {total} files are mono: all mono or all stereo"),
+        });
     }
-    Ok(checks)
+    let book_s: f64 =
+        checks.iter().filter(|c| !is_sample_file(&c.file)).map(|c| c.duration_s).sum();
+    if let Some(min) = rules.book_min_s.filter(|&m| book_s < m) {
+        across.push(Failure {
+            rule: "book_length",
+            detail: format!(
+                "the book is {}; {} asks for at least {}",
+                minutes(book_s),
+                rules.store,
+                minutes(min)
+            ),
+        });
+    }
+    if let Some(max) = rules.book_max_s.filter(|&m| book_s > m) {
+        across.push(Failure {
+            rule: "book_length",
+            detail: format!(
+                "the book is {}; {} takes at most {}",
+                minutes(book_s),
+                rules.store,
+                minutes(max)
+            ),
+        });
+    }
+    for c in checks.iter_mut() {
+        c.failures.extend(across.iter().cloned());
+    }
+}
+
+/// `N.N min` of seconds.
+fn minutes(seconds: f64) -> String {
+    format!("{:.1} min", seconds / 60.0)
 }
 
 /// A plain-text table of `checks`, one row per file, then each failure on its own line.
@@ -518,6 +949,59 @@ mod tests {
         let sample = FileCheck { duration_s: 5.5 * 60.0, ..passing() };
         assert!(failures(&sample, None, false).is_empty());
         assert_eq!(failures(&sample, None, true)[0].detail, "5.5 min > 5 min");
+    }
+
+    /// Speech-like audio: bursts of a tone over room tone, quiet at the edges.
+    fn generated(n: usize, rate: u32) -> Vec<f32> {
+        let mut state = 0x1234_5678u32;
+        (0..n)
+            .map(|i| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                let bed = (state as f32 / u32::MAX as f32 - 0.5) * 0.0008;
+                let t = i as f32 / rate as f32;
+                let voiced = t > 0.6 && (n - i) as f32 / rate as f32 > 1.8 && (t * 3.0) % 1.0 < 0.7;
+                bed + if voiced { 0.3 * (t * 1800.0).sin() } else { 0.0 }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_streaming_meter_gives_the_whole_buffer_figures() {
+        for (n, rate) in
+            [(0, 44_100), (300, 44_100), (22_050, 44_100), (200_001, 44_100), (96_000, 48_000)]
+        {
+            let x = generated(n, rate);
+            let whole = levels(&x, rate).unwrap();
+            let mut meter = LevelMeter::new(rate).unwrap();
+            for block in x.chunks(1_153) {
+                meter.add(block).unwrap();
+            }
+            let got = meter.finish().unwrap();
+            let figures = |l: &Levels| {
+                [l.rms_db, l.peak_db, l.true_peak_db, l.noise_floor_db, l.head_s, l.tail_s]
+                    .map(f64::to_bits)
+            };
+            assert_eq!(figures(&got), figures(&whole), "{n} samples at {rate} Hz");
+            assert_eq!(got.samples, n as u64);
+        }
+    }
+
+    #[test]
+    fn mp3_frames_are_walked_from_a_reader_as_from_bytes() {
+        let pcm: Vec<i16> =
+            (0..50_000).map(|i| ((i as f32 * 0.05).sin() * 8000.0) as i16).collect();
+        let mut bytes = b"ID3\x03\x00\x00\x00\x00\x00\x05hello".to_vec();
+        bytes.extend(super::super::mp3::encode(&pcm).unwrap());
+        bytes.extend_from_slice(b"TAG");
+        bytes.resize(bytes.len() + 125, 0);
+        let frames = mp3_frames(&bytes).unwrap();
+        assert!(frames.frames > 10 && frames.mpeg1_layer3 && frames.mono);
+        assert_eq!(frames.bitrates_kbps, [192]);
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        assert_eq!(mp3_frames_in(&mut std::io::BufReader::new(file)).unwrap(), frames);
     }
 
     #[test]

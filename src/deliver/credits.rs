@@ -1,7 +1,9 @@
 //! Spoken credits: opening and closing credits rendered by the model in the book's voice from a
 //! text template filled with the book's metadata, as an alternative to recordings the narrator
 //! supplies. ACX asks for both: the opening names the title, author and narrator; the closing
-//! says the book has ended and names them again.
+//! says the book has ended and names them again. Both default templates also say, in words,
+//! that a synthetic voice narrated the book and name it (`{voice}`): the files' tags say so
+//! for machines, the credits for the listener.
 //!
 //! A credit is rendered like a one-line manuscript by `render` (a scratch project, the model and
 //! voice the project was last rendered with, the settings of its takes, a fixed base seed), so
@@ -18,14 +20,18 @@ use crate::store::Project;
 use crate::synth::SynthOptions;
 use lectern_engine::protocol::RenderParams;
 
-/// ACX's opening credits.
-pub const DEFAULT_OPENING: &str = "{title}. Written by {author}. Narrated by {narrator}.";
-/// ACX's closing credits.
-pub const DEFAULT_CLOSING: &str = "The end. {title}. Written by {author}. Narrated by {narrator}.";
+/// ACX's opening credits, with the synthetic voice disclosed.
+pub const DEFAULT_OPENING: &str = "{title}. Written by {author}. Narrated by {narrator}. \
+                                   This audiobook is narrated by a synthetic voice, {voice}.";
+/// ACX's closing credits, with the synthetic voice disclosed.
+pub const DEFAULT_CLOSING: &str = "The end. {title}. Written by {author}. Narrated by \
+                                   {narrator}. This audiobook was narrated by a synthetic \
+                                   voice, {voice}.";
 /// Base seed of the credits' takes (the command line's default base seed).
 pub const CREDITS_BASE_SEED: u64 = 1000;
 
-/// Fills `{title}`, `{author}` and `{narrator}` in `template`. A placeholder whose value is
+/// Fills `{title}`, `{author}`, `{narrator}` and `{voice}` (the synthetic voices' names) in
+/// `template`. A placeholder whose value is
 /// missing, or an unknown one, is an error that says where the value can come from.
 pub fn fill(template: &str, meta: &BookMeta, which: &str) -> Result<String, String> {
     let mut out = String::with_capacity(template.len());
@@ -37,14 +43,22 @@ pub fn fill(template: &str, meta: &BookMeta, which: &str) -> Result<String, Stri
             format!("{which} credits template `{template}`: a `{{` is not closed")
         })?;
         let name = &after[..close];
+        let voices = meta.disclosure.voices.join(" and ");
         let value = match name {
             "title" => &meta.title,
             "author" => &meta.author,
             "narrator" => &meta.narrator,
+            "voice" if voices.is_empty() => {
+                return Err(format!(
+                    "the {which} credits name the voice ({{voice}} in `{template}`), and no take \
+                     records one: render the book first"
+                ));
+            }
+            "voice" => &voices,
             other => {
                 return Err(format!(
                     "{which} credits template `{template}`: unknown `{{{other}}}` (use {{title}}, \
-                     {{author}}, {{narrator}})"
+                     {{author}}, {{narrator}}, {{voice}})"
                 ));
             }
         };
@@ -121,6 +135,9 @@ fn book_params(project: &Project) -> anyhow::Result<RenderParams> {
 pub struct SpokenCredits {
     pub opening: Option<PathBuf>,
     pub closing: Option<PathBuf>,
+    /// What each rendering says (the filled template), for the delivery's spans.
+    pub opening_text: Option<String>,
+    pub closing_text: Option<String>,
     /// Holds the rendered files until the export is written.
     _dir: Option<tempfile::TempDir>,
 }
@@ -149,12 +166,12 @@ pub fn render_both(
         render_credit(project, &text, &path)?;
         Ok(Some(path))
     };
-    let opening = render_one(opening_text, "opening")?;
-    let closing = render_one(closing_text, "closing")?;
+    let opening = render_one(opening_text.clone(), "opening")?;
+    let closing = render_one(closing_text.clone(), "closing")?;
     if opening.is_none() && closing.is_none() {
         bail!("no credits to render");
     }
-    Ok(SpokenCredits { opening, closing, _dir: Some(dir) })
+    Ok(SpokenCredits { opening, closing, opening_text, closing_text, _dir: Some(dir) })
 }
 
 #[cfg(test)]
@@ -166,7 +183,8 @@ mod tests {
             title: "The Lighthouse".into(),
             author: "Ada Writer".into(),
             narrator: "Nell Reader".into(),
-            cover: None,
+            disclosure: crate::audio::tags::Disclosure::lectern(vec!["nell".into()]),
+            ..BookMeta::default()
         }
     }
 
@@ -174,11 +192,13 @@ mod tests {
     fn the_acx_templates_name_the_book_and_its_people() {
         assert_eq!(
             fill(DEFAULT_OPENING, &meta(), "opening").unwrap(),
-            "The Lighthouse. Written by Ada Writer. Narrated by Nell Reader."
+            "The Lighthouse. Written by Ada Writer. Narrated by Nell Reader. This audiobook is \
+             narrated by a synthetic voice, nell."
         );
         assert_eq!(
             fill(DEFAULT_CLOSING, &meta(), "closing").unwrap(),
-            "The end. The Lighthouse. Written by Ada Writer. Narrated by Nell Reader."
+            "The end. The Lighthouse. Written by Ada Writer. Narrated by Nell Reader. This \
+             audiobook was narrated by a synthetic voice, nell."
         );
         assert_eq!(fill("Read by {narrator}", &meta(), "x").unwrap(), "Read by Nell Reader");
     }
@@ -193,5 +213,10 @@ mod tests {
         assert!(err.contains("unknown `{writer}`"), "{err}");
         assert!(fill("By {author", &meta(), "closing").unwrap_err().contains("not closed"));
         assert!(fill("  ", &meta(), "closing").unwrap_err().contains("empty"));
+        let no_voice = BookMeta { disclosure: Default::default(), ..meta() };
+        let err = fill(DEFAULT_CLOSING, &no_voice, "closing").unwrap_err();
+        assert!(err.contains("closing credits name the voice"), "{err}");
+        // The narrator may leave the disclosure out of their own template.
+        assert_eq!(fill("{title}.", &no_voice, "opening").unwrap(), "The Lighthouse.");
     }
 }

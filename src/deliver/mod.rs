@@ -8,24 +8,35 @@
 //! the limiter's ceiling is lowered by the overshoot and the track encoded again, so the figures
 //! a narrator uploads are the figures measured.
 //!
+//! Nothing the length of a track is held in memory: the mastering streams (takes read one at
+//! a time, passes over them, the samples fed to LAME or to ffmpeg's input as they come; see
+//! the `stream` module) and the check decodes as it measures, with the bytes and figures the
+//! whole-buffer pipeline gave.
+//!
 //! Deterministic: the same project and options give the same bytes (no clocks, seeded noise,
 //! synchronous resampling, LAME without its timestamped info frame).
 
+pub mod captions;
 pub mod check;
 pub mod credits;
 pub mod ffmpeg;
 pub mod m4b;
 pub mod mastering;
 pub mod mp3;
+pub mod preset;
+pub mod readalong;
+mod stream;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use lectern_engine::protocol::SegmentId;
 use serde::Serialize;
 
 use crate::store::export::{ChapterPlan, Piece, plan, write_atomically};
 use crate::store::{Project, SAMPLE_RATE_HZ, SegmentRef, StoreError};
 use check::{FileCheck, acx};
-use mastering::{DELIVERY_RATE_HZ, RoomTone};
+use mastering::{MasteringTargets, RoomTone};
 
 /// Errors of a delivery export; nothing is left half-written (files are renamed into place).
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +75,26 @@ pub struct BookMeta {
     pub narrator: String,
     /// Cover image (JPEG or PNG): the M4B's cover art and each MP3's front cover (ID3 APIC).
     pub cover: Option<PathBuf>,
+    /// Publisher, rights, ISBN, description, date and language.
+    pub publication: Publication,
+    /// That the speech is synthetic, by which voices: every format's tags carry it. Its voices
+    /// are filled from the takes by [`export`] when the caller leaves them empty.
+    pub disclosure: crate::audio::tags::Disclosure,
+}
+
+/// What a book says of its publication, for every format's tags (empty: not known).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Publication {
+    pub publisher: String,
+    /// The rights statement (a copyright line).
+    pub rights: String,
+    /// Digits only (and a final `X`).
+    pub isbn: String,
+    pub description: String,
+    /// As the book writes it (`2024`, `2024-03-01`).
+    pub date: String,
+    /// BCP 47 tag.
+    pub language: String,
 }
 
 /// Book metadata given on the command line (each one wins over every other source).
@@ -73,6 +104,11 @@ pub struct MetaFlags {
     pub author: Option<String>,
     pub narrator: Option<String>,
     pub cover: Option<PathBuf>,
+    pub publisher: Option<String>,
+    pub rights: Option<String>,
+    pub isbn: Option<String>,
+    pub description: Option<String>,
+    pub date: Option<String>,
 }
 
 impl BookMeta {
@@ -104,7 +140,81 @@ impl BookMeta {
             ])
             .unwrap_or_default(),
             cover: flags.cover.clone().or_else(|| book.cover_file.as_ref().map(|f| dir.join(f))),
+            publication: Publication::resolve(flags, info, config),
+            disclosure: crate::audio::tags::Disclosure::default(),
         }
+    }
+}
+
+impl Publication {
+    /// Each field from the flags, else from the manuscript (EPUB metadata, front matter), else
+    /// (publisher, rights) from the configuration's `[book]`.
+    #[must_use]
+    pub fn resolve(
+        flags: &MetaFlags,
+        info: &lectern_text::BookInfo,
+        config: &crate::config::BookDefaults,
+    ) -> Self {
+        let first = |flag: &Option<String>, book: &Option<String>, config: &Option<String>| {
+            [flag, book, config]
+                .into_iter()
+                .flatten()
+                .map(|s| s.trim())
+                .find(|s| !s.is_empty())
+                .unwrap_or_default()
+                .to_string()
+        };
+        Self {
+            publisher: first(&flags.publisher, &info.publisher, &config.publisher),
+            rights: first(&flags.rights, &info.rights, &config.rights),
+            isbn: first(&flags.isbn, &info.isbn, &None),
+            description: first(&flags.description, &info.description, &None),
+            date: first(&flags.date, &info.date, &None),
+            language: first(&None, &info.language, &None),
+        }
+    }
+}
+
+/// Adds the rules across files (channels, the book's length) to each file's check; with
+/// [`DeliveryOptions::enforce_acx`], a broken one is an error that names it (no mastering can
+/// fix a book that is too short).
+fn apply_book_rules(files: &mut [DeliveredFile], opts: &DeliveryOptions) -> Result<()> {
+    let mut checks: Vec<FileCheck> = files.iter().map(|f| f.check.clone()).collect();
+    let before: Vec<usize> = checks.iter().map(|c| c.failures.len()).collect();
+    check::book_failures(&mut checks, &opts.rules);
+    let across: Vec<String> = checks
+        .first()
+        .map(|c| c.failures[before[0]..].iter().map(|f| f.detail.clone()).collect())
+        .unwrap_or_default();
+    for (f, c) in files.iter_mut().zip(checks) {
+        f.check = c;
+    }
+    if opts.enforce_acx && !across.is_empty() {
+        return Err(DeliverError::Invalid(format!(
+            "the delivery breaks {} rules: {}",
+            opts.rules.store,
+            across.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// The names of the voices that speak the book's chosen takes, in the order they first speak
+/// (for the disclosure and the spoken credits' `{voice}`).
+pub fn book_voices(project: &Project, allow_stale: bool) -> Result<Vec<String>> {
+    let chapters = plan(project, allow_stale)?.chapters;
+    Ok(crate::store::export::voices_of(project, &chapters)?)
+}
+
+impl DeliveryOptions {
+    /// These options with the disclosure's voices read from the takes the export plans
+    /// (unless the caller named them), so no delivered file leaves without its voice.
+    fn with_voices_of(&self, project: &Project) -> Result<Self> {
+        let mut opts = self.clone();
+        if opts.meta.disclosure.voices.is_empty() {
+            opts.meta.disclosure.voices = book_voices(project, opts.allow_stale)?;
+        }
+        Ok(opts)
     }
 }
 
@@ -127,6 +237,8 @@ impl Default for RoomToneSource {
 pub const DEFAULT_ROOM_TONE_DB: f64 = -70.0;
 /// Seed of the room-tone noise (fixed: the same export twice is the same bytes).
 pub const ROOM_TONE_SEED: u64 = 0x001E_C7E2;
+// ACX's figures; [`MasteringTargets::acx`] holds the same (a test checks), and the pipeline
+// reads them from [`DeliveryOptions::targets`].
 /// Room tone at the head and the tail of each file, seconds (ACX: 0.5–1 and 1–5).
 pub const HEAD_S: f64 = 0.75;
 pub const TAIL_S: f64 = 2.5;
@@ -153,12 +265,20 @@ pub struct DeliveryOptions {
     /// Recordings (WAV) of the opening and closing credits, each delivered as its own file.
     pub opening_credits: Option<PathBuf>,
     pub closing_credits: Option<PathBuf>,
+    /// The credits' text when Lectern spoke them (for [`Heard::Credits`]); `None` for a
+    /// narrator's recording.
+    pub opening_credits_text: Option<String>,
+    pub closing_credits_text: Option<String>,
+    /// What mastering aims at and what the files must meet (ACX's by default).
+    pub targets: MasteringTargets,
     /// Write `sample.mp3`: whole segments from a chosen start, at most 5 minutes.
     pub sample: Option<SampleSpan>,
     /// Longest file, seconds, head and tail included (ACX: 120 minutes).
     pub max_file_s: f64,
-    /// Fail when a file breaks an ACX rule after mastering (the ACX preset).
+    /// Fail when a file breaks one of [`Self::rules`] after mastering (a preset's export).
     pub enforce_acx: bool,
+    /// What the written files are checked against (ACX's by default; a preset's).
+    pub rules: check::Rules,
     pub allow_stale: bool,
 }
 
@@ -172,9 +292,13 @@ impl Default for DeliveryOptions {
             room_tone: RoomToneSource::default(),
             opening_credits: None,
             closing_credits: None,
+            opening_credits_text: None,
+            closing_credits_text: None,
+            targets: MasteringTargets::acx(),
             sample: None,
             max_file_s: acx::MAX_DURATION_S,
             enforce_acx: true,
+            rules: check::Rules::acx(),
             allow_stale: false,
         }
     }
@@ -206,6 +330,59 @@ impl SampleSpan {
     }
 }
 
+/// What is heard in a delivered file, in order, on that file's own timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeardSpan {
+    /// First and one-past-last 44.1 kHz sample of the span's voice in this file (the head
+    /// room tone, earlier tracks and credits of the same file counted); equal for a take
+    /// whose voice trimmed to nothing (silence).
+    pub start: u64,
+    pub end: u64,
+    pub what: Heard,
+}
+
+/// What a [`HeardSpan`] holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Heard {
+    /// A take of a segment: its id, 1-based chapter, and the segment's text as the store has it.
+    Segment { id: SegmentId, chapter: u32, text: String },
+    /// A credits recording (opening/closing): its title, and its text when Lectern spoke it.
+    Credits { title: String, text: Option<String> },
+}
+
+impl HeardSpan {
+    /// The span moved `by` samples later (a track placed after others in one file).
+    fn shifted(mut self, by: u64) -> Self {
+        self.start += by;
+        self.end += by;
+        self
+    }
+}
+
+/// The segment each chosen take is of, by take id: the segment's id, 1-based chapter and text
+/// as the store has them. From the plan, not the take's record: a record names the engine's
+/// segment key, which is not the store's segment id.
+type SegmentTexts = HashMap<lectern_engine::protocol::TakeId, (SegmentId, u32, String)>;
+
+/// [`SegmentTexts`] of the export's chapters: the k-th take of a chapter is of its k-th
+/// segment.
+fn segment_texts(project: &Project, chapters: &[ChapterPlan]) -> Result<SegmentTexts> {
+    let stored: HashMap<SegmentId, (u32, String)> =
+        project.segments()?.into_iter().map(|s| (s.id, (s.chapter + 1, s.text))).collect();
+    let mut texts = SegmentTexts::new();
+    for ch in chapters {
+        let takes = ch.pieces.iter().filter_map(|p| match p {
+            Piece::Take(t) => Some(t.id),
+            Piece::Silence(_) => None,
+        });
+        for (take, id) in takes.zip(&ch.segments) {
+            let (chapter, text) = stored.get(id).cloned().unwrap_or_default();
+            texts.insert(take, (*id, chapter, text));
+        }
+    }
+    Ok(texts)
+}
+
 /// One delivered file.
 #[derive(Debug, Clone, Serialize)]
 pub struct DeliveredFile {
@@ -219,6 +396,8 @@ pub struct DeliveredFile {
     pub ceiling_db: f64,
     /// Chapter marks inside the file: (title, start seconds).
     pub chapters: Vec<(String, f64)>,
+    /// What is heard where in the file, in order.
+    pub spans: Vec<HeardSpan>,
     /// The figures measured on the encoded file.
     pub check: FileCheck,
 }
@@ -233,8 +412,8 @@ pub struct DeliveryReport {
 enum Source<'a> {
     /// Takes and pauses of the project (a chapter, part of one, or the sample's span).
     Pieces(Vec<&'a Piece>),
-    /// A recording the narrator supplies (credits).
-    Recording(PathBuf),
+    /// A credits recording, with its text when Lectern spoke it.
+    Recording { path: PathBuf, text: Option<String> },
 }
 
 struct Track<'a> {
@@ -247,16 +426,19 @@ struct Track<'a> {
 /// Exports the project for delivery; see the module docs.
 pub fn export(project: &Project, opts: &DeliveryOptions) -> Result<DeliveryReport> {
     check_options(opts)?;
+    let opts = &opts.with_voices_of(project)?;
     let export_plan = plan(project, opts.allow_stale)?;
-    let room_tone = load_room_tone(&opts.room_tone)?;
+    let room_tone = load_room_tone(&opts.room_tone, opts.targets.rate_hz)?;
+    let texts = segment_texts(project, &export_plan.chapters)?;
+    let ctx = Ctx { opts, room_tone: &room_tone, texts: &texts };
     std::fs::create_dir_all(&opts.out_dir).map_err(|e| DeliverError::File {
         path: opts.out_dir.clone(),
         detail: format!("creating the output directory: {e}"),
     })?;
-    let content_max = content_max_samples(opts.max_file_s)?;
+    let content_max = content_max_samples(opts.max_file_s, &opts.targets)?;
     let mut tracks = Vec::new();
     if let Some(p) = &opts.opening_credits {
-        tracks.push(recording_track("Opening Credits", p));
+        tracks.push(recording_track("Opening Credits", p, &opts.opening_credits_text));
     }
     for (position, ch) in export_plan.chapters.iter().enumerate() {
         let number = position + 1;
@@ -270,21 +452,22 @@ pub fn export(project: &Project, opts: &DeliveryOptions) -> Result<DeliveryRepor
         }
     }
     if let Some(p) = &opts.closing_credits {
-        tracks.push(recording_track("Closing Credits", p));
+        tracks.push(recording_track("Closing Credits", p, &opts.closing_credits_text));
     }
     let mut files = match opts.format {
-        DeliveryFormat::Mp3 => write_mp3s(&tracks, opts, &room_tone)?,
-        DeliveryFormat::M4b => vec![m4b::write(&tracks_audio(&tracks, &room_tone)?, opts)?],
+        DeliveryFormat::Mp3 => write_mp3s(&tracks, &ctx)?,
+        DeliveryFormat::M4b => vec![write_m4b(&tracks, &ctx)?],
     };
     if let Some(span) = &opts.sample {
         let track = Track {
             title: "Retail Sample".into(),
             slug: "sample".into(),
-            source: Source::Pieces(sample_pieces(&export_plan.chapters, span)?),
+            source: Source::Pieces(sample_pieces(&export_plan.chapters, span, &opts.targets)?),
         };
         let path = opts.out_dir.join("sample.mp3");
-        files.push(write_mp3(&track, 0, 0, &path, opts, &room_tone)?);
+        files.push(write_mp3(&track, 0, 0, &path, &ctx)?);
     }
+    apply_book_rules(&mut files, opts)?;
     if opts.enforce_acx {
         let failing: Vec<String> = files
             .iter()
@@ -295,7 +478,7 @@ pub fn export(project: &Project, opts: &DeliveryOptions) -> Result<DeliveryRepor
         if !failing.is_empty() {
             return Err(DeliverError::Mastering {
                 file: failing.join("; "),
-                detail: "ACX rules".into(),
+                detail: format!("{} rules", opts.rules.store),
             });
         }
     }
@@ -321,10 +504,11 @@ fn check_options(opts: &DeliveryOptions) -> Result<()> {
     }
     load_cover(&opts.meta)?;
     if let Some(span) = &opts.sample {
-        if !(span.length_s > HEAD_S + TAIL_S && span.length_s <= acx::SAMPLE_MAX_S) {
+        let (head_s, tail_s) = (opts.targets.head_s, opts.targets.tail_s);
+        if !(span.length_s > head_s + tail_s && span.length_s <= acx::SAMPLE_MAX_S) {
             return Err(DeliverError::Invalid(format!(
                 "a retail sample of {}: ACX takes at most {}, and it must be longer than its \
-                 {HEAD_S} s head and {TAIL_S} s tail of room tone",
+                 {head_s} s head and {tail_s} s tail of room tone",
                 clock(span.length_s),
                 clock(acx::SAMPLE_MAX_S)
             )));
@@ -350,13 +534,17 @@ fn load_cover(meta: &BookMeta) -> Result<Option<mp3::Picture>> {
     Ok(Some(mp3::Picture { mime_type: mime_type.to_string(), data }))
 }
 
-fn recording_track<'a>(title: &str, path: &Path) -> Track<'a> {
-    Track { title: title.into(), slug: slug(title), source: Source::Recording(path.to_path_buf()) }
+fn recording_track<'a>(title: &str, path: &Path, text: &Option<String>) -> Track<'a> {
+    Track {
+        title: title.into(),
+        slug: slug(title),
+        source: Source::Recording { path: path.to_path_buf(), text: text.clone() },
+    }
 }
 
 /// Most 24 kHz samples of takes and pauses in a file of `max_s` seconds with its head and tail.
-fn content_max_samples(max_s: f64) -> Result<u64> {
-    let content_s = max_s - HEAD_S - TAIL_S;
+fn content_max_samples(max_s: f64, targets: &MasteringTargets) -> Result<u64> {
+    let content_s = max_s - targets.head_s - targets.tail_s;
     if content_s <= 0.0 {
         return Err(DeliverError::Invalid(format!(
             "a file of {max_s} s cannot hold its room tone"
@@ -402,10 +590,14 @@ fn clock(seconds: f64) -> String {
 
 /// The retail sample's pieces: from the take where `span` starts, the whole takes (with the
 /// pauses between them) that fit its length, across chapter ends if it reaches them.
-fn sample_pieces<'a>(chapters: &'a [ChapterPlan], span: &SampleSpan) -> Result<Vec<&'a Piece>> {
+fn sample_pieces<'a>(
+    chapters: &'a [ChapterPlan],
+    span: &SampleSpan,
+    targets: &MasteringTargets,
+) -> Result<Vec<&'a Piece>> {
     let all: Vec<&Piece> = chapters.iter().flat_map(|c| c.pieces.iter()).collect();
     let start = sample_start(chapters, &all, span.start)?;
-    let max = content_max_samples(span.length_s)?;
+    let max = content_max_samples(span.length_s, targets)?;
     let mut out: Vec<&Piece> = Vec::new();
     let mut len = 0u64;
     for p in &all[start..] {
@@ -497,15 +689,15 @@ pub fn slug(title: &str) -> String {
     if s.is_empty() { "track".into() } else { s }
 }
 
-fn load_room_tone(src: &RoomToneSource) -> Result<RoomTone> {
+fn load_room_tone(src: &RoomToneSource, rate_hz: u32) -> Result<RoomTone> {
     match src {
         RoomToneSource::Noise { level_db } => {
             Ok(RoomTone::Noise { level_db: *level_db, seed: ROOM_TONE_SEED })
         }
         RoomToneSource::Recording(path) => {
-            let tone = read_recording(path)?;
+            let tone = read_recording(path, rate_hz)?;
             let file_err = |detail: String| DeliverError::File { path: path.clone(), detail };
-            if tone.len() < DELIVERY_RATE_HZ as usize / 2 {
+            if tone.len() < rate_hz as usize / 2 {
                 return Err(file_err("room tone shorter than 0.5 s".into()));
             }
             let level = mastering::rms_db(&tone);
@@ -515,7 +707,7 @@ fn load_room_tone(src: &RoomToneSource) -> Result<RoomTone> {
                     acx::NOISE_FLOOR_MAX_DB
                 )));
             }
-            if check::noise_floor_db(&tone, DELIVERY_RATE_HZ) < check::DIGITAL_SILENCE_DB {
+            if check::noise_floor_db(&tone, rate_hz) < check::DIGITAL_SILENCE_DB {
                 return Err(file_err("the room-tone recording holds digital silence".into()));
             }
             Ok(RoomTone::Recording(tone))
@@ -523,86 +715,55 @@ fn load_room_tone(src: &RoomToneSource) -> Result<RoomTone> {
     }
 }
 
-/// A WAV recording as 44.1 kHz mono.
-fn read_recording(path: &Path) -> Result<Vec<f32>> {
+/// A WAV recording as mono at `rate_hz` (the delivery rate).
+fn read_recording(path: &Path, rate_hz: u32) -> Result<Vec<f32>> {
     let file_err = |detail: String| DeliverError::File { path: path.to_path_buf(), detail };
     let d = crate::audio::wav::read_any(path).map_err(|e| file_err(e.to_string()))?;
     let ch = usize::from(d.channels.max(1));
     let mono: Vec<f32> = d.samples.chunks(ch).map(|f| f.iter().sum::<f32>() / ch as f32).collect();
-    mastering::resample(&mono, d.sample_rate_hz, DELIVERY_RATE_HZ).map_err(file_err)
+    mastering::resample(&mono, d.sample_rate_hz, rate_hz).map_err(file_err)
 }
 
-/// The voice of a track at 44.1 kHz, without head or tail: takes trimmed to their voiced part
-/// and faded at the joins, pauses as silence (room tone goes under everything later); leading
-/// and trailing pauses dropped (the head and tail replace them).
-fn track_voice(track: &Track) -> Result<Vec<f32>> {
-    let voice_24k = match &track.source {
-        Source::Recording(path) => {
-            let x = read_recording(path)?;
-            let r = mastering::voiced_range(&x, DELIVERY_RATE_HZ);
-            if r.is_empty() {
-                return Err(DeliverError::File {
-                    path: path.clone(),
-                    detail: "nothing but silence".into(),
-                });
-            }
-            return Ok(x[r].to_vec());
-        }
-        Source::Pieces(pieces) => {
-            let mut out = Vec::new();
-            for piece in pieces {
-                match piece {
-                    Piece::Take(t) => {
-                        let samples = crate::store::takes::read_for_export(t)?;
-                        let mut voiced =
-                            samples[mastering::voiced_range(&samples, SAMPLE_RATE_HZ)].to_vec();
-                        crate::audio::master::fade_edges(&mut voiced);
-                        out.extend_from_slice(&voiced);
-                    }
-                    Piece::Silence(n) if !out.is_empty() => {
-                        out.resize(out.len() + *n as usize, 0.0)
-                    }
-                    Piece::Silence(_) => {}
-                }
-            }
-            let last_voice = pieces.iter().rposition(|p| matches!(p, Piece::Take(_)));
-            let trailing: u64 =
-                last_voice.map_or(0, |i| pieces[i + 1..].iter().map(|p| p.len()).sum());
-            out.truncate(out.len() - trailing as usize);
-            out
-        }
-    };
-    mastering::resample(&voice_24k, SAMPLE_RATE_HZ, DELIVERY_RATE_HZ).map_err(DeliverError::Audio)
+/// Where a block of mastered samples goes (the MP3 encoder, ffmpeg's input, a meter).
+pub type Sink<'s> = dyn FnMut(&[f32]) -> Result<()> + 's;
+
+/// What every track of one export shares.
+struct Ctx<'a> {
+    opts: &'a DeliveryOptions,
+    room_tone: &'a RoomTone,
+    texts: &'a SegmentTexts,
 }
 
-/// The mastered track: head, voice, tail; RMS to the target, peaks under `ceiling_db`, room
-/// tone under all of it.
-fn master(voice: &[f32], ceiling_db: f64, room_tone: &RoomTone, track: u64) -> Vec<f32> {
-    let head = (HEAD_S * f64::from(DELIVERY_RATE_HZ)) as usize;
-    let tail = (TAIL_S * f64::from(DELIVERY_RATE_HZ)) as usize;
-    let mut x = vec![0f32; head];
-    x.extend_from_slice(voice);
-    x.resize(x.len() + tail, 0.0);
-    let ceiling = mastering::db_to_gain(ceiling_db) as f32;
-    // Limiting lowers the RMS; gain and limit again until the RMS settles within 0.1 dB of the
-    // target (speech takes one or two rounds, very dynamic audio more; the limiter has the
-    // last word, so the ceiling always holds).
-    for _ in 0..MASTERING_ROUNDS {
-        mastering::gain_to_rms(&mut x, TARGET_RMS_DB);
-        mastering::limit(&mut x, ceiling, DELIVERY_RATE_HZ);
-        if mastering::rms_db(&x) > TARGET_RMS_DB - 0.1 {
-            break;
-        }
+/// The delivery-rate sample where 24 kHz sample `n` of a track's voice lands: the resampler
+/// gives `ceil(n · rate / 24 000)` samples for `n` and no delay, so this is where the
+/// resampled voice of the first `n` samples ends.
+fn at_delivery_rate(n: u64, rate_hz: u32) -> u64 {
+    (n * u64::from(rate_hz)).div_ceil(u64::from(SAMPLE_RATE_HZ))
+}
+
+/// The span of take `take`'s segment (voiced 24 kHz samples `start..end` of a track's voice).
+fn segment_span(
+    take: &crate::review::TakeInfo,
+    start: u64,
+    end: u64,
+    texts: &SegmentTexts,
+    rate: u32,
+) -> HeardSpan {
+    // Outside an export (the workstation's chapter check) no spans are read.
+    let (id, chapter, text) =
+        texts.get(&take.id).cloned().unwrap_or((take.record.segment_id, 0, String::new()));
+    HeardSpan {
+        start: at_delivery_rate(start, rate),
+        end: at_delivery_rate(end, rate),
+        what: Heard::Segment { id, chapter, text },
     }
-    room_tone.add_under(&mut x, track);
-    x
 }
 
 /// A chapter's ACX check as the workstation shows it: its chosen takes (each with the pause
 /// after it, 24 kHz samples) mastered exactly as `export --preset acx` masters the chapter's
 /// file (trimmed takes, 44.1 kHz, RMS −20 dB, limiter, default room tone, head and tail), then
-/// measured in memory. The MP3 encoding is not run, so the bitrate is not checked and the peaks
-/// are the limiter's (the export re-checks them after encoding).
+/// measured as it streams. The MP3 encoding is not run, so the bitrate is not checked and the
+/// peaks are the limiter's (the export re-checks them after encoding).
 pub fn chapter_check(
     takes: &[(crate::review::TakeInfo, u64)],
     chapter: usize,
@@ -616,21 +777,23 @@ pub fn chapter_check(
         slug: String::new(),
         source: Source::Pieces(pieces.iter().collect()),
     };
-    let voice = track_voice(&track)?;
-    let room_tone = load_room_tone(&RoomToneSource::default())?;
-    let x = master(&voice, FIRST_CEILING_DB, &room_tone, chapter as u64);
-    check::check_samples(&track.title, &x, DELIVERY_RATE_HZ).map_err(DeliverError::Audio)
+    let opts = DeliveryOptions::default();
+    let rate = opts.targets.rate_hz;
+    let room_tone = load_room_tone(&RoomToneSource::default(), rate)?;
+    let ctx = Ctx { opts: &opts, room_tone: &room_tone, texts: &SegmentTexts::new() };
+    let plan = stream::plan(&track, &ctx, opts.targets.first_ceiling_db, chapter as u64)?;
+    let mut meter = check::LevelMeter::new(rate).map_err(DeliverError::Audio)?;
+    stream::master(&track, &ctx, &plan, &mut |x| meter.add(x).map_err(DeliverError::Audio))?;
+    let levels = meter.finish().map_err(DeliverError::Audio)?;
+    Ok(check::check_levels(&track.title, &levels, rate))
 }
 
 fn number_width(total: usize) -> usize {
     total.to_string().len().max(2)
 }
 
-fn write_mp3s(
-    tracks: &[Track],
-    opts: &DeliveryOptions,
-    room_tone: &RoomTone,
-) -> Result<Vec<DeliveredFile>> {
+fn write_mp3s(tracks: &[Track], ctx: &Ctx) -> Result<Vec<DeliveredFile>> {
+    let opts = ctx.opts;
     let total = tracks.len() as u32;
     let width = number_width(tracks.len());
     let mut files = Vec::new();
@@ -638,43 +801,40 @@ fn write_mp3s(
         for (i, t) in tracks.iter().enumerate() {
             let n = i as u32 + 1;
             let path = opts.out_dir.join(format!("{n:0width$}-{}.mp3", t.slug));
-            files.push(write_mp3(t, n, total, &path, opts, room_tone)?);
+            files.push(write_mp3(t, n, total, &path, ctx)?);
         }
     } else {
         // One MP3 for the whole book: the tracks' mastered audio joined.
-        let audio = tracks_audio(tracks, room_tone)?;
+        let (audio, plans) = book_audio(tracks, ctx)?;
         let name =
             if opts.meta.title.is_empty() { "book".to_string() } else { slug(&opts.meta.title) };
         let path = opts.out_dir.join(format!("{name}.mp3"));
-        files.push(encode_checked(&audio, &opts.meta.title, 1, 1, &path, opts)?);
+        let title = &opts.meta.title;
+        let mut feed = |sink: &mut Sink| stream_book(tracks, &plans, ctx, sink);
+        files.push(encode_checked(&audio, title, 1, 1, &path, opts, &mut feed)?);
     }
     Ok(files)
 }
 
 /// Masters, encodes and checks one track, lowering the limiter's ceiling until the encoded
 /// file's peaks pass.
-fn write_mp3(
-    t: &Track,
-    n: u32,
-    total: u32,
-    path: &Path,
-    opts: &DeliveryOptions,
-    room_tone: &RoomTone,
-) -> Result<DeliveredFile> {
-    let voice = track_voice(t)?;
-    let mut ceiling_db = FIRST_CEILING_DB;
+fn write_mp3(t: &Track, n: u32, total: u32, path: &Path, ctx: &Ctx) -> Result<DeliveredFile> {
+    let targets = &ctx.opts.targets;
+    let mut ceiling_db = targets.first_ceiling_db;
     let mut last = String::new();
     for _ in 0..MASTERING_ATTEMPTS {
-        let x = master(&voice, ceiling_db, room_tone, u64::from(n));
+        let plan = stream::plan(t, ctx, ceiling_db, u64::from(n))?;
         let audio = TrackAudio {
             title: t.title.clone(),
-            samples: x,
+            total_samples: plan.total,
             ceiling_db,
             chapters: vec![(t.title.clone(), 0.0)],
+            spans: plan.spans.clone(),
         };
-        let file = encode_checked(&audio, &t.title, n, total, path, opts)?;
-        let overshoot =
-            (file.check.peak_db - acx::PEAK_MAX_DB).max(file.check.true_peak_db - TRUE_PEAK_MAX_DB);
+        let mut feed = |sink: &mut Sink| stream::master(t, ctx, &plan, sink);
+        let file = encode_checked(&audio, &t.title, n, total, path, ctx.opts, &mut feed)?;
+        let overshoot = (file.check.peak_db - targets.peak_max_db)
+            .max(file.check.true_peak_db - targets.true_peak_max_db);
         if overshoot <= 0.0 {
             return Ok(file);
         }
@@ -688,29 +848,108 @@ fn write_mp3(
     Err(DeliverError::Mastering { file: path.display().to_string(), detail: last })
 }
 
-/// A mastered stretch of audio with its chapter marks.
+/// What a mastered stretch of audio is: its length, chapter marks and spans (the samples
+/// themselves stream to the encoder).
 pub struct TrackAudio {
     pub title: String,
-    pub samples: Vec<f32>,
+    /// Samples at the delivery rate, head and tail included.
+    pub total_samples: u64,
     pub ceiling_db: f64,
     /// (title, start seconds) of each chapter in it.
     pub chapters: Vec<(String, f64)>,
+    /// What is heard where, on this audio's timeline.
+    pub spans: Vec<HeardSpan>,
 }
 
-/// All tracks mastered and joined (for one-file outputs): chapter marks at each track's start.
-/// Each track keeps its own head and tail room tone, so a chapter starts after a breath.
-fn tracks_audio(tracks: &[Track], room_tone: &RoomTone) -> Result<TrackAudio> {
-    let mut samples = Vec::new();
+/// All tracks planned for one file (one-file MP3, M4B): chapter marks at each track's start,
+/// spans moved to where their track starts. Each track keeps its own head and tail room tone,
+/// so a chapter starts after a breath.
+fn book_audio(tracks: &[Track], ctx: &Ctx) -> Result<(TrackAudio, Vec<stream::MasterPlan>)> {
+    let targets = &ctx.opts.targets;
+    // A lower first ceiling than per-file MP3s: a joined file has one chance to pass.
+    let ceiling_db = targets.first_ceiling_db - 0.5;
+    let rate = f64::from(targets.rate_hz);
+    let mut at = 0u64;
     let mut chapters = Vec::new();
+    let mut spans = Vec::new();
+    let mut plans = Vec::new();
     for (i, t) in tracks.iter().enumerate() {
-        chapters.push((t.title.clone(), samples.len() as f64 / f64::from(DELIVERY_RATE_HZ)));
-        // A lower first ceiling than per-file MP3s: a joined file has one chance to pass.
-        samples.extend(master(&track_voice(t)?, FIRST_CEILING_DB - 0.5, room_tone, i as u64 + 1));
+        chapters.push((t.title.clone(), at as f64 / rate));
+        let plan = stream::plan(t, ctx, ceiling_db, i as u64 + 1)?;
+        spans.extend(plan.spans.iter().map(|s| s.clone().shifted(at)));
+        at += plan.total;
+        plans.push(plan);
     }
-    Ok(TrackAudio { title: String::new(), samples, ceiling_db: FIRST_CEILING_DB - 0.5, chapters })
+    let audio = TrackAudio { title: String::new(), total_samples: at, ceiling_db, chapters, spans };
+    Ok((audio, plans))
 }
 
-/// Encodes `audio` as a tagged MP3 at `path` (atomically) and checks the written file.
+/// The mastered tracks of `plans`, one after the other, to `sink`.
+fn stream_book(
+    tracks: &[Track],
+    plans: &[stream::MasterPlan],
+    ctx: &Ctx,
+    sink: &mut Sink,
+) -> Result<()> {
+    for (t, plan) in tracks.iter().zip(plans) {
+        stream::master(t, ctx, plan, sink)?;
+    }
+    Ok(())
+}
+
+/// The whole book as one M4B: planned, then mastered track by track into ffmpeg's input.
+fn write_m4b(tracks: &[Track], ctx: &Ctx) -> Result<DeliveredFile> {
+    let (audio, plans) = book_audio(tracks, ctx)?;
+    let mut feed = |sink: &mut Sink| stream_book(tracks, &plans, ctx, sink);
+    m4b::write(&audio, ctx.opts, &mut feed)
+}
+
+/// Streams the mastered audio `feed` gives into an MP3 at `path` (atomically: written under
+/// a temporary name, renamed when complete), after `tag`.
+fn write_mp3_file(
+    path: &Path,
+    tag: &[u8],
+    targets: &MasteringTargets,
+    feed: &mut dyn FnMut(&mut Sink) -> Result<()>,
+) -> Result<()> {
+    use std::io::Write;
+    // The store's writer speaks `StoreError`; the pipeline's own error is carried past it.
+    let mut failure = None;
+    let written = write_atomically(path, |tmp| {
+        let io = |e| StoreError::io("writing delivery file", tmp, e);
+        let mut file = std::io::BufWriter::new(std::fs::File::create(tmp).map_err(io)?);
+        file.write_all(tag).map_err(io)?;
+        let mut frames = Vec::new();
+        let encoded = (|| {
+            let mut enc = mp3::Encoder::new(targets.rate_hz, targets.mp3_kbps)
+                .map_err(DeliverError::Audio)?;
+            let mut pcm = Vec::new();
+            feed(&mut |x| {
+                pcm.clear();
+                pcm.extend(x.iter().map(|&s| mp3::sample_to_i16(s)));
+                enc.push(&pcm, &mut frames).map_err(DeliverError::Audio)?;
+                // A full disk is named as the store names it for every export.
+                file.write_all(&frames).map_err(io)?;
+                frames.clear();
+                Ok(())
+            })?;
+            enc.finish(&mut frames).map_err(DeliverError::Audio)
+        })();
+        if let Err(e) = encoded {
+            failure = Some(e);
+            return Err(StoreError::Export("the delivery file was not written".into()));
+        }
+        file.write_all(&frames).map_err(io)?;
+        file.flush().map_err(io)
+    });
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(written?),
+    }
+}
+
+/// Encodes the audio `feed` gives (which `audio` describes) as a tagged MP3 at `path`
+/// (atomically) and checks the written file.
 fn encode_checked(
     audio: &TrackAudio,
     title: &str,
@@ -718,6 +957,7 @@ fn encode_checked(
     total: u32,
     path: &Path,
     opts: &DeliveryOptions,
+    feed: &mut dyn FnMut(&mut Sink) -> Result<()>,
 ) -> Result<DeliveredFile> {
     let tags = mp3::Tags {
         book: opts.meta.title.clone(),
@@ -727,20 +967,20 @@ fn encode_checked(
         track: n,
         total_tracks: total,
         cover: load_cover(&opts.meta)?,
+        publication: opts.meta.publication.clone(),
+        disclosure: opts.meta.disclosure.clone(),
     };
-    let mut bytes = mp3::id3_tag(&tags).map_err(DeliverError::Audio)?;
-    bytes.extend(mp3::encode(&mp3::to_i16(&audio.samples)).map_err(DeliverError::Audio)?);
-    write_atomically(path, |tmp| {
-        std::fs::write(tmp, &bytes).map_err(|e| StoreError::io("writing delivery file", tmp, e))
-    })?;
-    let check = check::check_file(path).map_err(DeliverError::Audio)?;
+    let tag = mp3::id3_tag(&tags).map_err(DeliverError::Audio)?;
+    write_mp3_file(path, &tag, &opts.targets, feed)?;
+    let check = check::check_file_with(path, &opts.rules).map_err(DeliverError::Audio)?;
     Ok(DeliveredFile {
         path: path.to_path_buf(),
         title: title.to_string(),
         track: n,
-        samples: audio.samples.len() as u64,
+        samples: audio.total_samples,
         ceiling_db: audio.ceiling_db,
         chapters: audio.chapters.clone(),
+        spans: audio.spans.clone(),
         check,
     })
 }
@@ -750,6 +990,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn publication_fields_come_from_flags_then_the_book_then_the_config() {
+        let info = lectern_text::BookInfo {
+            publisher: Some("Book Press".into()),
+            isbn: Some("9780306406157".into()),
+            date: Some("2024".into()),
+            ..Default::default()
+        };
+        let config = crate::config::BookDefaults {
+            publisher: Some("Config Press".into()),
+            rights: Some("© Config".into()),
+            ..Default::default()
+        };
+        let flags = MetaFlags { date: Some(" 2026 ".into()), ..MetaFlags::default() };
+        let p = Publication::resolve(&flags, &info, &config);
+        assert_eq!(p.publisher, "Book Press", "the book beats the config");
+        assert_eq!(p.rights, "© Config", "the config fills what the book lacks");
+        assert_eq!(p.date, "2026", "a flag wins, trimmed");
+        assert_eq!(p.isbn, "9780306406157");
+        assert_eq!(p.description, "");
+    }
+
+    #[test]
     fn slugs_are_short_ascii_words() {
         assert_eq!(slug("Chapter One: The Storm!"), "chapter-one-the-storm");
         assert_eq!(slug("¿Qué?"), "qu");
@@ -757,7 +1019,7 @@ mod tests {
         assert!(slug(&"word ".repeat(30)).len() <= 40);
     }
 
-    fn record() -> lectern_engine::protocol::TakeRecord {
+    pub(super) fn record() -> lectern_engine::protocol::TakeRecord {
         lectern_engine::protocol::TakeRecord {
             segment_id: 0,
             text: String::new(),
@@ -828,7 +1090,9 @@ mod tests {
     #[test]
     fn a_sample_starts_at_a_chosen_segment_or_time_and_keeps_whole_segments() {
         let book = book();
-        let from = |start, length_s| sample_pieces(&book, &SampleSpan { start, length_s });
+        let targets = MasteringTargets::acx();
+        let from =
+            |start, length_s| sample_pieces(&book, &SampleSpan { start, length_s }, &targets);
         let seg = |chapter, segment| SampleStart::Segment { chapter, segment };
         // Chapter 2, segment 2: the 40 s take; 50 s more would pass 90 s with head and tail.
         let got = from(seg(2, 2), 90.0).unwrap();
@@ -860,6 +1124,33 @@ mod tests {
         assert!(err.contains("a retail sample of 5:01: ACX takes at most 5:00"), "{err}");
         assert!(check_options(&span(2.0)).is_err());
         assert!(check_options(&span(300.0)).is_ok());
+    }
+
+    #[test]
+    fn acx_targets_are_the_acx_constants() {
+        let t = MasteringTargets::acx();
+        assert_eq!((t.head_s, t.tail_s), (HEAD_S, TAIL_S));
+        assert_eq!((t.rms_db, t.first_ceiling_db), (TARGET_RMS_DB, FIRST_CEILING_DB));
+        assert_eq!((t.true_peak_max_db, t.peak_max_db), (TRUE_PEAK_MAX_DB, acx::PEAK_MAX_DB));
+        assert_eq!((t.rate_hz, t.mp3_kbps), (acx::SAMPLE_RATE_HZ, mp3::BITRATE_KBPS));
+        assert_eq!(DeliveryOptions::default().targets, t);
+    }
+
+    #[test]
+    fn spans_land_where_the_resampled_voice_does() {
+        // 24 kHz sample n of the voice is delivery sample ceil(n * 44100 / 24000): the
+        // resampled voice of n samples is that long.
+        assert_eq!(at_delivery_rate(0, 44_100), 0);
+        assert_eq!(at_delivery_rate(80, 44_100), 147);
+        assert_eq!(at_delivery_rate(81, 44_100), 149);
+        let x: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.01).sin()).collect();
+        let y = mastering::resample(&x[..81], SAMPLE_RATE_HZ, 44_100).unwrap();
+        assert_eq!(y.len() as u64, at_delivery_rate(81, 44_100));
+        let Piece::Take(t) = take(1.0) else { unreachable!() };
+        let texts: SegmentTexts = [(t.id, (7, 2, "Hello.".to_string()))].into_iter().collect();
+        let span = segment_span(&t, 80, 160, &texts, 44_100).shifted(10);
+        assert_eq!((span.start, span.end), (157, 304));
+        assert_eq!(span.what, Heard::Segment { id: 7, chapter: 2, text: "Hello.".into() });
     }
 
     #[test]

@@ -286,8 +286,77 @@ pub(crate) fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<
     Ok(())
 }
 
+/// What a master file's tags say: the book's metadata and the synthetic speech disclosure
+/// (a WAV's `LIST`/`INFO` chunk, a FLAC's Vorbis comments).
+pub(crate) struct MasterTags {
+    book: crate::audio::tags::BookFields,
+    disclosure: crate::audio::tags::Disclosure,
+}
+
+impl MasterTags {
+    fn of(
+        project: &Project,
+        info: &lectern_text::BookInfo,
+        chapters: &[ChapterPlan],
+    ) -> Result<Self> {
+        let voices = voices_of(project, chapters)?;
+        Ok(Self {
+            book: book_fields(info),
+            disclosure: crate::audio::tags::Disclosure::lectern(voices),
+        })
+    }
+
+    fn vorbis_comment(&self) -> Vec<u8> {
+        let fields = crate::audio::tags::vorbis_fields(&self.book, &self.disclosure);
+        crate::audio::tags::vorbis_comment(&crate::audio::tags::engine_name(), &fields)
+    }
+}
+
+/// The book's metadata as the manuscript gives it (EPUB, front matter), for tags.
+#[must_use]
+pub fn book_fields(info: &lectern_text::BookInfo) -> crate::audio::tags::BookFields {
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    crate::audio::tags::BookFields {
+        title: text(&info.title),
+        author: text(&info.author),
+        narrator: text(&info.narrator),
+        publisher: text(&info.publisher),
+        rights: text(&info.rights),
+        isbn: text(&info.isbn),
+        description: text(&info.description),
+        date: text(&info.date),
+        language: text(&info.language),
+    }
+}
+
+/// The names of the voices that speak the planned takes, in the order they first speak: a
+/// take's recorded voice, or (none recorded: the engine's default) the voice the project was
+/// rendered with, by its folder's name.
+pub(crate) fn voices_of(project: &Project, chapters: &[ChapterPlan]) -> Result<Vec<String>> {
+    let default_voice = project
+        .sources()?
+        .and_then(|s| s.voice_dir.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let mut voices: Vec<String> = Vec::new();
+    for piece in chapters.iter().flat_map(|c| c.pieces.iter()) {
+        let Piece::Take(t) = piece else { continue };
+        let name = match t.record.voice_id.trim() {
+            "" => default_voice.clone(),
+            id => Some(id.to_string()),
+        };
+        if let Some(name) = name.filter(|n| !voices.contains(n)) {
+            voices.push(name);
+        }
+    }
+    Ok(voices)
+}
+
 /// Writes one output file from `pieces`.
-fn write_file(path: &Path, pieces: &[&Piece], opts: &ExportOptions) -> Result<ExportedFile> {
+fn write_file(
+    path: &Path,
+    pieces: &[&Piece],
+    opts: &ExportOptions,
+    tags: &MasterTags,
+) -> Result<ExportedFile> {
     let samples: u64 = pieces.iter().map(|p| p.len()).sum();
     let (measured_lufs, gain_db) = match opts.loudness_lufs {
         None => (None, 0.0),
@@ -333,7 +402,16 @@ fn write_file(path: &Path, pieces: &[&Piece], opts: &ExportOptions) -> Result<Ex
                 }
                 Ok(())
             })?;
-            wav.finalize().map_err(wav_err)
+            wav.finalize().map_err(wav_err)?;
+            // The tags go after the audio, so the samples' bytes are those of an untagged file.
+            let mut file = fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(tmp)
+                .map_err(|e| export_io("tagging export", tmp, e))?;
+            let info = crate::audio::tags::wav_info_chunk(&tags.book, &tags.disclosure);
+            crate::audio::tags::append_wav_chunk(&mut file, &info)
+                .map_err(|e| export_io("tagging export", tmp, e))
         })?,
         ExportFormat::Flac => {
             if opts.sample_format == SampleFormat::Float32 {
@@ -346,9 +424,14 @@ fn write_file(path: &Path, pieces: &[&Piece], opts: &ExportOptions) -> Result<Ex
                     crate::audio::flac::FlacError::Io(e) => export_io("writing export", path, e),
                     other => StoreError::Export(format!("{}: {other}", path.display())),
                 };
-                let mut flac =
-                    crate::audio::flac::FlacWriter::new(BufWriter::new(file), SAMPLE_RATE_HZ, bits)
-                        .map_err(flac_err)?;
+                let comment = tags.vorbis_comment();
+                let mut flac = crate::audio::flac::FlacWriter::with_vorbis_comment(
+                    BufWriter::new(file),
+                    SAMPLE_RATE_HZ,
+                    bits,
+                    Some(&comment),
+                )
+                .map_err(flac_err)?;
                 let mut ints = Vec::new();
                 for_each_chunk(pieces, |chunk| {
                     ints.clear();
@@ -432,8 +515,9 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     let whole = opts.out.with_extension(ext);
     let all: Vec<&Piece> = chapters.iter().flat_map(|c| c.pieces.iter()).collect();
     let sub_chapters = book.chapter_marks.clone();
+    let tags = MasterTags::of(project, &book.info, &chapters)?;
     if !opts.split_chapters {
-        files.push(write_file(&whole, &all, opts)?);
+        files.push(write_file(&whole, &all, opts, &tags)?);
     }
     for (position, ch) in chapters.iter().enumerate() {
         let duration: u64 = ch.pieces.iter().map(Piece::len).sum();
@@ -441,7 +525,7 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
             // Numbered from 1 in reading order, as `render --split chapters` names its files.
             let path = dir.join(format!("{stem}-{:02}.{ext}", position + 1));
             let pieces: Vec<&Piece> = ch.pieces.iter().collect();
-            files.push(write_file(&path, &pieces, opts)?);
+            files.push(write_file(&path, &pieces, opts, &tags)?);
             (file_name(&path), 0)
         } else {
             (file_name(&whole), book_start)

@@ -9,8 +9,10 @@
 use super::kind::SegmentKind;
 use super::policy::SkipReason;
 
-/// What a book says about itself (EPUB `dc:title`, `dc:creator`, `dc:language`, its cover; a
-/// Markdown front matter's `title:`, `author:`, `narrator:`, `lang:` and `cover:`).
+/// What a book says about itself (EPUB `dc:title`, `dc:creator`, `dc:language`, `dc:publisher`,
+/// `dc:rights`, `dc:identifier`, `dc:description`, `dc:date`, its cover; a Markdown front
+/// matter's `title:`, `author:`, `narrator:`, `lang:`, `cover:`, `publisher:`, `rights:`,
+/// `isbn:`, `description:` and `date:`).
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct BookInfo {
     pub title: Option<String>,
@@ -21,6 +23,22 @@ pub struct BookInfo {
     pub narrator: Option<String>,
     /// BCP 47 tag (`en`, `fr-CA`, `zh-Hans`).
     pub language: Option<String>,
+    /// The publisher (`dc:publisher`).
+    #[serde(default)]
+    pub publisher: Option<String>,
+    /// The rights statement (`dc:rights`: a copyright line, a licence).
+    #[serde(default)]
+    pub rights: Option<String>,
+    /// The book's ISBN, digits only (and a final `X`), from a `dc:identifier` that is one; else
+    /// the front matter's `isbn:` as written.
+    #[serde(default)]
+    pub isbn: Option<String>,
+    /// The book's description (`dc:description`), markup removed, whitespace collapsed.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The publication date as the book writes it (`dc:date`: `2024`, `2024-03-01`, …).
+    #[serde(default)]
+    pub date: Option<String>,
     #[serde(skip)]
     pub cover: Option<Cover>,
     /// The cover image's path as a Markdown front matter writes it (`cover: art/cover.jpg`,

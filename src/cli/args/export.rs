@@ -27,9 +27,12 @@ pub struct ExportArgs {
     /// --preset acx]
     #[arg(long, value_enum)]
     pub format: Option<ExportFormatArg>,
-    /// `acx`: Audible/ACX's requirements: one MP3 per chapter (192 kbps CBR, 44.1 kHz
-    /// mono), ≤ 120 min each, RMS −23…−18 dB, peaks ≤ −3 dB, room tone; checked after
-    /// writing.
+    /// A store's requirements, checked after writing (docs/delivery.md cites each): `acx`
+    /// (Audible: one MP3 per chapter, 192 kbps CBR, 44.1 kHz mono, ≤ 120 min each, RMS
+    /// −23…−18 dB, peaks ≤ −3 dB, room tone; human narration only), `google-play` (Google Play
+    /// Books: MP3 ≥ 128 kbps, a book of 5 min to 100 h, cover 1024–7200 px), `findaway`
+    /// (Spotify / Findaway Voices, also `spotify`: MP3 192 kbps CBR 44.1 kHz, RMS −23…−18 dB,
+    /// peaks ≤ −3 dB, noise floor ≤ −60 dB, chapters and credits as their own files).
     #[arg(long, value_enum)]
     pub preset: Option<ExportPreset>,
     #[command(flatten)]
@@ -74,11 +77,51 @@ pub enum ExportFormatArg {
     Flac,
     Mp3,
     M4b,
+    /// The MP3 delivery with an SRT caption file beside each MP3.
+    Srt,
+    /// The MP3 delivery with a WebVTT caption file beside each MP3.
+    Vtt,
+    /// The MP3 delivery with the book's read-along EPUB 3 (Media Overlays) beside it; an EPUB
+    /// book only.
+    Epub,
 }
 
+/// Caption file formats (`--captions`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CaptionsArg {
+    Srt,
+    Vtt,
+}
+
+impl ExportFormatArg {
+    /// A delivery format: mastered files in a folder (mp3, m4b, and the MP3 delivery with its
+    /// captions or read-along EPUB).
+    #[must_use]
+    pub fn is_delivery(self) -> bool {
+        !matches!(self, Self::Wav | Self::Flac)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum ExportPreset {
+    #[default]
     Acx,
+    GooglePlay,
+    #[value(alias = "spotify", alias = "inaudio")]
+    Findaway,
+}
+
+impl ExportPreset {
+    /// The store's preset (its data and rules).
+    #[must_use]
+    pub fn preset(self) -> crate::deliver::preset::Preset {
+        use crate::deliver::preset::Preset;
+        match self {
+            Self::Acx => Preset::acx(),
+            Self::GooglePlay => Preset::google_play(),
+            Self::Findaway => Preset::findaway(),
+        }
+    }
 }
 
 /// `lectern export`'s options for delivery formats (`mp3`, `m4b`, `--preset acx`).
@@ -100,6 +143,25 @@ pub struct DeliveryArgs {
     /// [default: the EPUB's cover or the front matter's `cover:`]
     #[arg(long)]
     pub cover: Option<PathBuf>,
+    /// Publisher (tags) [default: the EPUB's `dc:publisher` or the front matter's
+    /// `publisher:`]
+    #[arg(long)]
+    pub publisher: Option<String>,
+    /// Rights statement, e.g. "© 2026 Ada Writer" (tags) [default: the EPUB's `dc:rights` or
+    /// the front matter's `rights:`]
+    #[arg(long)]
+    pub rights: Option<String>,
+    /// ISBN (tags) [default: the EPUB's ISBN identifier or the front matter's `isbn:`]
+    #[arg(long)]
+    pub isbn: Option<String>,
+    /// Description (tags) [default: the EPUB's `dc:description` or the front matter's
+    /// `description:`]
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Publication date, e.g. 2026 or 2026-03-01 (tags) [default: the EPUB's `dc:date` or the
+    /// front matter's `date:`]
+    #[arg(long)]
+    pub date: Option<String>,
     /// A room-tone recording (WAV, under −60 dB RMS) to lay under every file instead of the
     /// generated noise bed.
     #[arg(long)]
@@ -118,10 +180,10 @@ pub struct DeliveryArgs {
     /// opening_credits / closing_credits change it) where no recording is given.
     #[arg(long)]
     pub credits: bool,
-    /// Speak the opening credits from this template ({title}, {author}, {narrator}).
+    /// Speak the opening credits from this template ({title}, {author}, {narrator}, {voice}).
     #[arg(long, value_name = "TEMPLATE", conflicts_with = "opening_credits")]
     pub opening_credits_text: Option<String>,
-    /// Speak the closing credits from this template ({title}, {author}, {narrator}).
+    /// Speak the closing credits from this template ({title}, {author}, {narrator}, {voice}).
     #[arg(long, value_name = "TEMPLATE", conflicts_with = "closing_credits")]
     pub closing_credits_text: Option<String>,
     /// Also write a retail sample (`sample.mp3`): the start of chapter N, whole segments,
@@ -143,6 +205,10 @@ pub struct DeliveryArgs {
     /// Print the check of the written files as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also write captions beside each delivered file (`srt` or `vtt`, the file's name with
+    /// that extension): one cue per segment, timed on that file's timeline.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub captions: Option<CaptionsArg>,
 }
 
 /// `CH:SEG`, both whole numbers from 1.

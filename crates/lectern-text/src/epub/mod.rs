@@ -10,6 +10,7 @@
 //! Errors name the book and the entry inside it.
 
 mod chapters;
+pub mod overlay;
 mod package;
 mod pls;
 mod semantics;
@@ -55,6 +56,11 @@ pub fn read(path: &Path, policy: &ReadPolicy) -> Result<Document> {
         title: pkg.title.clone(),
         author: (!pkg.creators.is_empty()).then(|| pkg.creators.join(", ")),
         language: pkg.language.clone(),
+        publisher: pkg.publisher.clone(),
+        rights: pkg.rights.clone(),
+        isbn: pkg.isbn.clone(),
+        description: pkg.description.clone(),
+        date: pkg.date.clone(),
         cover,
         ..BookInfo::default()
     };

@@ -104,6 +104,13 @@ pub(super) struct Package {
     pub title: Option<String>,
     pub creators: Vec<String>,
     pub language: Option<String>,
+    /// `dc:publisher`, `dc:rights`, `dc:description`, `dc:date`: the first of each.
+    pub publisher: Option<String>,
+    pub rights: Option<String>,
+    pub description: Option<String>,
+    pub date: Option<String>,
+    /// The first `dc:identifier` that is an ISBN (see [`isbn_of`]).
+    pub isbn: Option<String>,
     pub manifest: HashMap<String, ManifestItem>,
     pub spine: Vec<SpineItem>,
     pub nav_href: Option<String>,
@@ -117,10 +124,93 @@ pub(super) struct Package {
     pub fixed_layout: bool,
 }
 
+/// The metadata elements whose text the package keeps (by local name).
+const METADATA_TEXT: &[&str] =
+    &["title", "creator", "language", "publisher", "rights", "identifier", "description", "date"];
+
+/// The ISBN in a `dc:identifier`'s text, digits only (a final `X` kept): a `urn:isbn:`/`isbn:`
+/// value, an identifier whose EPUB 2 `opf:scheme` is `ISBN`, or a bare ISBN-10/13 whose check
+/// digit holds. `None` for anything else (a UUID, a DOI), so a book's internal identifier is
+/// never written into the audio's ISBN tag.
+#[must_use]
+fn isbn_of(value: &str, scheme: Option<&str>) -> Option<String> {
+    let lower = value.trim().to_ascii_lowercase();
+    let (named, rest) =
+        match lower.strip_prefix("urn:isbn:").or_else(|| lower.strip_prefix("isbn:")) {
+            Some(rest) => (true, rest.to_string()),
+            None => (scheme.is_some_and(|s| s.eq_ignore_ascii_case("isbn")), lower.clone()),
+        };
+    let digits: String =
+        rest.chars().filter(|c| !matches!(c, '-' | ' ')).map(|c| c.to_ascii_uppercase()).collect();
+    let well_formed = match digits.len() {
+        10 => {
+            digits[..9].chars().all(|c| c.is_ascii_digit())
+                && digits[9..].chars().all(|c| c.is_ascii_digit() || c == 'X')
+        }
+        13 => digits.chars().all(|c| c.is_ascii_digit()),
+        _ => false,
+    };
+    (well_formed && (named || isbn_checks(&digits))).then_some(digits)
+}
+
+/// Whether an ISBN-10 or ISBN-13's check digit holds.
+fn isbn_checks(digits: &str) -> bool {
+    let values: Vec<u32> =
+        digits.chars().map(|c| if c == 'X' { 10 } else { c.to_digit(10).unwrap_or(0) }).collect();
+    match values.len() {
+        10 => values.iter().enumerate().map(|(i, v)| (10 - i as u32) * v).sum::<u32>() % 11 == 0,
+        13 => {
+            values.iter().enumerate().map(|(i, v)| if i % 2 == 0 { *v } else { 3 * v }).sum::<u32>()
+                % 10
+                == 0
+        }
+        _ => false,
+    }
+}
+
+/// A description as plain text: what looks like a tag removed (EPUBs often carry escaped
+/// XHTML in `dc:description`), whitespace collapsed.
+fn plain_description(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut in_tag = false;
+    for c in value.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Guide and landmark types that mark where the body matter starts.
 const BODY_START_TYPES: &[&str] = &["text", "bodymatter", "start"];
 
 impl Package {
+    /// Keeps the first publisher, rights, description or date the metadata gives.
+    fn set_publication(&mut self, element: &str, value: String) {
+        let slot = match element {
+            "publisher" => &mut self.publisher,
+            "rights" => &mut self.rights,
+            "date" => &mut self.date,
+            "description" => {
+                let plain = plain_description(&value);
+                if self.description.is_none() && !plain.is_empty() {
+                    self.description = Some(plain);
+                }
+                return;
+            }
+            _ => return,
+        };
+        if slot.is_none() {
+            *slot = Some(value);
+        }
+    }
+
     pub fn parse(xml: &str, opf_path: &str) -> Result<Self, String> {
         let mut pkg = Self::default();
         let mut r = reader(xml);
@@ -130,6 +220,8 @@ impl Package {
         // The metadata element whose text is being read.
         let mut reading: Option<String> = None;
         let mut text = String::new();
+        // An EPUB 2 identifier's `opf:scheme` (`ISBN`), while its text is read.
+        let mut scheme: Option<String> = None;
         loop {
             let event = r.read_event().map_err(|e| xml_error(&r, &e))?;
             match event {
@@ -140,9 +232,8 @@ impl Package {
                     reading = Some("layout".into());
                     text.clear();
                 }
-                Event::Start(e)
-                    if matches!(local(&e).as_str(), "title" | "creator" | "language") =>
-                {
+                Event::Start(e) if METADATA_TEXT.contains(&local(&e).as_str()) => {
+                    scheme = attr(&e, "opf:scheme").or_else(|| attr(&e, "scheme"));
                     reading = Some(local(&e));
                     text.clear();
                 }
@@ -155,8 +246,12 @@ impl Package {
                         Some("title") if pkg.title.is_none() => pkg.title = Some(value),
                         Some("creator") => pkg.creators.push(value),
                         Some("language") if pkg.language.is_none() => pkg.language = Some(value),
+                        Some("identifier") if pkg.isbn.is_none() => {
+                            pkg.isbn = isbn_of(&value, scheme.as_deref());
+                        }
                         Some("layout") => pkg.fixed_layout = value == "pre-paginated",
-                        _ => {}
+                        Some(other) => pkg.set_publication(other, value),
+                        None => {}
                     }
                 }
                 Event::Start(e) | Event::Empty(e) => match local(&e).as_str() {
@@ -414,4 +509,47 @@ pub(super) fn ncx(xml: &str, ncx_path: &str) -> Result<Nav, String> {
         }
     }
     Ok(Nav { toc, page_targets, ..Nav::default() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPF: &str = r#"<?xml version="1.0"?>
+<package xmlns="http://www.idpf.org/2007/opf" xmlns:opf="http://www.idpf.org/2007/opf" version="3.0">
+<metadata xmlns:dc="http://purl.org/dc/elements/1.1/">
+  <dc:identifier id="uid">urn:uuid:0a1b2c3d-0000-4000-8000-000000000000</dc:identifier>
+  <dc:identifier opf:scheme="ISBN">978-0-306-40615-7</dc:identifier>
+  <dc:title>The Lighthouse</dc:title>
+  <dc:publisher>Harbour &amp; Sons</dc:publisher>
+  <dc:rights>© 2024 Ada Writer. All rights reserved.</dc:rights>
+  <dc:description>&lt;p&gt;A keeper and   her light.&lt;/p&gt;</dc:description>
+  <dc:date>2024-03-01</dc:date>
+  <dc:date>1999</dc:date>
+</metadata>
+<manifest><item id="c1" href="c1.xhtml" media-type="application/xhtml+xml"/></manifest>
+<spine><itemref idref="c1"/></spine>
+</package>"#;
+
+    #[test]
+    fn publication_metadata_is_read_from_the_package() {
+        let pkg = Package::parse(OPF, "OEBPS/content.opf").unwrap();
+        assert_eq!(pkg.publisher.as_deref(), Some("Harbour & Sons"));
+        assert_eq!(pkg.rights.as_deref(), Some("© 2024 Ada Writer. All rights reserved."));
+        assert_eq!(pkg.description.as_deref(), Some("A keeper and her light."));
+        assert_eq!(pkg.date.as_deref(), Some("2024-03-01"));
+        // The UUID is the book's own identifier, not an ISBN: the second identifier is.
+        assert_eq!(pkg.isbn.as_deref(), Some("9780306406157"));
+    }
+
+    #[test]
+    fn only_isbns_are_taken_as_isbns() {
+        assert_eq!(isbn_of("urn:isbn:0-306-40615-2", None).as_deref(), Some("0306406152"));
+        assert_eq!(isbn_of("9780306406157", None).as_deref(), Some("9780306406157"));
+        // A bare number whose check digit fails is some other identifier.
+        assert_eq!(isbn_of("9780306406158", None), None);
+        assert_eq!(isbn_of("urn:uuid:12345678-1234", None), None);
+        assert_eq!(isbn_of("doi:10.1000/182", Some("DOI")), None);
+        assert_eq!(isbn_of("080442957X", None).as_deref(), Some("080442957X"));
+    }
 }

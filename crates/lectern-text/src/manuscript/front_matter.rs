@@ -12,11 +12,16 @@ pub(super) struct FrontMatter {
     pub narrator: Option<String>,
     /// As written (a path relative to the manuscript).
     pub cover: Option<String>,
+    pub publisher: Option<String>,
+    pub rights: Option<String>,
+    pub isbn: Option<String>,
+    pub description: Option<String>,
+    pub date: Option<String>,
 }
 
 /// A YAML front matter block: `---` on the first line, closed by `---` or `...`. Its simple
-/// `key: value` lines `lang:` (or `language:`), `title:`, `author:`, `narrator:` and `cover:`
-/// are read (other keys are left alone); the block is never read aloud.
+/// `key: value` lines `lang:` (or `language:`), `title:`, `author:`, `narrator:`, `cover:`,
+/// `publisher:`, `rights:` (or `copyright:`), `isbn:`, `description:` and `date:` are read (other keys are left alone); the block is never read aloud.
 pub(super) fn front_matter(src: &str) -> Option<FrontMatter> {
     let all = lines(src);
     let (first, ..) = all.first()?;
@@ -45,5 +50,10 @@ pub(super) fn front_matter(src: &str) -> Option<FrontMatter> {
         author: field(&["author"]),
         narrator: field(&["narrator"]),
         cover: field(&["cover"]),
+        publisher: field(&["publisher"]),
+        rights: field(&["rights", "copyright"]),
+        isbn: field(&["isbn"]),
+        description: field(&["description"]),
+        date: field(&["date"]),
     })
 }

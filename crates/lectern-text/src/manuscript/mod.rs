@@ -464,6 +464,11 @@ fn parse_source(
             cover_path: f.cover,
             language,
             cover: None,
+            publisher: f.publisher,
+            rights: f.rights,
+            isbn: f.isbn,
+            description: f.description,
+            date: f.date,
             ..BookInfo::default()
         },
         None => BookInfo { language, ..BookInfo::default() },

@@ -11,6 +11,7 @@ mod manuscript;
 mod markdown;
 mod normalize;
 mod pronunciation;
+mod read_along;
 mod segment;
 mod spoken_languages;
 mod voicing;
