@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::{CaptionsArg, ExportFormatArg};
 use crate::deliver::captions::{self, CaptionFormat, PrintedTexts};
-use crate::deliver::{DeliveredFile, DeliveryOptions, readalong};
+use crate::deliver::{DeliveredFile, DeliveryOptions, read_along};
 use crate::store::Project;
 
 /// What a delivery writes besides its audio.
@@ -54,7 +54,7 @@ impl Companions {
             return Ok(());
         }
         match manuscript_of(book) {
-            Some(m) if readalong::is_epub(&m) => Ok(()),
+            Some(m) if read_along::is_epub(&m) => Ok(()),
             Some(m) => anyhow::bail!(
                 "--format epub makes a read-along edition of an EPUB book, and {} is not one: \
                  `--format srt` or `--format vtt` write captions of any book",
@@ -85,7 +85,7 @@ pub(super) fn write(
     // Captions print the book's words where the manuscript is at hand.
     let manuscript = manuscript_of(book);
     let printed = match &manuscript {
-        Some(m) => match readalong::printed_texts(project, m) {
+        Some(m) => match read_along::printed_texts(project, m) {
             Ok(texts) => texts,
             // The read-along EPUB needs the book's own words; captions can do without them.
             Err(e) if !companions.epub => {
@@ -104,7 +104,7 @@ pub(super) fn write(
     }
     if let Some(source) = manuscript.filter(|_| companions.epub) {
         let out = opts.out_dir.join(format!("{stem}.epub"));
-        let report = readalong::write_epub(&source, &out, files, rate, &printed, &opts.meta)?;
+        let report = read_along::write_epub(&source, &out, files, rate, &printed, &opts.meta)?;
         if !report.unanchored.is_empty() {
             eprintln!(
                 "warning: {} of {} segment(s) were not found in the book's text: they play \

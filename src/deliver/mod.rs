@@ -24,7 +24,7 @@ pub mod m4b;
 pub mod mastering;
 pub mod mp3;
 pub mod preset;
-pub mod readalong;
+pub mod read_along;
 mod stream;
 
 use std::collections::HashMap;

@@ -23,7 +23,7 @@ mod cli_small;
 mod deliver_check;
 mod deliver_export;
 mod deliver_presets;
-mod deliver_readalong;
+mod deliver_read_along;
 mod deliver_stream;
 mod doctor_cli;
 mod dry_run;
