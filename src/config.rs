@@ -91,6 +91,25 @@ pub struct BookDefaults {
     pub closing_credits: Option<String>,
 }
 
+impl BookDefaults {
+    /// The keys that are set, as `config.toml` names them, with their values (for
+    /// `lectern config`).
+    #[must_use]
+    pub fn entries(&self) -> Vec<(&'static str, &str)> {
+        [
+            ("narrator", &self.narrator),
+            ("author", &self.author),
+            ("publisher", &self.publisher),
+            ("rights", &self.rights),
+            ("opening_credits", &self.opening_credits),
+            ("closing_credits", &self.closing_credits),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| value.as_deref().map(|v| (key, v)))
+        .collect()
+    }
+}
+
 /// One error in a configuration file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}:{line}: {key}: {message}", file.display())]
@@ -420,6 +439,11 @@ mod tests {
         let (s, e) = parse(text, Path::new("c.toml"));
         assert!(e.is_empty(), "{e:?}");
         assert_eq!(s.book.publisher.as_deref(), Some("Harbour Press"));
+        assert_eq!(
+            s.book.entries(),
+            [("publisher", "Harbour Press"), ("rights", "© 2026 Sam")],
+            "`lectern config` lists the keys that are set"
+        );
         assert_eq!(s.book.rights.as_deref(), Some("© 2026 Sam"));
     }
 

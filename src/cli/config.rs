@@ -38,6 +38,10 @@ pub(super) fn run(args: ConfigArgs) -> Result<()> {
     for (k, v, s) in eff.lines() {
         line(format!("{k:<16} {v:<32} ({s})"));
     }
+    for (k, v) in cfg.settings.book.entries() {
+        let key = format!("book.{k}");
+        line(format!("{key:<16} {v:<32} ({})", show(cfg.path.clone())));
+    }
     if !cfg.errors.is_empty() {
         line(String::new());
         for e in &cfg.errors {
