@@ -138,25 +138,14 @@ impl Preset {
             split_chapters: true,
             // No per-file limit is published; Lectern keeps ACX's split, which every store takes.
             max_file_s: acx::MAX_DURATION_S,
+            // The levels cited for Findaway are ACX's; no head, tail, length or sample rule.
             rules: Rules {
                 store: "Findaway Voices",
-                mp3_layer3: true,
-                cbr: true,
-                min_bitrate_kbps: Some(acx::MIN_BITRATE_KBPS),
-                sample_rate_hz: Some(acx::SAMPLE_RATE_HZ),
-                min_sample_rate_hz: None,
-                rms_db: Some((acx::RMS_MIN_DB, acx::RMS_MAX_DB)),
-                peak_max_db: Some(acx::PEAK_MAX_DB),
-                true_peak_max_db: None,
-                noise_floor_max_db: Some(acx::NOISE_FLOOR_MAX_DB),
-                room_tone: true,
                 head_s: None,
                 tail_s: None,
                 max_duration_s: None,
                 sample_max_s: None,
-                same_channels: true,
-                book_min_s: None,
-                book_max_s: None,
+                ..Rules::acx()
             },
             targets: MasteringTargets::acx(),
             cover: CoverRule::default(),
