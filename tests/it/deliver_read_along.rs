@@ -4,7 +4,7 @@
 //! passes, each clip the span of its segment.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use lectern::deliver::captions::{self, CaptionFormat, PrintedTexts};
 use lectern::deliver::{self, DeliveredFile, DeliveryOptions, Heard};
@@ -251,6 +251,21 @@ fn epubcheck(epub: &Path) -> Option<(bool, String)> {
     Some((out.status.success(), text))
 }
 
+/// The two-chapter EPUB written into `dir` and rendered there on the bundled model; its path.
+fn rendered_two_chapter_epub(dir: &Path) -> PathBuf {
+    let book = dir.join("book.epub");
+    two_chapter_epub(&book);
+    run_ok(
+        deliver_common::lectern()
+            .arg("render")
+            .arg(&book)
+            .arg("-o")
+            .arg(dir.join("r.wav"))
+            .arg("--quiet"),
+    );
+    book
+}
+
 /// `export --format epub` of a rendered EPUB: EPUBCheck passes it; each chapter's SMIL pairs
 /// every segment's anchor with its clip, the clips equal the spans of the same delivery made
 /// through the library, the anchors hold the segments' printed text, and each chapter's MP3
@@ -258,16 +273,7 @@ fn epubcheck(epub: &Path) -> Option<(bool, String)> {
 #[test]
 fn a_read_along_epub_passes_epubcheck_and_its_clips_are_the_spans() {
     let tmp = tempfile::tempdir().unwrap();
-    let book = tmp.path().join("book.epub");
-    two_chapter_epub(&book);
-    run_ok(
-        deliver_common::lectern()
-            .arg("render")
-            .arg(&book)
-            .arg("-o")
-            .arg(tmp.path().join("r.wav"))
-            .arg("--quiet"),
-    );
+    let book = rendered_two_chapter_epub(tmp.path());
     let out = tmp.path().join("out");
     let err = run_ok(
         deliver_common::lectern()
@@ -399,16 +405,7 @@ fn a_read_along_epub_of_a_markdown_book_is_refused() {
 #[test]
 fn srt_export_writes_captions_beside_the_delivery() {
     let tmp = tempfile::tempdir().unwrap();
-    let book = tmp.path().join("book.epub");
-    two_chapter_epub(&book);
-    run_ok(
-        deliver_common::lectern()
-            .arg("render")
-            .arg(&book)
-            .arg("-o")
-            .arg(tmp.path().join("r.wav"))
-            .arg("--quiet"),
-    );
+    let book = rendered_two_chapter_epub(tmp.path());
     let out = tmp.path().join("captions");
     run_ok(
         deliver_common::lectern()

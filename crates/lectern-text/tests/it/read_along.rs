@@ -20,6 +20,30 @@ fn entries(path: &std::path::Path) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A read-along of `sources` on one stand-in MP3, half a second a segment, one a second apart.
+fn read_along_of(sources: &[String], narrator: Option<&str>) -> ReadAlong {
+    let clips = sources
+        .iter()
+        .enumerate()
+        .map(|(k, text)| OverlayClip {
+            text: text.clone(),
+            audio: 0,
+            begin_s: k as f64,
+            end_s: k as f64 + 0.5,
+        })
+        .collect();
+    ReadAlong {
+        audio: vec![OverlayAudio {
+            name: "01-book.mp3".into(),
+            media_type: "audio/mpeg".into(),
+            bytes: vec![0xff, 0xfb, 0x90, 0x00],
+        }],
+        clips,
+        narrator: narrator.map(str::to_string),
+        disclosure: vec![("synthetic-speech".into(), "yes".into())],
+    }
+}
+
 /// Letters and digits, lower-cased: the words of a text, whatever its spacing and punctuation.
 fn letters(text: &str) -> String {
     text.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
@@ -81,26 +105,7 @@ fn every_segment_of_a_book_is_anchored_around_its_own_words() {
     let sources: Vec<String> =
         manuscript.chapters.iter().flat_map(|c| &c.segments).map(|s| s.source.clone()).collect();
     assert!(sources.len() >= 8, "{sources:?}");
-    let clips = sources
-        .iter()
-        .enumerate()
-        .map(|(k, text)| OverlayClip {
-            text: text.clone(),
-            audio: 0,
-            begin_s: k as f64,
-            end_s: k as f64 + 0.5,
-        })
-        .collect();
-    let read_along = ReadAlong {
-        audio: vec![OverlayAudio {
-            name: "01-book.mp3".into(),
-            media_type: "audio/mpeg".into(),
-            bytes: vec![0xff, 0xfb, 0x90, 0x00],
-        }],
-        clips,
-        narrator: Some("Nell Reader".into()),
-        disclosure: vec![("synthetic-speech".into(), "yes".into())],
-    };
+    let read_along = read_along_of(&sources, Some("Nell Reader"));
     let out = tmp.path().join("read-along.epub");
     let report = overlay::write(&book, &out, &read_along).unwrap();
     assert_eq!(report.unanchored, Vec::<usize>::new(), "{sources:?}");
@@ -182,26 +187,7 @@ fn every_segment_of_the_corpus_books_is_anchored() {
             .flat_map(|c| &c.segments)
             .map(|s| without_phones(&s.source))
             .collect();
-        let clips = sources
-            .iter()
-            .enumerate()
-            .map(|(k, text)| OverlayClip {
-                text: text.clone(),
-                audio: 0,
-                begin_s: k as f64,
-                end_s: k as f64 + 0.5,
-            })
-            .collect();
-        let read_along = ReadAlong {
-            audio: vec![OverlayAudio {
-                name: "01-book.mp3".into(),
-                media_type: "audio/mpeg".into(),
-                bytes: vec![0xff, 0xfb, 0x90, 0x00],
-            }],
-            clips,
-            narrator: None,
-            disclosure: vec![("synthetic-speech".into(), "yes".into())],
-        };
+        let read_along = read_along_of(&sources, None);
         let out = tmp.path().join(format!("{name}-read-along.epub"));
         let report = overlay::write(&book, &out, &read_along).unwrap();
         for &k in &report.unanchored {
