@@ -171,29 +171,13 @@ fn id3v2_len(bytes: &[u8]) -> usize {
     10 + size + footer
 }
 
-/// Decoded audio: mono (channels averaged), its rate and its channel count.
-pub struct Decoded {
-    pub samples: Vec<f32>,
-    pub sample_rate_hz: u32,
-    pub channels: u32,
-}
-
 /// Where decoded mono samples go, block by block, with their rate.
 pub type DecodeSink<'s> = dyn FnMut(u32, &[f32]) -> Result<(), String> + 's;
 
-/// Decodes an MP3 with symphonia; an M4B/M4A (AAC) with the ffmpeg program, which wrote it
-/// (symphonia's AAC and MP4 parts would add a minute to every build for this alone).
-pub fn decode(path: &Path) -> Result<Decoded, String> {
-    let mut samples = Vec::new();
-    let (sample_rate_hz, channels) = decode_into(path, &mut |_, x| {
-        samples.extend_from_slice(x);
-        Ok(())
-    })?;
-    Ok(Decoded { samples, sample_rate_hz, channels })
-}
-
-/// [`decode`] as it goes: each block of mono samples (channels averaged) to `sink`; returns
-/// the rate and the channel count.
+/// Decodes a delivery file as it goes — an MP3 with symphonia, an M4B/M4A (AAC) with the ffmpeg
+/// program, which wrote it (symphonia's AAC and MP4 parts would add a minute to every build for
+/// this alone) — each block of mono samples (channels averaged) to `sink`; returns the rate and
+/// the channel count.
 pub fn decode_into(path: &Path, sink: &mut DecodeSink) -> Result<(u32, u32), String> {
     let is_mp4 = path
         .extension()
@@ -566,27 +550,7 @@ pub fn check_levels(name: &str, levels: &Levels, rate_hz: u32) -> FileCheck {
     check
 }
 
-/// ACX's check of mastered 44.1 kHz mono samples still in memory (not encoded: no bitrate
-/// rule), as `name` — the workstation's chapter status.
-pub fn check_samples(name: &str, x: &[f32], rate_hz: u32) -> Result<FileCheck, String> {
-    let mut check = FileCheck::measure(PathBuf::from(name), x, rate_hz, 1, Vec::new())?;
-    check.failures = failures(&check, None, false);
-    Ok(check)
-}
-
 impl FileCheck {
-    /// The figures of mono samples `x` at `rate_hz` (from a file of `channels` channels and
-    /// these frame bitrates), before any rule is applied.
-    fn measure(
-        file: PathBuf,
-        x: &[f32],
-        rate_hz: u32,
-        channels: u32,
-        bitrates_kbps: Vec<u32>,
-    ) -> Result<Self, String> {
-        Ok(Self::from_levels(file, &levels(x, rate_hz.max(1))?, rate_hz, channels, bitrates_kbps))
-    }
-
     /// The figures of [`Levels`] measured at `rate_hz`, before any rule is applied.
     fn from_levels(
         file: PathBuf,
