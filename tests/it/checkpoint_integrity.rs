@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::cli_common::isolated_env;
+use crate::cli_common::{copy_dir, isolated_env};
 use candle::{DType, Device, Tensor};
 use lectern_model::Checkpoint;
 
@@ -178,18 +178,4 @@ fn render_refuses_a_model_with_a_damaged_llm_checkpoint() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("llm.pt") && err.contains(&format!("`{}`", at.name)), "{err}");
     assert!(!out.exists(), "an output was written");
-}
-
-/// Copies a directory's files, following links (the fixture links its ONNX models).
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let p = e.unwrap().path();
-        let to = dst.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &to);
-        } else {
-            std::fs::copy(&p, &to).unwrap();
-        }
-    }
 }

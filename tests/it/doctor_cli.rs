@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::cli_common::isolated_env;
+use crate::cli_common::{copy_dir, isolated_env};
 
 const SECTIONS: &[&str] =
     &["config", "folders", "model", "tokenizer", "voice", "device", "cpu", "audio", "ffmpeg"];
@@ -90,18 +90,4 @@ fn a_parent_folder_given_as_the_model_is_explained() {
     assert!(!o.status.success());
     let out = text(&o.stdout);
     assert!(out.contains(&format!("pass --model {}", model.display())), "{out}");
-}
-
-/// Copies a directory's files, following links (the fixture links its ONNX models).
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let p = e.unwrap().path();
-        let to = dst.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &to);
-        } else {
-            std::fs::copy(&p, &to).unwrap();
-        }
-    }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::cli_common::isolated_env;
+use crate::cli_common::{grouped_book_text, isolated_env};
 use serde_json::Value;
 
 const SAMPLES_PER_TOKEN: u64 = 960;
@@ -386,32 +386,10 @@ fn bad_voices_fail_clearly() {
     assert!(!dir.path().join("book.lectern").exists(), "no project for a bad voice");
 }
 
-/// Paragraphs of several segments each, so flow groups hold several takes and a kill can land
-/// between them: sentences of 62 LM tokens (Qwen2 BPE), over upstream's 60-token minimum, so
-/// no two share a segment (80 tokens at most).
-fn grouped_book() -> String {
-    // Four paragraphs of two sentences, a segment each: groups of two segments.
-    (1..=4)
-        .map(|p| {
-            (1..=2)
-                .map(|i| {
-                    format!(
-                        "Paragraph {p} sentence {i} tells of the sea and the keeper, of the long \
-                         grey evenings on the rock, of the ships that passed far out beyond the \
-                         reef, of the lamp that burned all night above the water, of the storms \
-                         of winter, and of the letters that came with the supply boat in spring. "
-                    )
-                })
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join("\n\n")
-}
-
 #[test]
 fn a_render_killed_inside_group_saves_resumes_to_the_same_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let book = write(dir.path(), "book.txt", &grouped_book());
+    let book = write(dir.path(), "book.txt", &grouped_book_text());
     let clean_out = dir.path().join("clean.wav");
     let rep = dir.path().join("report.json");
     let clean_project = dir.path().join("clean.lectern").display().to_string();

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::cli_common::isolated_env;
+use crate::cli_common::{grouped_book_text, isolated_env};
 
 fn lectern() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lectern"));
@@ -36,21 +36,7 @@ fn render_ok(book: &Path, out: &Path, args: &[&str]) -> Vec<u8> {
 /// Four segments (a paragraph each) in flow groups of two (the grouping decides the bytes of
 /// a take).
 fn grouped_book(dir: &Path) -> PathBuf {
-    let text = (1..=4)
-        .map(|p| {
-            (1..=2)
-                .map(|i| {
-                    format!(
-                        "Paragraph {p} sentence {i} tells of the sea and the keeper, of the long \
-                         grey evenings on the rock, of the ships that passed far out beyond the \
-                         reef, of the lamp that burned all night above the water, of the storms \
-                         of winter, and of the letters that came with the supply boat in spring. "
-                    )
-                })
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join("\n\n");
+    let text = grouped_book_text();
     let path = dir.join("book.txt");
     std::fs::write(&path, text).unwrap();
     path
