@@ -273,6 +273,28 @@ pub fn run(opts: &BenchOptions) -> Result<serde_json::Value> {
     } else {
         None
     };
+    // Each reduced precision against f32 on the same weights and tokens: what a take made at
+    // it would change (the figure a default may move on, issue 50).
+    let mut precision_deviations = Vec::new();
+    for prec in reduced_precisions(opts.precision) {
+        let reduced = SpeechLm::new(&cfg.lm, &w, prec)?;
+        let d = precision_deviation(&lm32, &reduced, &input, DEVIATION_STEPS)?;
+        println!(
+            "{} against f32, the prefill and {DEVIATION_STEPS} teacher-forced steps (f32's argmax \
+             fed to both, each prefilled itself): top-1 agreement {}/{} ({:.1} %), log-prob max \
+             |Δ| {:.3e}, mean |Δ| {:.3e}",
+            prec.name(),
+            d.agreeing,
+            d.rows,
+            100.0 * d.agreeing as f64 / d.rows as f64,
+            d.max_abs,
+            d.mean_abs
+        );
+        precision_deviations.push(json!({
+            "precision": prec.name(), "rows": d.rows, "top1_agreeing": d.agreeing,
+            "logp_max_abs": d.max_abs, "logp_mean_abs": d.mean_abs,
+        }));
+    }
     if let Some(b) = baseline {
         println!("baseline: plain single-lane f32 decode {b:.2} tok/s");
     }
@@ -289,7 +311,75 @@ pub fn run(opts: &BenchOptions) -> Result<serde_json::Value> {
         "baseline_f32_single_lane_tokens_per_s": baseline,
         "runs": rows,
         "kernels_vs_candle_max_logp_deviation": kernel_check,
+        "precision_vs_f32": precision_deviations,
     }))
+}
+
+/// Forced steps [`precision_deviation`] compares.
+const DEVIATION_STEPS: usize = 64;
+
+/// The reduced precisions a run measures against f32: the one asked for, or every one the
+/// run times.
+fn reduced_precisions(asked: Option<LmPrecision>) -> Vec<LmPrecision> {
+    let all = [LmPrecision::F16, LmPrecision::Bf16, LmPrecision::Q8_0];
+    match asked {
+        Some(LmPrecision::F32) => Vec::new(),
+        Some(p) => vec![p],
+        None => all.to_vec(),
+    }
+}
+
+/// How far a reduced-precision LM's log-probs are from f32's on the same input.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PrecisionDeviation {
+    /// Log-prob rows compared: the prefill's and one per forced step.
+    pub rows: usize,
+    /// Rows whose argmax is the same id.
+    pub agreeing: usize,
+    pub max_abs: f32,
+    pub mean_abs: f64,
+}
+
+/// Prefills `input` into each model, then feeds both f32's argmax for `steps` steps (teacher
+/// forcing: one model's choices, so a first disagreement does not send the two on different
+/// paths) and compares every step's log-probs, the prefill's included. Through the engine's
+/// decode path (graphs and Lectern's kernels where the device has them).
+pub fn precision_deviation(
+    f32_lm: &SpeechLm,
+    reduced: &SpeechLm,
+    input: &Tensor,
+    steps: usize,
+) -> Result<PrecisionDeviation> {
+    let capacity = input.dim(0)? + steps + 1;
+    let mut lanes = Vec::new();
+    for lm in [f32_lm, reduced] {
+        let mut cache = lm.new_cache(capacity)?;
+        let first = lm.prefill(input, &mut cache)?.to_vec1::<f32>()?;
+        lanes.push((first, joined_copies(&cache, 1)?, GraphSlot::default()));
+    }
+    let mut d = PrecisionDeviation { rows: 0, agreeing: 0, max_abs: 0.0, mean_abs: 0.0 };
+    let mut sum_abs = 0f64;
+    let mut compared = 0usize;
+    for step in 0..=steps {
+        let (a, b) = (&lanes[0].0, &lanes[1].0);
+        let top = |row: &[f32]| lectern_model::sampling::argmax(row);
+        d.rows += 1;
+        d.agreeing += usize::from(top(a) == top(b));
+        for (x, y) in a.iter().zip(b) {
+            d.max_abs = d.max_abs.max((x - y).abs());
+            sum_abs += f64::from((x - y).abs());
+        }
+        compared += a.len();
+        if step == steps {
+            break;
+        }
+        let token = top(a);
+        for (lm, (row, batch, slot)) in [f32_lm, reduced].into_iter().zip(lanes.iter_mut()) {
+            *row = lm.decode_step(batch, &[token], slot)?.to_vec2::<f32>()?.remove(0);
+        }
+    }
+    d.mean_abs = sum_abs / compared.max(1) as f64;
+    Ok(d)
 }
 
 /// Largest |Δ log-prob| between the engine's decode path (graphs and Lectern's kernels) and
