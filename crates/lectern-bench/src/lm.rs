@@ -318,8 +318,8 @@ pub fn run(opts: &BenchOptions) -> Result<serde_json::Value> {
 /// Forced steps [`precision_deviation`] compares.
 const DEVIATION_STEPS: usize = 64;
 
-/// The reduced precisions a run measures against f32: the one asked for, or every one the
-/// run times.
+/// The reduced precisions a run measures against f32: the one asked for, or without one every
+/// reduced precision the LM has (bf16 too, which a run without one does not time).
 fn reduced_precisions(asked: Option<LmPrecision>) -> Vec<LmPrecision> {
     let all = [LmPrecision::F16, LmPrecision::Bf16, LmPrecision::Q8_0];
     match asked {
