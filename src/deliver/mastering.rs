@@ -670,13 +670,11 @@ mod tests {
 
     /// A signal with speech-like bursts, clicks and silences (deterministic).
     fn varied(n: usize, seed: u32) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(2_654_435_761).max(1);
+        let mut next =
+            lectern_test_support::signals::xorshift_noise(seed.wrapping_mul(2_654_435_761).max(1));
         (0..n)
             .map(|i| {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                let noise = (state as f32 / u32::MAX as f32 - 0.5) * 0.05;
+                let noise = next() * 0.05;
                 let burst = if (i / 3000) % 4 == 3 { 0.0 } else { 1.0 };
                 let click = if i % 1777 < 2 { 0.95 } else { 0.0 };
                 burst * (0.4 * (i as f32 * 0.031).sin() + noise) + click

@@ -388,14 +388,12 @@ mod tests {
     /// must hold) and silence at its edges.
     fn speech(secs: f64, amp: f32, clicks: bool, seed: u32) -> Vec<f32> {
         let n = (secs * 24_000.0) as usize;
-        let mut state = seed.wrapping_mul(2_654_435_761).max(1);
+        let mut next =
+            lectern_test_support::signals::xorshift_noise(seed.wrapping_mul(2_654_435_761).max(1));
         (0..n)
             .map(|i| {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
                 let edge = i < 2400 || n - i < 3600;
-                let noise = (state as f32 / u32::MAX as f32 - 0.5) * 0.1;
+                let noise = next() * 0.1;
                 let t = i as f32 / 24_000.0;
                 let syllable = ((t * 4.0 + seed as f32).sin() * 0.5 + 0.5).powi(2);
                 let click = if clicks && i % 2_111 < 2 { 0.9 } else { 0.0 };

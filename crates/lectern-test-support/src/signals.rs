@@ -1,5 +1,5 @@
 //! Generated audio that is not speech, for the voice checks: white noise, a pure tone, a
-//! melody, and a 16-bit WAV writer for them.
+//! melody, a noise source for signals built sample by sample, and a 16-bit WAV writer.
 
 use std::path::Path;
 
@@ -9,6 +9,17 @@ use rand::{Rng, SeedableRng};
 pub fn white_noise(seed: u64, rate: u32, seconds: f64) -> Vec<f32> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     (0..samples(rate, seconds)).map(|_| rng.gen_range(-0.3f32..0.3)).collect()
+}
+
+/// A cheap seeded noise source (xorshift32 from `state`, which must not be 0): each call gives
+/// the next value in [−0.5, 0.5). For test signals built sample by sample.
+pub fn xorshift_noise(mut state: u32) -> impl FnMut() -> f32 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state as f32 / u32::MAX as f32 - 0.5
+    }
 }
 
 /// `seconds` of a sine at `hz`, amplitude 0.3.

@@ -714,13 +714,10 @@ mod tests {
 
     /// Speech-like audio: bursts of a tone over room tone, quiet at the edges.
     fn generated(n: usize, rate: u32) -> Vec<f32> {
-        let mut state = 0x1234_5678u32;
+        let mut next = lectern_test_support::signals::xorshift_noise(0x1234_5678);
         (0..n)
             .map(|i| {
-                state ^= state << 13;
-                state ^= state >> 17;
-                state ^= state << 5;
-                let bed = (state as f32 / u32::MAX as f32 - 0.5) * 0.0008;
+                let bed = next() * 0.0008;
                 let t = i as f32 / rate as f32;
                 let voiced = t > 0.6 && (n - i) as f32 / rate as f32 > 1.8 && (t * 3.0) % 1.0 < 0.7;
                 bed + if voiced { 0.3 * (t * 1800.0).sin() } else { 0.0 }
