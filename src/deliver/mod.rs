@@ -629,14 +629,14 @@ fn write_mp3(t: &Track, n: u32, total: u32, path: &Path, ctx: &Ctx) -> Result<De
         };
         let mut feed = |sink: &mut Sink| stream::master(t, ctx, &plan, sink);
         let file = encode_checked(&audio, &t.title, n, total, path, ctx.opts, &mut feed)?;
-        let overshoot = (file.check.peak_db - targets.peak_max_db)
-            .max(file.check.true_peak_db - targets.true_peak_max_db);
+        let overshoot = (file.check.levels.peak_db - targets.peak_max_db)
+            .max(file.check.levels.true_peak_db - targets.true_peak_max_db);
         if overshoot <= 0.0 {
             return Ok(file);
         }
         last = format!(
             "peak {:.2} dB, true peak {:.2} dBTP at ceiling {ceiling_db:.2} dB",
-            file.check.peak_db, file.check.true_peak_db
+            file.check.levels.peak_db, file.check.levels.true_peak_db
         );
         ceiling_db -= overshoot + 0.25;
     }

@@ -102,13 +102,13 @@ fn a_well_made_file_passes() {
     let c = check::check_file(&mp3_file(tmp.path(), "good.mp3", GOOD)).unwrap();
     assert!(c.passes(), "{}", check::table(std::slice::from_ref(&c)));
     assert_eq!((c.sample_rate_hz, c.channels, c.bitrates_kbps.as_slice()), (44_100, 1, &[192][..]));
-    assert!((c.rms_db + 20.0).abs() < 0.3, "{}", c.rms_db);
-    assert!((c.noise_floor_db + 70.0).abs() < 3.0, "{}", c.noise_floor_db);
+    assert!((c.levels.rms_db + 20.0).abs() < 0.3, "{}", c.levels.rms_db);
+    assert!((c.levels.noise_floor_db + 70.0).abs() < 3.0, "{}", c.levels.noise_floor_db);
     assert!(
-        (c.head_s - 0.75).abs() < 0.05 && (c.tail_s - 2.5).abs() < 0.05,
+        (c.levels.head_s - 0.75).abs() < 0.05 && (c.levels.tail_s - 2.5).abs() < 0.05,
         "{} {}",
-        c.head_s,
-        c.tail_s
+        c.levels.head_s,
+        c.levels.tail_s
     );
 }
 
@@ -178,6 +178,23 @@ fn the_cli_prints_a_table_or_json_and_fails_on_a_failing_file() {
     assert_eq!(json[0]["failures"].as_array().unwrap().len(), 0);
     assert_eq!(json[1]["failures"][0]["rule"], "rms");
     assert!(json[1]["rms_db"].as_f64().unwrap() > -16.0);
+    // One flat object per file: the loudness figures sit beside the file's own.
+    let keys: Vec<&str> = json[1].as_object().unwrap().keys().map(String::as_str).collect();
+    let want = [
+        "bitrates_kbps",
+        "channels",
+        "duration_s",
+        "failures",
+        "file",
+        "head_s",
+        "noise_floor_db",
+        "peak_db",
+        "rms_db",
+        "sample_rate_hz",
+        "tail_s",
+        "true_peak_db",
+    ];
+    assert_eq!(keys, want);
     // Nothing to check is an error naming the folder.
     let empty = d.join("empty");
     std::fs::create_dir(&empty).unwrap();

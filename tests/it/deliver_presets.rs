@@ -241,12 +241,15 @@ fn rules_without_a_published_figure_check_nothing_of_it() {
         channels: 1,
         bitrates_kbps: vec![128],
         duration_s: 600.0,
-        rms_db: -10.0,
-        peak_db: 0.0,
-        true_peak_db: 0.5,
-        noise_floor_db: -40.0,
-        head_s: 0.0,
-        tail_s: 0.0,
+        levels: check::Levels {
+            rms_db: -10.0,
+            peak_db: 0.0,
+            true_peak_db: 0.5,
+            noise_floor_db: -40.0,
+            head_s: 0.0,
+            tail_s: 0.0,
+            samples: 600 * 48_000,
+        },
         failures: Vec::new(),
     };
     assert!(check::failures_of(&loud, None, false, &Preset::google_play().rules).is_empty());

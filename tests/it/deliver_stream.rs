@@ -123,12 +123,12 @@ fn every_kind(tmp: &Path) -> Vec<String> {
                 audio_digest(&f.path),
                 f.samples,
                 f.ceiling_db,
-                f.check.rms_db,
-                f.check.peak_db,
-                f.check.true_peak_db,
-                f.check.noise_floor_db,
-                f.check.head_s,
-                f.check.tail_s
+                f.check.levels.rms_db,
+                f.check.levels.peak_db,
+                f.check.levels.true_peak_db,
+                f.check.levels.noise_floor_db,
+                f.check.levels.head_s,
+                f.check.levels.tail_s
             ));
         }
     }

@@ -444,13 +444,13 @@ fn a_chapter_with_all_takes_chosen_gets_the_exports_acx_figures() {
     for (file, (_, c)) in report.files.iter().zip(&checked) {
         assert!(c.passes(), "{:?}", c.failures);
         assert!(
-            (c.rms_db - file.check.rms_db).abs() < 0.5,
+            (c.levels.rms_db - file.check.levels.rms_db).abs() < 0.5,
             "{} vs {}",
-            c.rms_db,
-            file.check.rms_db
+            c.levels.rms_db,
+            file.check.levels.rms_db
         );
         assert!((c.duration_s - file.check.duration_s).abs() < 0.1);
-        assert!((c.noise_floor_db - file.check.noise_floor_db).abs() < 1.0);
+        assert!((c.levels.noise_floor_db - file.check.levels.noise_floor_db).abs() < 1.0);
     }
 }
 

@@ -374,7 +374,7 @@ fn quality_outliers_are_flagged_in_the_list_and_details() {
 /// its segments: pass with the figures, or the failing figure (#19).
 #[test]
 fn a_chapters_acx_status_shows_with_its_segments() {
-    use lectern::deliver::check::{Failure, FileCheck};
+    use lectern::deliver::check::{Failure, FileCheck, Levels};
     use lectern::tui::app::ChapterAcx;
     let mut app = scene();
     let figures = |rms_db: f64, failures: Vec<Failure>| FileCheck {
@@ -383,12 +383,15 @@ fn a_chapters_acx_status_shows_with_its_segments() {
         channels: 1,
         bitrates_kbps: Vec::new(),
         duration_s: 62.4,
-        rms_db,
-        peak_db: -4.0,
-        true_peak_db: -3.8,
-        noise_floor_db: -70.2,
-        head_s: 0.75,
-        tail_s: 2.5,
+        levels: Levels {
+            rms_db,
+            peak_db: -4.0,
+            true_peak_db: -3.8,
+            noise_floor_db: -70.2,
+            head_s: 0.75,
+            tail_s: 2.5,
+            samples: 624 * 4_410,
+        },
         failures,
     };
     let low = Failure { rule: "rms", detail: "RMS -25.1 dB outside -23…-18 dB".into() };

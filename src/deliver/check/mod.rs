@@ -67,14 +67,9 @@ pub struct FileCheck {
     /// Bitrates seen in the frame headers, kbps (one value for a constant bitrate).
     pub bitrates_kbps: Vec<u32>,
     pub duration_s: f64,
-    pub rms_db: f64,
-    pub peak_db: f64,
-    pub true_peak_db: f64,
-    /// RMS of the quietest 0.5 s, dB.
-    pub noise_floor_db: f64,
-    /// Room tone before the first voiced 10 ms frame, and after the last, seconds.
-    pub head_s: f64,
-    pub tail_s: f64,
+    /// Its loudness figures; their fields sit beside the others in `check --json`.
+    #[serde(flatten)]
+    pub levels: Levels,
     pub failures: Vec<Failure>,
 }
 
@@ -322,14 +317,18 @@ fn decode_mp3(path: &Path, sink: &mut DecodeSink) -> Result<(u32, u32), String> 
 }
 
 /// Loudness figures of decoded audio: (RMS, sample peak, true peak, noise floor, head, tail).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Levels {
     pub rms_db: f64,
     pub peak_db: f64,
     pub true_peak_db: f64,
+    /// RMS of the quietest 0.5 s, dB.
     pub noise_floor_db: f64,
+    /// Room tone before the first voiced 10 ms frame, and after the last, seconds.
     pub head_s: f64,
     pub tail_s: f64,
-    /// Samples measured.
+    /// Samples measured (a file's check says its duration instead).
+    #[serde(skip)]
     pub samples: u64,
 }
 
@@ -566,12 +565,7 @@ impl FileCheck {
             channels,
             bitrates_kbps,
             duration_s: l.samples as f64 / f64::from(rate),
-            rms_db: l.rms_db,
-            peak_db: l.peak_db,
-            true_peak_db: l.true_peak_db,
-            noise_floor_db: l.noise_floor_db,
-            head_s: l.head_s,
-            tail_s: l.tail_s,
+            levels: l.clone(),
             failures: Vec::new(),
         }
     }
@@ -647,12 +641,12 @@ pub fn table(checks: &[FileCheck]) -> String {
             kbps,
             minutes.floor() as u64,
             (c.duration_s - minutes.floor() * 60.0).floor(),
-            c.rms_db,
-            c.peak_db,
-            c.true_peak_db,
-            c.noise_floor_db,
-            c.head_s,
-            c.tail_s,
+            c.levels.rms_db,
+            c.levels.peak_db,
+            c.levels.true_peak_db,
+            c.levels.noise_floor_db,
+            c.levels.head_s,
+            c.levels.tail_s,
             if c.passes() { "pass" } else { "FAIL" }
         ));
         for f in &c.failures {
@@ -690,12 +684,15 @@ mod tests {
             channels: 1,
             bitrates_kbps: vec![192],
             duration_s: 600.0,
-            rms_db: -20.0,
-            peak_db: -4.0,
-            true_peak_db: -3.8,
-            noise_floor_db: -70.0,
-            head_s: 0.75,
-            tail_s: 2.5,
+            levels: Levels {
+                rms_db: -20.0,
+                peak_db: -4.0,
+                true_peak_db: -3.8,
+                noise_floor_db: -70.0,
+                head_s: 0.75,
+                tail_s: 2.5,
+                samples: 600 * 44_100,
+            },
             failures: Vec::new(),
         }
     }

@@ -126,30 +126,31 @@ fn format_failures(f: &Mp3Frames, rules: &Rules, out: &mut Vec<Failure>) {
 /// The sample rate, loudness, peak and noise rules.
 fn level_failures(c: &FileCheck, rules: &Rules, out: &mut Vec<Failure>) {
     let mut fail = |rule, detail: String| out.push(Failure { rule, detail });
+    let l = &c.levels;
     if let Some(rate) = rules.sample_rate_hz.filter(|&r| r != c.sample_rate_hz) {
         fail("sample_rate", format!("{} Hz, not {rate} Hz", c.sample_rate_hz));
     }
     if let Some(min) = rules.min_sample_rate_hz.filter(|&m| c.sample_rate_hz < m) {
         fail("sample_rate", format!("{} Hz < {min} Hz", c.sample_rate_hz));
     }
-    if let Some((lo, hi)) = rules.rms_db.filter(|(lo, hi)| !(*lo..=*hi).contains(&c.rms_db)) {
-        fail("rms", format!("RMS {:.1} dB outside {lo}…{hi} dB", c.rms_db));
+    if let Some((lo, hi)) = rules.rms_db.filter(|(lo, hi)| !(*lo..=*hi).contains(&l.rms_db)) {
+        fail("rms", format!("RMS {:.1} dB outside {lo}…{hi} dB", l.rms_db));
     }
-    if let Some(max) = rules.peak_max_db.filter(|&m| c.peak_db > m) {
-        fail("peak", format!("peak {:.2} dB > {max} dB", c.peak_db));
+    if let Some(max) = rules.peak_max_db.filter(|&m| l.peak_db > m) {
+        fail("peak", format!("peak {:.2} dB > {max} dB", l.peak_db));
     }
-    if let Some(max) = rules.true_peak_max_db.filter(|&m| c.true_peak_db > m) {
-        fail("true_peak", format!("true peak {:.2} dBTP > {max} dBTP", c.true_peak_db));
+    if let Some(max) = rules.true_peak_max_db.filter(|&m| l.true_peak_db > m) {
+        fail("true_peak", format!("true peak {:.2} dBTP > {max} dBTP", l.true_peak_db));
     }
-    if let Some(max) = rules.noise_floor_max_db.filter(|&m| c.noise_floor_db > m) {
-        fail("noise_floor", format!("noise floor {:.1} dB > {max} dB", c.noise_floor_db));
+    if let Some(max) = rules.noise_floor_max_db.filter(|&m| l.noise_floor_db > m) {
+        fail("noise_floor", format!("noise floor {:.1} dB > {max} dB", l.noise_floor_db));
     }
-    if rules.room_tone && c.noise_floor_db < DIGITAL_SILENCE_DB {
+    if rules.room_tone && l.noise_floor_db < DIGITAL_SILENCE_DB {
         fail(
             "room_tone",
             format!(
                 "digital silence (a 0.5 s stretch at {:.0} dB): use room tone",
-                c.noise_floor_db
+                l.noise_floor_db
             ),
         );
     }
@@ -158,11 +159,12 @@ fn level_failures(c: &FileCheck, rules: &Rules, out: &mut Vec<Failure>) {
 /// The head, tail and length rules.
 fn timing_failures(c: &FileCheck, is_sample: bool, rules: &Rules, out: &mut Vec<Failure>) {
     let mut fail = |rule, detail: String| out.push(Failure { rule, detail });
-    if let Some((lo, hi)) = rules.head_s.filter(|(lo, hi)| !(*lo..=*hi).contains(&c.head_s)) {
-        fail("head", format!("{:.2} s of room tone at the head, not {lo}–{hi} s", c.head_s));
+    let (head_s, tail_s) = (c.levels.head_s, c.levels.tail_s);
+    if let Some((lo, hi)) = rules.head_s.filter(|(lo, hi)| !(*lo..=*hi).contains(&head_s)) {
+        fail("head", format!("{head_s:.2} s of room tone at the head, not {lo}–{hi} s"));
     }
-    if let Some((lo, hi)) = rules.tail_s.filter(|(lo, hi)| !(*lo..=*hi).contains(&c.tail_s)) {
-        fail("tail", format!("{:.2} s of room tone at the tail, not {lo}–{hi} s", c.tail_s));
+    if let Some((lo, hi)) = rules.tail_s.filter(|(lo, hi)| !(*lo..=*hi).contains(&tail_s)) {
+        fail("tail", format!("{tail_s:.2} s of room tone at the tail, not {lo}–{hi} s"));
     }
     let max_s =
         if is_sample { rules.sample_max_s.or(rules.max_duration_s) } else { rules.max_duration_s };

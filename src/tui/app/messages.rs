@@ -185,9 +185,9 @@ impl ChapterAcx {
                 let s = c.duration_s.round() as u64;
                 format!(
                     "ACX ✓ RMS {:.1} dB · peak {:.1} dB · floor {:.1} dB · {}:{:02}",
-                    c.rms_db,
-                    c.peak_db,
-                    c.noise_floor_db,
+                    c.levels.rms_db,
+                    c.levels.peak_db,
+                    c.levels.noise_floor_db,
                     s / 60,
                     s % 60
                 )
