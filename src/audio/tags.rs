@@ -98,12 +98,12 @@ pub fn vorbis_fields(book: &BookFields, disclosure: &Disclosure) -> Vec<(String,
         ("ARTIST", &book.author),
         ("ALBUMARTIST", &book.author),
         ("PERFORMER", &book.narrator),
-        ("ORGANIZATION", &book.publisher),
-        ("COPYRIGHT", &book.rights),
-        ("ISBN", &book.isbn),
-        ("DESCRIPTION", &book.description),
-        ("DATE", &book.date),
-        ("LANGUAGE", &book.language),
+        ("ORGANIZATION", &book.publication.publisher),
+        ("COPYRIGHT", &book.publication.rights),
+        ("ISBN", &book.publication.isbn),
+        ("DESCRIPTION", &book.publication.description),
+        ("DATE", &book.publication.date),
+        ("LANGUAGE", &book.publication.language),
     ]
     .into_iter()
     .filter(|(_, v)| !v.trim().is_empty())
@@ -121,11 +121,21 @@ pub struct BookFields {
     pub title: String,
     pub author: String,
     pub narrator: String,
+    pub publication: Publication,
+}
+
+/// What a book says of its publication, for every format's tags (empty: not known).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Publication {
     pub publisher: String,
+    /// The rights statement (a copyright line).
     pub rights: String,
+    /// Digits only (and a final `X`).
     pub isbn: String,
     pub description: String,
+    /// As the book writes it (`2024`, `2024-03-01`).
     pub date: String,
+    /// BCP 47 tag.
     pub language: String,
 }
 
@@ -158,8 +168,8 @@ pub fn wav_info_chunk(book: &BookFields, disclosure: &Disclosure) -> Vec<u8> {
         (b"INAM", &book.title),
         (b"IART", &book.author),
         (b"IPRD", &book.title),
-        (b"ICOP", &book.rights),
-        (b"ICRD", &book.date),
+        (b"ICOP", &book.publication.rights),
+        (b"ICRD", &book.publication.date),
         (b"IGNR", "Audiobook"),
         (b"ICMT", &comment),
     ];
@@ -255,7 +265,11 @@ mod tests {
             w.write_sample(s).unwrap();
         }
         w.finalize().unwrap();
-        let book = BookFields { title: "T".into(), rights: "© A".into(), ..BookFields::default() };
+        let book = BookFields {
+            title: "T".into(),
+            publication: Publication { rights: "© A".into(), ..Publication::default() },
+            ..BookFields::default()
+        };
         append_wav_chunk(&mut cursor, &wav_info_chunk(&book, &disclosure())).unwrap();
         let wav = cursor.into_inner();
         assert_eq!(u32::from_le_bytes(wav[4..8].try_into().unwrap()) as usize, wav.len() - 8);

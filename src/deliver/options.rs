@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::DEFAULT_ROOM_TONE_DB;
 use super::check::{self, acx};
 use super::mastering::MasteringTargets;
+pub use crate::audio::tags::Publication;
 
 /// Container of the delivery files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -31,21 +32,6 @@ pub struct BookMeta {
     /// That the speech is synthetic, by which voices: every format's tags carry it. Its voices
     /// are filled from the takes by [`export`] when the caller leaves them empty.
     pub disclosure: crate::audio::tags::Disclosure,
-}
-
-/// What a book says of its publication, for every format's tags (empty: not known).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Publication {
-    pub publisher: String,
-    /// The rights statement (a copyright line).
-    pub rights: String,
-    /// Digits only (and a final `X`).
-    pub isbn: String,
-    pub description: String,
-    /// As the book writes it (`2024`, `2024-03-01`).
-    pub date: String,
-    /// BCP 47 tag.
-    pub language: String,
 }
 
 /// Book metadata given on the command line (each one wins over every other source).

@@ -320,12 +320,14 @@ pub fn book_fields(info: &lectern_text::BookInfo) -> crate::audio::tags::BookFie
         title: text(&info.title),
         author: text(&info.author),
         narrator: text(&info.narrator),
-        publisher: text(&info.publisher),
-        rights: text(&info.rights),
-        isbn: text(&info.isbn),
-        description: text(&info.description),
-        date: text(&info.date),
-        language: text(&info.language),
+        publication: crate::audio::tags::Publication {
+            publisher: text(&info.publisher),
+            rights: text(&info.rights),
+            isbn: text(&info.isbn),
+            description: text(&info.description),
+            date: text(&info.date),
+            language: text(&info.language),
+        },
     }
 }
 
