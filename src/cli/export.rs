@@ -47,10 +47,14 @@ fn export(args: ExportArgs) -> Result<()> {
     if args.preset.is_some() || args.format.is_some_and(ExportFormatArg::is_delivery) {
         return run_delivery(&cfg, args);
     }
-    // Captions follow a delivery's timeline (its room tone and mastering).
+    // The master is the 24 kHz render as it is, tagged with the manuscript's metadata: a
+    // delivery's flags (metadata, room tone, credits, sample, captions) have nothing to shape.
+    let given = args.delivery.given();
     anyhow::ensure!(
-        args.delivery.captions.is_none(),
-        "--captions captions a delivery: use it with --format mp3, --format m4b or a --preset"
+        given.is_empty(),
+        "{} shape a delivery: use them with --format mp3, --format m4b or a --preset (a WAV or \
+         FLAC master carries the manuscript's own metadata)",
+        given.join(", ")
     );
     let ExportArgs {
         project,

@@ -275,17 +275,21 @@ fn export_subcommand_parses_and_writes() {
     let err = lectern::cli::run(cli).unwrap_err();
     assert!(format!("{err:#}").contains("does not record the model and voice"), "{err:#}");
     assert!(!tmp.path().join("m.wav").exists());
+    // A delivery's flags are refused by name for the master, which would leave them unused.
+    let m_wav = tmp.path().join("m.wav");
+    let master = |extra: &[&str]| {
+        let mut args = vec!["lectern", "export", dir.to_str().unwrap(), "-o"];
+        args.push(m_wav.to_str().unwrap());
+        args.extend_from_slice(extra);
+        lectern::cli::run(lectern::cli::Cli::try_parse_from(args).unwrap())
+    };
+    let err = master(&["--title", "T", "--room-tone-db", "-70", "--credits"]).unwrap_err();
+    let err = format!("{err:#}");
+    assert!(err.starts_with("--title, --room-tone-db, --credits shape a delivery"), "{err}");
+    assert!(!m_wav.exists());
     // The project directory exports the takes as they are.
-    let cli = lectern::cli::Cli::try_parse_from([
-        "lectern",
-        "export",
-        dir.to_str().unwrap(),
-        "-o",
-        tmp.path().join("m.wav").to_str().unwrap(),
-    ])
-    .unwrap();
-    lectern::cli::run(cli).unwrap();
-    assert!(tmp.path().join("m.wav").is_file());
+    master(&[]).unwrap();
+    assert!(m_wav.is_file());
 }
 
 #[test]

@@ -211,6 +211,39 @@ pub struct DeliveryArgs {
     pub captions: Option<CaptionsArg>,
 }
 
+impl DeliveryArgs {
+    /// The flags given, by name: each shapes a delivery only, so a master export (WAV, FLAC)
+    /// refuses them rather than leave them unused.
+    #[must_use]
+    pub fn given(&self) -> Vec<&'static str> {
+        let flags = [
+            ("--title", self.title.is_some()),
+            ("--author", self.author.is_some()),
+            ("--narrator", self.narrator.is_some()),
+            ("--cover", self.cover.is_some()),
+            ("--publisher", self.publisher.is_some()),
+            ("--rights", self.rights.is_some()),
+            ("--isbn", self.isbn.is_some()),
+            ("--description", self.description.is_some()),
+            ("--date", self.date.is_some()),
+            ("--room-tone", self.room_tone.is_some()),
+            ("--room-tone-db", self.room_tone_db.is_some()),
+            ("--opening-credits", self.opening_credits.is_some()),
+            ("--closing-credits", self.closing_credits.is_some()),
+            ("--credits", self.credits),
+            ("--opening-credits-text", self.opening_credits_text.is_some()),
+            ("--closing-credits-text", self.closing_credits_text.is_some()),
+            ("--sample", self.sample.is_some()),
+            ("--sample-from", self.sample_from.is_some()),
+            ("--sample-start", self.sample_start.is_some()),
+            ("--sample-length", self.sample_length.is_some()),
+            ("--json", self.json),
+            ("--captions", self.captions.is_some()),
+        ];
+        flags.into_iter().filter(|(_, given)| *given).map(|(name, _)| name).collect()
+    }
+}
+
 /// `CH:SEG`, both whole numbers from 1.
 fn parse_chapter_segment(text: &str) -> std::result::Result<(u32, u32), String> {
     let bad = || format!("`{text}`: write CHAPTER:SEGMENT, both from 1 (e.g. 3:12)");
