@@ -317,7 +317,7 @@ fn decode_mp3(path: &Path, sink: &mut DecodeSink) -> Result<(u32, u32), String> 
 }
 
 /// Loudness figures of decoded audio: (RMS, sample peak, true peak, noise floor, head, tail).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Levels {
     pub rms_db: f64,
     pub peak_db: f64,
@@ -565,7 +565,7 @@ impl FileCheck {
             channels,
             bitrates_kbps,
             duration_s: l.samples as f64 / f64::from(rate),
-            levels: l.clone(),
+            levels: *l,
             failures: Vec::new(),
         }
     }
