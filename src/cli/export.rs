@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use super::common::{output_dir, print_checks};
 use super::{DeliveryArgs, ExportArgs, ExportFormatArg, ExportPreset};
 use crate::config::Config;
+use crate::deliver;
 use crate::output::{Guard, StagedFolder};
 use crate::store;
 
@@ -47,15 +48,16 @@ fn export(args: ExportArgs) -> Result<()> {
     if args.preset.is_some() || args.format.is_some_and(ExportFormatArg::is_delivery) {
         return run_delivery(&cfg, args);
     }
-    // The master is the 24 kHz render as it is, tagged with the manuscript's metadata: a
-    // delivery's flags (metadata, room tone, credits, sample, captions) have nothing to shape.
-    let given = args.delivery.given();
+    // The master is the 24 kHz render as it is, tagged with the book's metadata: a delivery's
+    // other flags (cover, room tone, credits, sample, captions) have nothing to shape.
+    let given = args.delivery.given_for_delivery_only();
     anyhow::ensure!(
         given.is_empty(),
         "{} shape a delivery: use them with --format mp3, --format m4b or a --preset (a WAV or \
-         FLAC master carries the manuscript's own metadata)",
+         FLAC master is tagged with the book's metadata and has the book's own cover beside it)",
         given.join(", ")
     );
+    let meta = args.delivery.meta_flags();
     let ExportArgs {
         project,
         out,
@@ -79,6 +81,7 @@ fn export(args: ExportArgs) -> Result<()> {
     let guard = export_guard(&project, force);
     let opts = MasterExport {
         out,
+        meta,
         split_chapters: split.is_some(),
         format,
         bits,
@@ -97,7 +100,7 @@ fn export(args: ExportArgs) -> Result<()> {
             guard.file(&path, what, &[extension], "")?;
         }
     }
-    run_export(&project, opts)
+    run_export(&cfg, &project, opts)
 }
 
 /// The format an export writes: `--format`, else the output file's extension (a folder output
@@ -200,6 +203,8 @@ fn project_dir(project: &std::path::Path) -> PathBuf {
 /// What `lectern export` was asked for, besides the project.
 struct MasterExport {
     out: PathBuf,
+    /// The metadata flags, which win over the manuscript's and config.toml's `[book]`.
+    meta: deliver::MetaFlags,
     split_chapters: bool,
     format: ExportFormatArg,
     bits: u32,
@@ -209,7 +214,7 @@ struct MasterExport {
     report: Option<PathBuf>,
 }
 
-fn run_export(project: &std::path::Path, args: MasterExport) -> Result<()> {
+fn run_export(cfg: &Config, project: &std::path::Path, args: MasterExport) -> Result<()> {
     use store::export::{ExportFormat, ExportOptions, SampleFormat};
     let sample_format = match args.bits {
         16 => SampleFormat::Int16,
@@ -231,8 +236,17 @@ fn run_export(project: &std::path::Path, args: MasterExport) -> Result<()> {
         Some(s) => s.path().join(format!("{stem}.{}", format.extension())),
         None => args.out,
     };
+    // The master's tags and cue sheet resolve the book's metadata as a delivery's do.
+    let meta = deliver::BookMeta::resolve(
+        &args.meta,
+        &project.book()?,
+        project.dir(),
+        &cfg.settings.book,
+        &stem,
+    );
     let opts = ExportOptions {
         out,
+        book: Some(meta.fields()),
         format,
         sample_format,
         split_chapters: args.split_chapters,
@@ -325,7 +339,7 @@ fn book_stem(project: &std::path::Path) -> String {
 }
 
 fn run_delivery(cfg: &Config, run: ExportArgs) -> Result<()> {
-    use crate::deliver::{self, DeliveryFormat, DeliveryOptions, RoomToneSource};
+    use crate::deliver::{DeliveryFormat, DeliveryOptions, RoomToneSource};
     let acx = run.preset == Some(ExportPreset::Acx);
     let preset = run.preset.map(ExportPreset::preset);
     if let (Some(p), Some(_)) = (&preset, run.loudness) {
@@ -388,17 +402,7 @@ fn run_delivery(cfg: &Config, run: ExportArgs) -> Result<()> {
              recordings"
         );
     }
-    let flags = deliver::MetaFlags {
-        title: d.title.clone(),
-        author: d.author.clone(),
-        narrator: d.narrator.clone(),
-        cover: d.cover.clone(),
-        publisher: d.publisher.clone(),
-        rights: d.rights.clone(),
-        isbn: d.isbn.clone(),
-        description: d.description.clone(),
-        date: d.date.clone(),
-    };
+    let flags = d.meta_flags();
     let book = project.book()?;
     let mut meta =
         deliver::BookMeta::resolve(&flags, &book, project.dir(), &cfg.settings.book, &stem);

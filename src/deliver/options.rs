@@ -83,6 +83,19 @@ impl BookMeta {
     }
 }
 
+impl BookMeta {
+    /// The text every format's tags carry (the master's too).
+    #[must_use]
+    pub fn fields(&self) -> crate::audio::tags::BookFields {
+        crate::audio::tags::BookFields {
+            title: self.title.clone(),
+            author: self.author.clone(),
+            narrator: self.narrator.clone(),
+            publication: self.publication.clone(),
+        }
+    }
+}
+
 impl Publication {
     /// Each field from the flags, else from the manuscript (EPUB metadata, front matter), else
     /// (publisher, rights) from the configuration's `[book]`.

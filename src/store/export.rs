@@ -75,6 +75,9 @@ pub struct ExportOptions {
     /// Export chosen takes made for other content (stale) instead of refusing; the report
     /// lists them.
     pub allow_stale: bool,
+    /// The book's metadata for the tags, cue sheet and chapter list, as the caller resolved
+    /// it (flags, manuscript, config); `None`: the manuscript's own.
+    pub book: Option<crate::audio::tags::BookFields>,
 }
 
 /// One chapter's place in the export.
@@ -296,14 +299,11 @@ pub(crate) struct MasterTags {
 impl MasterTags {
     fn of(
         project: &Project,
-        info: &lectern_text::BookInfo,
+        book: crate::audio::tags::BookFields,
         chapters: &[ChapterPlan],
     ) -> Result<Self> {
         let voices = voices_of(project, chapters)?;
-        Ok(Self {
-            book: book_fields(info),
-            disclosure: crate::audio::tags::Disclosure::lectern(voices),
-        })
+        Ok(Self { book, disclosure: crate::audio::tags::Disclosure::lectern(voices) })
     }
 
     fn vorbis_comment(&self) -> Vec<u8> {
@@ -517,7 +517,8 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     let whole = opts.out.with_extension(ext);
     let all: Vec<&Piece> = chapters.iter().flat_map(|c| c.pieces.iter()).collect();
     let sub_chapters = book.chapter_marks.clone();
-    let tags = MasterTags::of(project, &book.info, &chapters)?;
+    let fields = opts.book.clone().unwrap_or_else(|| book_fields(&book.info));
+    let tags = MasterTags::of(project, fields, &chapters)?;
     if !opts.split_chapters {
         files.push(write_file(&whole, &all, opts, &tags)?);
     }
@@ -550,15 +551,16 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     let cue_path = dir.join(format!("{stem}.{ext}.cue"));
     let json_path = dir.join(format!("{stem}.{ext}.chapters.json"));
     write_atomically(&cue_path, |tmp| {
-        fs::write(tmp, cue_sheet_of_book(&book.info, &marks))
+        fs::write(tmp, cue_sheet_of_book(&tags.book, &marks))
             .map_err(|e| export_io("writing cue sheet", tmp, e))
     })?;
     let cover = copy_cover(project, &book, &dir, &stem)?;
     let json = serde_json::json!({
         "book": {
-            "title": book.info.title,
-            "author": book.info.author,
-            "language": book.info.language,
+            "title": known(&tags.book.title),
+            "author": known(&tags.book.author),
+            "narrator": known(&tags.book.narrator),
+            "language": known(&tags.book.publication.language),
             "cover": cover.as_deref().map(file_name),
         },
         "sample_rate_hz": SAMPLE_RATE_HZ,
@@ -608,17 +610,22 @@ fn copy_cover(
 }
 
 /// A cue sheet with the book's title and author (`TITLE`, `PERFORMER` before the first file).
-pub fn cue_sheet_of_book(info: &lectern_text::BookInfo, marks: &[ChapterMark]) -> String {
+pub fn cue_sheet_of_book(book: &crate::audio::tags::BookFields, marks: &[ChapterMark]) -> String {
     let mut head = String::new();
-    if let Some(t) = &info.title {
+    if let Some(t) = known(&book.title) {
         head.push_str(&format!("TITLE \"{}\"\n", t.replace('"', "'")));
     }
-    if let Some(a) = &info.author {
+    if let Some(a) = known(&book.author) {
         head.push_str(&format!("PERFORMER \"{}\"\n", a.replace('"', "'")));
     }
     let sheet = cue_sheet(marks);
     let (generator, rest) = sheet.split_at(sheet.find('\n').map_or(0, |k| k + 1));
     format!("{generator}{head}{rest}")
+}
+
+/// A field's text, `None` where it is empty (not known).
+fn known(field: &str) -> Option<&str> {
+    Some(field.trim()).filter(|f| !f.is_empty())
 }
 
 /// A cue sheet: one track per chapter; consecutive chapters in one file share its FILE line.

@@ -230,6 +230,32 @@ fn the_flac_and_wav_masters_carry_the_metadata_and_the_disclosure() {
     );
     let samples = hound::WavReader::open(&wav).unwrap().duration();
     assert!(samples > 0);
+    // The caller's resolved metadata (the export's flags, config.toml's `[book]`) wins over
+    // the manuscript's in the tags, the cue sheet and the chapter list.
+    let fields = lectern::audio::tags::BookFields {
+        title: "The Keeper".into(),
+        author: "Bea Author".into(),
+        narrator: "Nell Reader".into(),
+        ..Default::default()
+    };
+    let opts = ExportOptions {
+        out: flac.clone(),
+        format: ExportFormat::Flac,
+        book: Some(fields),
+        ..Default::default()
+    };
+    let report = export(&p, &opts).unwrap();
+    let reader = claxon::FlacReader::open(&flac).unwrap();
+    let tag = |key: &str| reader.get_tag(key).next().map(str::to_string);
+    assert_eq!(tag("TITLE").as_deref(), Some("The Keeper"));
+    assert_eq!(tag("ARTIST").as_deref(), Some("Bea Author"));
+    assert_eq!(tag("ORGANIZATION"), None);
+    let cue = std::fs::read_to_string(&report.cue_path).unwrap();
+    assert!(cue.contains("TITLE \"The Keeper\"\nPERFORMER \"Bea Author\"\n"), "{cue}");
+    let list = std::fs::read_to_string(&report.json_path).unwrap();
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(list["book"]["author"], "Bea Author");
+    assert_eq!(list["book"]["language"], serde_json::Value::Null);
 }
 
 #[test]

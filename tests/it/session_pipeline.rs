@@ -201,6 +201,7 @@ fn export_opts(dir: &Path) -> lectern::store::export::ExportOptions {
         split_chapters: false,
         loudness_lufs: None,
         allow_stale: false,
+        book: None,
     }
 }
 

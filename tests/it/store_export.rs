@@ -275,7 +275,8 @@ fn export_subcommand_parses_and_writes() {
     let err = lectern::cli::run(cli).unwrap_err();
     assert!(format!("{err:#}").contains("does not record the model and voice"), "{err:#}");
     assert!(!tmp.path().join("m.wav").exists());
-    // A delivery's flags are refused by name for the master, which would leave them unused.
+    // A delivery's flags are refused by name for the master, which would leave them unused;
+    // the metadata flags are not: they tag every format.
     let m_wav = tmp.path().join("m.wav");
     let master = |extra: &[&str]| {
         let mut args = vec!["lectern", "export", dir.to_str().unwrap(), "-o"];
@@ -285,11 +286,20 @@ fn export_subcommand_parses_and_writes() {
     };
     let err = master(&["--title", "T", "--room-tone-db", "-70", "--credits"]).unwrap_err();
     let err = format!("{err:#}");
-    assert!(err.starts_with("--title, --room-tone-db, --credits shape a delivery"), "{err}");
+    assert!(err.starts_with("--room-tone-db, --credits shape a delivery"), "{err}");
     assert!(!m_wav.exists());
-    // The project directory exports the takes as they are.
-    master(&[]).unwrap();
-    assert!(m_wav.is_file());
+    // The project directory exports the takes as they are, tagged with the flags' metadata.
+    master(&["--title", "The Flagged Title", "--author", "Ada Flag", "--narrator", "Nell Reader"])
+        .unwrap();
+    let bytes = std::fs::read(&m_wav).unwrap();
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    assert!(has(b"INAM\x12\0\0\0The Flagged Title\0") && has(b"IART\x09\0\0\0Ada Flag\0"));
+    let cue = std::fs::read_to_string(tmp.path().join("m.wav.cue")).unwrap();
+    assert!(cue.contains("TITLE \"The Flagged Title\"\nPERFORMER \"Ada Flag\"\nFILE"), "{cue}");
+    let list = std::fs::read_to_string(tmp.path().join("m.wav.chapters.json")).unwrap();
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert_eq!(list["book"]["title"], "The Flagged Title");
+    assert_eq!(list["book"]["narrator"], "Nell Reader");
 }
 
 #[test]

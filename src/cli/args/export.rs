@@ -211,12 +211,44 @@ pub struct DeliveryArgs {
     pub captions: Option<CaptionsArg>,
 }
 
+/// The flags a master's tags (WAV `INFO`, FLAC Vorbis comments) and cue sheet carry too.
+const MASTER_METADATA_FLAGS: [&str; 8] = [
+    "--title",
+    "--author",
+    "--narrator",
+    "--publisher",
+    "--rights",
+    "--isbn",
+    "--description",
+    "--date",
+];
+
 impl DeliveryArgs {
-    /// The flags given, by name: each shapes a delivery only, so a master export (WAV, FLAC)
-    /// refuses them rather than leave them unused.
+    /// The book's metadata as the flags give it (each wins over the manuscript and config).
     #[must_use]
-    pub fn given(&self) -> Vec<&'static str> {
-        self.flags().into_iter().filter(|(_, given)| *given).map(|(name, _)| name).collect()
+    pub fn meta_flags(&self) -> crate::deliver::MetaFlags {
+        crate::deliver::MetaFlags {
+            title: self.title.clone(),
+            author: self.author.clone(),
+            narrator: self.narrator.clone(),
+            cover: self.cover.clone(),
+            publisher: self.publisher.clone(),
+            rights: self.rights.clone(),
+            isbn: self.isbn.clone(),
+            description: self.description.clone(),
+            date: self.date.clone(),
+        }
+    }
+
+    /// The flags given that shape a delivery only, by name: a master export (WAV, FLAC)
+    /// refuses them rather than leave them unused. The metadata text flags tag every format.
+    #[must_use]
+    pub fn given_for_delivery_only(&self) -> Vec<&'static str> {
+        self.flags()
+            .into_iter()
+            .filter(|(name, given)| *given && !MASTER_METADATA_FLAGS.contains(name))
+            .map(|(name, _)| name)
+            .collect()
     }
 
     /// Every flag by its name, with whether it was given (a test keeps the names in step with
