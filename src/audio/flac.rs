@@ -33,6 +33,25 @@ pub enum FlacError {
     Io(#[from] std::io::Error),
 }
 
+/// A metadata block after the STREAMINFO, its body as [`crate::audio::tags`] makes it.
+#[derive(Debug, Clone, Copy)]
+pub enum Metadata<'a> {
+    /// [`crate::audio::tags::vorbis_comment`]'s body.
+    VorbisComment(&'a [u8]),
+    /// [`crate::audio::tags::flac_picture`]'s body.
+    Picture(&'a [u8]),
+}
+
+impl Metadata<'_> {
+    /// The block's type (RFC 9639, 8.1) and body.
+    fn kind_and_body(&self) -> (u8, &[u8]) {
+        match *self {
+            Self::VorbisComment(body) => (4, body),
+            Self::Picture(body) => (6, body),
+        }
+    }
+}
+
 fn encode_err(e: impl std::fmt::Display) -> FlacError {
     FlacError::Encode(e.to_string())
 }
@@ -41,28 +60,32 @@ impl<W: Write + Seek> FlacWriter<W> {
     /// Starts a mono stream of `bits`-bit integer samples at `sample_rate` Hz: writes a
     /// placeholder header, rewritten by [`Self::finish`].
     pub fn new(out: W, sample_rate: u32, bits: u32) -> Result<Self, FlacError> {
-        Self::with_vorbis_comment(out, sample_rate, bits, None)
+        Self::with_metadata(out, sample_rate, bits, &[])
     }
 
-    /// As [`Self::new`], with a `VORBIS_COMMENT` metadata block (its body, as
-    /// [`crate::audio::tags::vorbis_comment`] makes it) after the STREAMINFO: the frames are the
-    /// same bytes, only the header grows.
-    pub fn with_vorbis_comment(
+    /// As [`Self::new`], with `metadata` blocks after the STREAMINFO: the frames are the same
+    /// bytes, only the header grows.
+    pub fn with_metadata(
         mut out: W,
         sample_rate: u32,
         bits: u32,
-        comment: Option<&[u8]>,
+        metadata: &[Metadata<'_>],
     ) -> Result<Self, FlacError> {
-        /// FLAC's metadata block type of a Vorbis comment.
-        const VORBIS_COMMENT: u8 = 4;
         let config =
             flacenc::config::Encoder::default().into_verified().map_err(|(_, e)| encode_err(e))?;
         let block_size = config.block_size;
         let mut header = Stream::new(sample_rate as usize, 1, bits as usize).map_err(encode_err)?;
         // As flacenc's one-call encoder does: the fixed block size is the header's range.
         header.stream_info_mut().set_block_sizes(block_size, block_size).map_err(encode_err)?;
-        if let Some(body) = comment {
-            let block = flacenc::component::MetadataBlockData::new_unknown(VORBIS_COMMENT, body)
+        for m in metadata {
+            let (kind, body) = m.kind_and_body();
+            if body.len() > crate::audio::tags::FLAC_BLOCK_MAX_BYTES {
+                return Err(FlacError::Encode(format!(
+                    "a metadata block of {} bytes is more than FLAC's 16 MiB",
+                    body.len()
+                )));
+            }
+            let block = flacenc::component::MetadataBlockData::new_unknown(kind, body)
                 .map_err(encode_err)?;
             header.add_metadata_block(block);
         }
@@ -170,33 +193,31 @@ mod tests {
     }
 
     #[test]
-    fn a_vorbis_comment_grows_the_header_and_leaves_the_frames_alone() {
+    fn metadata_blocks_grow_the_header_and_leave_the_frames_alone() {
         let samples: Vec<i32> =
             (0..9000).map(|i| ((i as f32 * 0.01).sin() * 3000.0) as i32).collect();
         let plain = streamed(&samples, 16, 4096);
         let body = crate::audio::tags::vorbis_comment("lectern", &[("TITLE".into(), "T".into())]);
-        let mut w = FlacWriter::with_vorbis_comment(
-            std::io::Cursor::new(Vec::new()),
-            24_000,
-            16,
-            Some(&body),
-        )
-        .unwrap();
+        let picture = b"a picture block's body".to_vec();
+        let metadata = [Metadata::VorbisComment(&body), Metadata::Picture(&picture)];
+        let mut w =
+            FlacWriter::with_metadata(std::io::Cursor::new(Vec::new()), 24_000, 16, &metadata)
+                .unwrap();
         w.write(&samples).unwrap();
         let tagged = w.finish().unwrap().into_inner();
-        // fLaC, STREAMINFO (now not the last block), then the comment block, then the frames.
+        // fLaC, STREAMINFO (now not the last block), the comment, the picture (the last block),
+        // then the frames.
         let info_end = 4 + 4 + 34;
         assert_eq!(tagged[4] & 0x80, 0, "STREAMINFO must no longer be the last block");
-        assert_eq!(tagged[info_end], 0x80 | 4);
-        let len = u32::from_be_bytes([
-            0,
-            tagged[info_end + 1],
-            tagged[info_end + 2],
-            tagged[info_end + 3],
-        ]);
-        assert_eq!(len as usize, body.len());
-        assert_eq!(&tagged[info_end + 4..info_end + 4 + body.len()], &body[..]);
-        assert_eq!(&tagged[info_end + 4 + body.len()..], &plain[info_end..]);
+        let block = |at: usize| {
+            let len = u32::from_be_bytes([0, tagged[at + 1], tagged[at + 2], tagged[at + 3]]);
+            (tagged[at], &tagged[at + 4..at + 4 + len as usize])
+        };
+        assert_eq!(block(info_end), (4, &body[..]));
+        let picture_at = info_end + 4 + body.len();
+        assert_eq!(block(picture_at), (0x80 | 6, &picture[..]));
+        let frames_at = picture_at + 4 + picture.len();
+        assert_eq!(&tagged[frames_at..], &plain[info_end..]);
         assert_eq!(&tagged[8..info_end], &plain[8..info_end]);
     }
 }

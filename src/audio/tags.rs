@@ -8,6 +8,7 @@
 //! `docs/delivery.md` ("Synthetic speech disclosure").
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
 
 /// Key of the machine-readable disclosure (ID3 `TXXX`, Vorbis comment); its value is
 /// [`Disclosure::FLAG`].
@@ -215,6 +216,111 @@ pub fn append_wav_chunk<F: Read + Write + Seek>(wav: &mut F, chunk: &[u8]) -> io
     Ok(())
 }
 
+/// An image for a file's tags: the MP3's `APIC`, the M4B's `covr`, the FLAC's `PICTURE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picture {
+    /// `image/jpeg` or `image/png`.
+    pub mime_type: String,
+    pub data: Vec<u8>,
+}
+
+impl Picture {
+    /// Reads a cover image, bounded and checked as a book's own cover is: a JPEG or PNG of
+    /// sane size (`what` names it in the check's error).
+    pub fn read(path: &Path, what: &str) -> Result<Self, lectern_text::limits::LimitError> {
+        let limits = lectern_text::InputLimits::from_env();
+        let data = limits.read_image(path)?;
+        limits.check_image(&data, what)?;
+        let mime_type = crate::reading::image_type(&data).unwrap_or("image/jpeg").to_string();
+        Ok(Self { mime_type, data })
+    }
+
+    /// The usual file extension of its type.
+    #[must_use]
+    pub fn extension(&self) -> &'static str {
+        if self.mime_type == "image/png" { "png" } else { "jpg" }
+    }
+}
+
+/// The most bytes a FLAC metadata block holds (its length is 24 bits).
+pub const FLAC_BLOCK_MAX_BYTES: usize = (1 << 24) - 1;
+
+/// A FLAC `PICTURE` metadata block's body (RFC 9639, 8.8) holding `picture` as the front
+/// cover (type 3), with the width, height and colour depth its header gives; `None` when it
+/// is too large for a metadata block.
+#[must_use]
+pub fn flac_picture(picture: &Picture) -> Option<Vec<u8>> {
+    /// ID3v2's picture type of the front cover, which FLAC reuses.
+    const FRONT_COVER: u32 = 3;
+    let size = imagesize::blob_size(&picture.data).ok();
+    let dimension = |d: Option<usize>| d.and_then(|d| u32::try_from(d).ok()).unwrap_or(0);
+    let (depth, colours) = colour_depth(&picture.data);
+    let mime = picture.mime_type.as_bytes();
+    let description: &[u8] = b"";
+    let numbers =
+        [dimension(size.map(|s| s.width)), dimension(size.map(|s| s.height)), depth, colours];
+    let mut out = Vec::with_capacity(32 + mime.len() + picture.data.len());
+    out.extend(FRONT_COVER.to_be_bytes());
+    for text in [mime, description] {
+        out.extend((text.len() as u32).to_be_bytes());
+        out.extend(text);
+    }
+    numbers.iter().for_each(|n| out.extend(n.to_be_bytes()));
+    out.extend(u32::try_from(picture.data.len()).ok()?.to_be_bytes());
+    out.extend(&picture.data);
+    (out.len() <= FLAC_BLOCK_MAX_BYTES).then_some(out)
+}
+
+/// An image's bits per pixel and, for an indexed one, its palette's size, as its header says
+/// (zeros where it does not say): a PNG's `IHDR` and `PLTE`, a JPEG's start of frame.
+fn colour_depth(data: &[u8]) -> (u32, u32) {
+    if data.starts_with(b"\x89PNG\r\n\x1a\n") && data.len() > 25 {
+        let channels = match data[25] {
+            0 | 3 => 1,
+            2 => 3,
+            4 => 2,
+            6 => 4,
+            _ => 0,
+        };
+        let palette = if data[25] == 3 { png_palette_colours(data) } else { 0 };
+        return (u32::from(data[24]) * channels, palette);
+    }
+    (jpeg_frame_depth(data).unwrap_or(0), 0)
+}
+
+/// The number of colours in a PNG's `PLTE` chunk (three bytes each).
+fn png_palette_colours(data: &[u8]) -> u32 {
+    let mut at = 8;
+    while at + 8 <= data.len() {
+        let len = u32::from_be_bytes([data[at], data[at + 1], data[at + 2], data[at + 3]]);
+        match &data[at + 4..at + 8] {
+            b"PLTE" => return len / 3,
+            b"IDAT" | b"IEND" => return 0,
+            _ => at = at.saturating_add(12 + len as usize),
+        }
+    }
+    0
+}
+
+/// A JPEG's sample precision times its components, from its first start-of-frame segment.
+fn jpeg_frame_depth(data: &[u8]) -> Option<u32> {
+    let mut at = 2;
+    while at + 4 <= data.len() {
+        if data[at] != 0xFF {
+            return None;
+        }
+        let marker = data[at + 1];
+        let len = usize::from(u16::from_be_bytes([data[at + 2], data[at + 3]]));
+        // SOF0–SOF15, less DHT (C4), JPG (C8) and DAC (CC), which share the range.
+        if (0xC0..=0xCF).contains(&marker) && ![0xC4, 0xC8, 0xCC].contains(&marker) {
+            let (precision, components) = (data.get(at + 4)?, data.get(at + 9)?);
+            return Some(u32::from(*precision) * u32::from(*components));
+        }
+        at += 2 + len;
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,6 +346,45 @@ mod tests {
         let two = Disclosure { voices: vec!["A".into(), "B".into()], ..d };
         assert!(two.sentence().contains("synthetic voices (A, B)"));
         assert_eq!(Disclosure::lectern(Vec::new()).voice_list(), "unnamed voice");
+    }
+
+    /// A 3×2 RGB PNG (8 bits a channel).
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x03\x00\x00\x00\x02\x08\x02\
+        \x00\x00\x00\x12\x16\xf1\x4d\x00\x00\x00\x10IDAT\x78\x9c\x63\x38\x21\x27\x07\x41\x0c\x70\x16\
+        \x00\x41\x00\x06\x19\x3c\x45\x41\x96\x00\x00\x00\x00IEND\xae\x42\x60\x82";
+
+    #[test]
+    fn a_flac_picture_is_the_front_cover_with_its_size_and_depth() {
+        let png = Picture { mime_type: "image/png".into(), data: PNG.to_vec() };
+        assert_eq!(png.extension(), "png");
+        let block = flac_picture(&png).unwrap();
+        let word = |at: usize| u32::from_be_bytes(block[at..at + 4].try_into().unwrap());
+        assert_eq!(word(0), 3, "front cover");
+        assert_eq!(word(4), 9);
+        assert_eq!(&block[8..17], b"image/png");
+        assert_eq!(word(17), 0, "no description");
+        assert_eq!((word(21), word(25), word(29), word(33)), (3, 2, 24, 0));
+        assert_eq!(word(37) as usize, PNG.len());
+        assert_eq!(&block[41..], PNG);
+        let huge = Picture { data: vec![0; FLAC_BLOCK_MAX_BYTES], ..png };
+        assert_eq!(flac_picture(&huge), None);
+    }
+
+    #[test]
+    fn colour_depth_reads_a_png_palette_and_a_jpeg_frame() {
+        // An indexed PNG of 4 bits a pixel with a five-colour palette.
+        let mut indexed = PNG[..33].to_vec();
+        indexed[24] = 4;
+        indexed[25] = 3;
+        indexed.extend(b"\x00\x00\x00\x0fPLTE");
+        indexed.extend([0; 15 + 4]);
+        assert_eq!(colour_depth(&indexed), (4, 5));
+        // SOI, APP0, a DHT (in the SOF range, not a frame), then a baseline frame: 8 bits, 2×4,
+        // three components.
+        let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xE0, 0, 4, 0, 0, 0xFF, 0xC4, 0, 3, 0];
+        jpeg.extend([0xFF, 0xC0, 0, 17, 8, 0, 4, 0, 2, 3]);
+        assert_eq!(colour_depth(&jpeg), (24, 0));
+        assert_eq!(colour_depth(b"neither"), (0, 0));
     }
 
     #[test]

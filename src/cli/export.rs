@@ -48,13 +48,13 @@ fn export(args: ExportArgs) -> Result<()> {
     if args.preset.is_some() || args.format.is_some_and(ExportFormatArg::is_delivery) {
         return run_delivery(&cfg, args);
     }
-    // The master is the 24 kHz render as it is, tagged with the book's metadata: a delivery's
-    // other flags (cover, room tone, credits, sample, captions) have nothing to shape.
+    // The master is the 24 kHz render as it is, tagged with the book's metadata and cover: a
+    // delivery's other flags (room tone, credits, sample, captions) have nothing to shape.
     let given = args.delivery.given_for_delivery_only();
     anyhow::ensure!(
         given.is_empty(),
         "{} shape a delivery: use them with --format mp3, --format m4b or a --preset (a WAV or \
-         FLAC master is tagged with the book's metadata and has the book's own cover beside it)",
+         FLAC master is the render as it is, with the book's metadata and cover)",
         given.join(", ")
     );
     let meta = args.delivery.meta_flags();
@@ -78,7 +78,10 @@ fn export(args: ExportArgs) -> Result<()> {
         None if split.is_some() => output_dir(&cfg).join(book_stem(&project)),
         None => output_dir(&cfg).join(format!("{}.{ext}", book_stem(&project))),
     };
-    let guard = export_guard(&project, force);
+    let mut guard = export_guard(&project, force);
+    if let Some(cover) = &meta.cover {
+        guard = guard.protect(cover, "a file this export reads");
+    }
     let opts = MasterExport {
         out,
         meta,
@@ -247,6 +250,7 @@ fn run_export(cfg: &Config, project: &std::path::Path, args: MasterExport) -> Re
     let opts = ExportOptions {
         out,
         book: Some(meta.fields()),
+        cover: args.meta.cover.clone(),
         format,
         sample_format,
         split_chapters: args.split_chapters,
@@ -266,6 +270,9 @@ fn run_export(cfg: &Config, project: &std::path::Path, args: MasterExport) -> Re
     }
     for s in &report.stale {
         eprintln!("warning: stale take exported (--allow-stale) for {s}");
+    }
+    for note in &report.notes {
+        eprintln!("note: {note}");
     }
     for f in &report.files {
         let lufs = f

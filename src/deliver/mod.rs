@@ -321,13 +321,9 @@ fn check_options(opts: &DeliveryOptions) -> Result<()> {
 /// The cover image's bytes and type (`image/jpeg` or `image/png`, by its signature).
 fn load_cover(meta: &BookMeta) -> Result<Option<mp3::Picture>> {
     let Some(path) = &meta.cover else { return Ok(None) };
-    let file_err = |detail: String| DeliverError::File { path: path.clone(), detail };
-    // Bounded and checked as a book's own cover is: a JPEG or PNG of sane size.
-    let limits = lectern_text::InputLimits::from_env();
-    let data = limits.read_image(path).map_err(|e| file_err(format!("the cover image: {e}")))?;
-    limits.check_image(&data, "the cover image").map_err(|e| file_err(e.to_string()))?;
-    let mime_type = crate::reading::image_type(&data).unwrap_or("image/jpeg");
-    Ok(Some(mp3::Picture { mime_type: mime_type.to_string(), data }))
+    let picture = mp3::Picture::read(path, "the cover image")
+        .map_err(|e| DeliverError::File { path: path.clone(), detail: e.to_string() })?;
+    Ok(Some(picture))
 }
 
 fn recording_track<'a>(title: &str, path: &Path, text: &Option<String>) -> Track<'a> {

@@ -36,13 +36,7 @@ pub struct Tags {
     pub disclosure: crate::audio::tags::Disclosure,
 }
 
-/// An image for the tag.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Picture {
-    /// `image/jpeg` or `image/png`.
-    pub mime_type: String,
-    pub data: Vec<u8>,
-}
+pub use crate::audio::tags::Picture;
 
 /// Encodes 44.1 kHz mono 16-bit samples as 192 kbps CBR MPEG-1 Layer III frames.
 pub fn encode(samples: &[i16]) -> Result<Vec<u8>, String> {

@@ -1,6 +1,7 @@
 //! Export: the chosen takes of the current manuscript, in order, with each segment's pause,
 //! as one file or one file per chapter; WAV (16/24-bit integer or 32-bit float) or FLAC
-//! (16/24-bit, pure-Rust `flacenc`); a chapter list as a cue sheet and as JSON; optional
+//! (16/24-bit, pure-Rust `flacenc`), tagged with the book's metadata and (FLAC) its cover; the
+//! cover beside; a chapter list as a cue sheet and as JSON; optional
 //! loudness normalisation to a target integrated loudness (ITU-R BS.1770 / EBU R128, measured
 //! by [`crate::audio::loudness`] with the `ebur128` crate: K-weighting, 400 ms blocks, absolute
 //! −70 LUFS and relative −10 LU gates).
@@ -78,6 +79,9 @@ pub struct ExportOptions {
     /// The book's metadata for the tags, cue sheet and chapter list, as the caller resolved
     /// it (flags, manuscript, config); `None`: the manuscript's own.
     pub book: Option<crate::audio::tags::BookFields>,
+    /// A cover image (JPEG or PNG) instead of the book's own: written beside the export and
+    /// embedded in a FLAC as its front cover.
+    pub cover: Option<PathBuf>,
 }
 
 /// One chapter's place in the export.
@@ -135,6 +139,9 @@ pub struct ExportReport {
     pub cue_path: PathBuf,
     pub json_path: PathBuf,
     pub total_samples: u64,
+    /// What the reader of the report should know that is not an error (a cover too large to
+    /// embed).
+    pub notes: Vec<String>,
 }
 
 /// A stretch of one output file.
@@ -294,16 +301,23 @@ pub(crate) fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<
 pub(crate) struct MasterTags {
     book: crate::audio::tags::BookFields,
     disclosure: crate::audio::tags::Disclosure,
+    /// The cover as a FLAC `PICTURE` block's body (none: no cover, or one too large).
+    flac_picture: Option<Vec<u8>>,
 }
 
 impl MasterTags {
     fn of(
         project: &Project,
         book: crate::audio::tags::BookFields,
+        cover: Option<&crate::audio::tags::Picture>,
         chapters: &[ChapterPlan],
     ) -> Result<Self> {
         let voices = voices_of(project, chapters)?;
-        Ok(Self { book, disclosure: crate::audio::tags::Disclosure::lectern(voices) })
+        Ok(Self {
+            book,
+            disclosure: crate::audio::tags::Disclosure::lectern(voices),
+            flac_picture: cover.and_then(crate::audio::tags::flac_picture),
+        })
     }
 
     fn vorbis_comment(&self) -> Vec<u8> {
@@ -426,12 +440,15 @@ fn write_file(
                     crate::audio::flac::FlacError::Io(e) => export_io("writing export", path, e),
                     other => StoreError::Export(format!("{}: {other}", path.display())),
                 };
+                use crate::audio::flac::{FlacWriter, Metadata};
                 let comment = tags.vorbis_comment();
-                let mut flac = crate::audio::flac::FlacWriter::with_vorbis_comment(
+                let mut metadata = vec![Metadata::VorbisComment(&comment)];
+                metadata.extend(tags.flac_picture.as_deref().map(Metadata::Picture));
+                let mut flac = FlacWriter::with_metadata(
                     BufWriter::new(file),
                     SAMPLE_RATE_HZ,
                     bits,
-                    Some(&comment),
+                    &metadata,
                 )
                 .map_err(flac_err)?;
                 let mut ints = Vec::new();
@@ -518,7 +535,17 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     let all: Vec<&Piece> = chapters.iter().flat_map(|c| c.pieces.iter()).collect();
     let sub_chapters = book.chapter_marks.clone();
     let fields = opts.book.clone().unwrap_or_else(|| book_fields(&book.info));
-    let tags = MasterTags::of(project, fields, &chapters)?;
+    // Read before any audio is written: a bad cover is refused with nothing written.
+    let cover = cover_of(project, &book, opts.cover.as_deref())?;
+    let tags = MasterTags::of(project, fields, cover.as_ref(), &chapters)?;
+    let mut notes = Vec::new();
+    if opts.format == ExportFormat::Flac && cover.is_some() && tags.flac_picture.is_none() {
+        notes.push(format!(
+            "the cover is larger than a FLAC metadata block holds ({} MiB): it is beside the \
+             export, not embedded",
+            (crate::audio::tags::FLAC_BLOCK_MAX_BYTES + 1) >> 20
+        ));
+    }
     if !opts.split_chapters {
         files.push(write_file(&whole, &all, opts, &tags)?);
     }
@@ -554,7 +581,7 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
         fs::write(tmp, cue_sheet_of_book(&tags.book, &marks))
             .map_err(|e| export_io("writing cue sheet", tmp, e))
     })?;
-    let cover = copy_cover(project, &book, &dir, &stem)?;
+    let cover = cover.map(|c| write_cover(&c, &dir, &stem)).transpose()?;
     let json = serde_json::json!({
         "book": {
             "title": known(&tags.book.title),
@@ -582,31 +609,36 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
         cue_path,
         json_path,
         total_samples: book_start,
+        notes,
     })
 }
 
-/// The book's cover, copied from the project beside the export as `STEM.cover.EXT`.
-fn copy_cover(
+/// The export's cover: `flag`'s image, else the book's own (the project's copy), each
+/// bounded and checked as a JPEG or PNG of sane size.
+fn cover_of(
     project: &Project,
     book: &super::BookRecord,
-    dir: &Path,
-    stem: &str,
-) -> Result<Option<PathBuf>> {
-    let Some(name) = &book.cover_file else { return Ok(None) };
-    let from = project.dir().join(name);
-    let ext = Path::new(name).extension().and_then(|e| e.to_str()).unwrap_or("img");
-    let to = dir.join(format!("{stem}.cover.{ext}"));
-    // The project's copy was checked when the book was read; a file swapped in since is
-    // bounded all the same.
-    let limits = lectern_text::InputLimits::from_env();
-    let bytes = limits
-        .read_image(&from)
-        .and_then(|b| limits.check_image(&b, &from.display().to_string()).map(|()| b))
-        .map_err(|e| StoreError::Export(format!("the book's cover: {e}")))?;
+    flag: Option<&Path>,
+) -> Result<Option<crate::audio::tags::Picture>> {
+    let (path, what) = match (flag, &book.cover_file) {
+        (Some(path), _) => (path.to_path_buf(), "the cover image"),
+        // The project's copy was checked when the book was read; a file swapped in since is
+        // bounded all the same.
+        (None, Some(name)) => (project.dir().join(name), "the book's cover"),
+        (None, None) => return Ok(None),
+    };
+    crate::audio::tags::Picture::read(&path, what)
+        .map(Some)
+        .map_err(|e| StoreError::Export(format!("{}: {e}", path.display())))
+}
+
+/// Writes the cover beside the export as `STEM.cover.EXT`.
+fn write_cover(cover: &crate::audio::tags::Picture, dir: &Path, stem: &str) -> Result<PathBuf> {
+    let to = dir.join(format!("{stem}.cover.{}", cover.extension()));
     write_atomically(&to, |tmp| {
-        fs::write(tmp, &bytes).map_err(|e| export_io("writing the cover", tmp, e))
+        fs::write(tmp, &cover.data).map_err(|e| export_io("writing the cover", tmp, e))
     })?;
-    Ok(Some(to))
+    Ok(to)
 }
 
 /// A cue sheet with the book's title and author (`TITLE`, `PERFORMER` before the first file).

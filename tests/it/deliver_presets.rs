@@ -8,7 +8,7 @@ use std::path::Path;
 
 use id3::TagLike;
 
-use crate::deliver_common::{ffprobe, lectern, names, project_with};
+use crate::deliver_common::{PNG, ffprobe, lectern, names, project_with};
 use lectern::audio::tags::{SYNTHETIC_SPEECH, SYNTHETIC_SPEECH_ENGINE, SYNTHETIC_SPEECH_VOICE};
 use lectern::deliver::check::{self, Rules};
 use lectern::deliver::preset::Preset;
@@ -256,6 +256,55 @@ fn the_flac_and_wav_masters_carry_the_metadata_and_the_disclosure() {
     let list: serde_json::Value = serde_json::from_str(&list).unwrap();
     assert_eq!(list["book"]["author"], "Bea Author");
     assert_eq!(list["book"]["language"], serde_json::Value::Null);
+}
+
+/// The picture a file's streams hold as its cover (ffprobe's attached picture).
+fn attached_picture(path: &Path) -> serde_json::Value {
+    let probe = ffprobe(path);
+    let streams = probe["streams"].as_array().unwrap();
+    let picture = streams.iter().find(|s| s["disposition"]["attached_pic"] == 1);
+    picture.unwrap_or_else(|| panic!("no attached picture in {probe}")).clone()
+}
+
+/// The FLAC master carries the book's cover as its front cover (a PICTURE block, which
+/// ffprobe reads back) and writes it beside; a cover given instead replaces both; a bad one
+/// is refused before any audio is written.
+#[test]
+fn the_flac_master_embeds_the_cover() {
+    use lectern::store::export::{ExportFormat, ExportOptions, export};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut p = book_project(&tmp.path().join("p"), 2, 1.0);
+    let mut book = p.book().unwrap();
+    book.info.cover =
+        Some(lectern_text::Cover { media_type: "image/png".into(), bytes: PNG.into() });
+    p.set_book(book).unwrap();
+    let flac = tmp.path().join("book.flac");
+    let opts =
+        ExportOptions { out: flac.clone(), format: ExportFormat::Flac, ..Default::default() };
+    export(&p, &opts).unwrap();
+    let picture = attached_picture(&flac);
+    assert_eq!((&picture["codec_name"], &picture["width"]), (&"png".into(), &3.into()));
+    assert_eq!(std::fs::read(tmp.path().join("book.cover.png")).unwrap(), PNG);
+    // A JPEG given instead (made by ffmpeg, so its header is an encoder's).
+    let jpeg = tmp.path().join("art.jpg");
+    let made = crate::deliver_common::program("ffmpeg")
+        .args(["-v", "error", "-f", "lavfi", "-i", "color=c=blue:s=8x4", "-frames:v", "1"])
+        .arg(&jpeg)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    export(&p, &ExportOptions { cover: Some(jpeg.clone()), ..opts.clone() }).unwrap();
+    let picture = attached_picture(&flac);
+    assert_eq!((&picture["codec_name"], &picture["width"]), (&"mjpeg".into(), &8.into()));
+    let beside = std::fs::read(tmp.path().join("book.cover.jpg")).unwrap();
+    assert_eq!(beside, std::fs::read(&jpeg).unwrap());
+    // Not an image: refused, naming it, the master as it was.
+    let bad = tmp.path().join("bad.jpg");
+    std::fs::write(&bad, "not an image").unwrap();
+    let before = std::fs::read(&flac).unwrap();
+    let err = export(&p, &ExportOptions { cover: Some(bad), ..opts }).unwrap_err().to_string();
+    assert!(err.contains("bad.jpg") && err.contains("not a JPEG or PNG"), "{err}");
+    assert_eq!(std::fs::read(&flac).unwrap(), before);
 }
 
 #[test]

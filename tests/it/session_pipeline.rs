@@ -202,6 +202,7 @@ fn export_opts(dir: &Path) -> lectern::store::export::ExportOptions {
         loudness_lufs: None,
         allow_stale: false,
         book: None,
+        cover: None,
     }
 }
 

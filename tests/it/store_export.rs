@@ -289,8 +289,13 @@ fn export_subcommand_parses_and_writes() {
     assert!(err.starts_with("--room-tone-db, --credits shape a delivery"), "{err}");
     assert!(!m_wav.exists());
     // The project directory exports the takes as they are, tagged with the flags' metadata.
-    master(&["--title", "The Flagged Title", "--author", "Ada Flag", "--narrator", "Nell Reader"])
-        .unwrap();
+    let cover = tmp.path().join("art.png");
+    std::fs::write(&cover, crate::deliver_common::PNG).unwrap();
+    let flags =
+        ["--title", "The Flagged Title", "--author", "Ada Flag", "--narrator", "Nell Reader"];
+    master(&[&flags[..], &["--cover", cover.to_str().unwrap()]].concat()).unwrap();
+    let beside = tmp.path().join("m.cover.png");
+    assert_eq!(std::fs::read(beside).unwrap(), crate::deliver_common::PNG);
     let bytes = std::fs::read(&m_wav).unwrap();
     let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
     assert!(has(b"INAM\x12\0\0\0The Flagged Title\0") && has(b"IART\x09\0\0\0Ada Flag\0"));

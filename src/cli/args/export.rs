@@ -139,8 +139,9 @@ pub struct DeliveryArgs {
     /// `[book] narrator`]
     #[arg(long)]
     pub narrator: Option<String>,
-    /// Cover image (JPEG or PNG): the M4B's cover and each MP3's front-cover picture
-    /// [default: the EPUB's cover or the front matter's `cover:`]
+    /// Cover image (JPEG or PNG): the M4B's cover, each MP3's and the FLAC master's front-cover
+    /// picture, and the file beside a master [default: the EPUB's cover or the front matter's
+    /// `cover:`]
     #[arg(long)]
     pub cover: Option<PathBuf>,
     /// Publisher (tags) [default: the EPUB's `dc:publisher` or the front matter's
@@ -211,11 +212,13 @@ pub struct DeliveryArgs {
     pub captions: Option<CaptionsArg>,
 }
 
-/// The flags a master's tags (WAV `INFO`, FLAC Vorbis comments) and cue sheet carry too.
-const MASTER_METADATA_FLAGS: [&str; 8] = [
+/// The flags a master takes too: its tags (WAV `INFO`, FLAC Vorbis comments and picture), cue
+/// sheet and cover.
+const MASTER_METADATA_FLAGS: [&str; 9] = [
     "--title",
     "--author",
     "--narrator",
+    "--cover",
     "--publisher",
     "--rights",
     "--isbn",
@@ -241,7 +244,7 @@ impl DeliveryArgs {
     }
 
     /// The flags given that shape a delivery only, by name: a master export (WAV, FLAC)
-    /// refuses them rather than leave them unused. The metadata text flags tag every format.
+    /// refuses them rather than leave them unused. The metadata flags tag every format.
     #[must_use]
     pub fn given_for_delivery_only(&self) -> Vec<&'static str> {
         self.flags()

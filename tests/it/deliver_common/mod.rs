@@ -47,7 +47,13 @@ pub fn project_with(
     (p, segments, takes)
 }
 
-fn program(name: &str) -> Command {
+/// A 3×2 RGB PNG.
+pub const PNG: &[u8] =
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR\x00\x00\x00\x03\x00\x00\x00\x02\x08\x02\
+    \x00\x00\x00\x12\x16\xf1\x4d\x00\x00\x00\x10IDAT\x78\x9c\x63\x38\x21\x27\x07\x41\x0c\x70\x16\
+    \x00\x41\x00\x06\x19\x3c\x45\x41\x96\x00\x00\x00\x00IEND\xae\x42\x60\x82";
+
+pub fn program(name: &str) -> Command {
     let ok = Command::new(name).arg("-version").output().is_ok_and(|o| o.status.success());
     assert!(
         ok,
