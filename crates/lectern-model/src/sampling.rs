@@ -87,15 +87,62 @@ pub fn segment_rng(seed: u64) -> ChaCha8Rng {
 /// `softmax` in float32 like torch's CPU kernel: subtract the max, exponentiate, sum, divide.
 /// `-inf` entries get probability 0. (Within 1e-7 of torch's probabilities on every fixture case.)
 pub fn softmax(scores: &[f32]) -> Vec<f32> {
-    let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    // exp evaluated in f64 and rounded: the correctly rounded f32 result, as torch's vectorised
-    // exp gives on the fixture cases (libm's expf is off by an ulp on some of them).
-    let mut out: Vec<f32> = scores.iter().map(|&s| ((s - max) as f64).exp() as f32).collect();
-    // Accumulate in f64: torch's vectorised (multi-lane) f32 sum is far closer to the exact sum
-    // than a sequential f32 loop, which drifts when one term dominates (docs/refutations.md).
-    let sum = out.iter().map(|&p| p as f64).sum::<f64>() as f32;
-    out.iter_mut().for_each(|p| *p /= sum);
-    out
+    Exps::of(scores).probs()
+}
+
+/// The numerator and denominator of [`softmax`]: each score's `exp(s − max)` and their sum.
+/// Kept apart so that the repetition fallback, which masks one score, can reuse them.
+struct Exps {
+    max: f32,
+    exps: Vec<f32>,
+    sum: f32,
+}
+
+impl Exps {
+    fn of(scores: &[f32]) -> Self {
+        let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        // exp evaluated in f64 and rounded: the correctly rounded f32 result, as torch's
+        // vectorised exp gives on the fixture cases (libm's expf is off by an ulp on some).
+        let exps: Vec<f32> = scores.iter().map(|&s| ((s - max) as f64).exp() as f32).collect();
+        Self { max, sum: f64_sum(&exps), exps }
+    }
+
+    /// The same numerators with `scores[masked]` set to −∞, when that leaves the max as it
+    /// was: every other term is the same number and the masked one an exact 0, so the f64 sum
+    /// over the same order is the same as a fresh [`Exps::of`]'s, bit for bit. `None` when the
+    /// masked score was the only maximum (every term changes then).
+    fn masked(mut self, scores: &[f32], masked: usize) -> Option<Self> {
+        let max_after = scores
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != masked)
+            .map(|(_, &s)| s)
+            .fold(f32::NEG_INFINITY, f32::max);
+        if max_after.to_bits() != self.max.to_bits() {
+            return None;
+        }
+        self.exps[masked] = 0.0;
+        self.sum = f64_sum(&self.exps);
+        Some(self)
+    }
+
+    /// [`softmax`]'s probabilities, keeping the numerators for [`Exps::masked`].
+    fn probs_ref(&self) -> Vec<f32> {
+        self.exps.iter().map(|&e| e / self.sum).collect()
+    }
+
+    fn probs(mut self) -> Vec<f32> {
+        let sum = self.sum;
+        self.exps.iter_mut().for_each(|p| *p /= sum);
+        self.exps
+    }
+}
+
+/// The sum accumulated in f64: torch's vectorised (multi-lane) f32 sum is far closer to the
+/// exact sum than a sequential f32 loop, which drifts when one term dominates
+/// (docs/refutations.md).
+fn f64_sum(values: &[f32]) -> f32 {
+    values.iter().map(|&p| p as f64).sum::<f64>() as f32
 }
 
 /// Upstream `nucleus_sampling`'s candidate list, in sampling order: probabilities sorted
@@ -103,23 +150,50 @@ pub fn softmax(scores: &[f32]) -> Vec<f32> {
 /// running sum is `< top_p` and fewer than `top_k` are kept, so the item that crosses `top_p` is
 /// included and the first item always is.
 ///
-/// Only the first `top_k` of that order can be kept, so they are selected (O(n)) and only they
-/// are sorted: descending by probability, ties by ascending id, which is exactly the stable
-/// sort's order, without a full sort of the 6761 ids per lane and step.
+/// Only the first `top_k` of that order can be kept, so only they are found and sorted: the
+/// `top_k`-th largest probability is found in one pass ([`kth_largest_key`]), the ids at or
+/// above it are sorted descending by probability, ties by ascending id, which is exactly the
+/// stable sort's order, without sorting or selecting over all 6761 ids per lane and step.
 pub fn nucleus_candidates(probs: &[f32], top_p: f32, top_k: usize) -> Vec<u32> {
-    let order_of =
-        |a: &u32, b: &u32| probs[*b as usize].total_cmp(&probs[*a as usize]).then(a.cmp(b));
-    let mut order: Vec<u32> = (0..probs.len() as u32).collect();
-    let keep = top_k.min(order.len());
-    if keep == 0 {
+    let Some(threshold) = kth_largest_key(probs, top_k) else {
         return Vec::new();
-    }
-    if keep < order.len() {
-        order.select_nth_unstable_by(keep - 1, order_of);
-        order.truncate(keep);
-    }
-    order.sort_unstable_by(order_of);
+    };
+    let mut order: Vec<u32> =
+        (0..probs.len() as u32).filter(|&id| order_key(probs[id as usize]) >= threshold).collect();
+    order.sort_unstable_by(|&a, &b| {
+        order_key(probs[b as usize]).cmp(&order_key(probs[a as usize])).then(a.cmp(&b))
+    });
+    order.truncate(top_k);
     nucleus_prefix(order, probs, top_p, top_k)
+}
+
+/// `f32::total_cmp`'s order as an integer: a sort on this key is a sort on `total_cmp`.
+fn order_key(p: f32) -> i32 {
+    let bits = p.to_bits() as i32;
+    bits ^ (((bits >> 31) as u32) >> 1) as i32
+}
+
+/// The [`order_key`] of the `k`-th largest probability (counting equal values separately);
+/// `None` when `k` is 0 or there are no probabilities. Fewer than `k`: the smallest's.
+fn kth_largest_key(probs: &[f32], k: usize) -> Option<i32> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    if k == 0 || probs.is_empty() {
+        return None;
+    }
+    // A min-heap of the k largest so far: after the first k, most keys lose to its top in
+    // one comparison.
+    let mut largest: BinaryHeap<Reverse<i32>> = BinaryHeap::with_capacity(k + 1);
+    for &p in probs {
+        let key = order_key(p);
+        if largest.len() < k {
+            largest.push(Reverse(key));
+        } else if largest.peek().is_some_and(|&Reverse(min)| key > min) {
+            largest.pop();
+            largest.push(Reverse(key));
+        }
+    }
+    largest.peek().map(|&Reverse(key)| key)
 }
 
 /// The kept prefix of candidates in sampling `order`: while the float32 running sum is below
@@ -194,18 +268,25 @@ pub fn ras_sampling(
     cfg: &SamplingConfig,
     rng: &mut ChaCha8Rng,
 ) -> RasTrace {
-    let probs = softmax(scores);
+    let exps = Exps::of(scores);
+    let probs = exps.probs_ref();
     let cands = nucleus_candidates(&probs, cfg.top_p, cfg.top_k);
     let cand_probs: Vec<f32> = cands.iter().map(|&i| probs[i as usize]).collect();
     let nucleus_pick = cands[draw(&cand_probs, rng)];
     let rep_num = repetition_count(history, nucleus_pick, cfg.win_size);
-    if ras_triggers(rep_num, cfg) {
-        let full = fallback_distribution(scores, nucleus_pick);
-        let returned = draw(&full, rng) as u32;
-        RasTrace { nucleus_pick, rep_num, resampled: true, returned }
-    } else {
-        RasTrace { nucleus_pick, rep_num, resampled: false, returned: nucleus_pick }
+    if !ras_triggers(rep_num, cfg) {
+        return RasTrace { nucleus_pick, rep_num, resampled: false, returned: nucleus_pick };
     }
+    // `fallback_distribution`, reusing this step's exponentials where masking leaves them be.
+    let full = match exps.masked(scores, nucleus_pick as usize) {
+        Some(masked) => {
+            scores[nucleus_pick as usize] = f32::NEG_INFINITY;
+            masked.probs()
+        }
+        None => fallback_distribution(scores, nucleus_pick),
+    };
+    let returned = draw(&full, rng) as u32;
+    RasTrace { nucleus_pick, rep_num, resampled: true, returned }
 }
 
 /// Argmax, lowest id among ties (torch.argmax).
@@ -315,6 +396,75 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// `ras_sampling` as upstream writes it: a fresh softmax for the nucleus, a stable full
+    /// sort, and a fresh softmax over the masked scores when the fallback fires.
+    fn reference_ras(
+        scores: &mut [f32],
+        history: &[u32],
+        cfg: &SamplingConfig,
+        rng: &mut ChaCha8Rng,
+    ) -> RasTrace {
+        let probs = softmax(scores);
+        let mut order: Vec<u32> = (0..probs.len() as u32).collect();
+        order.sort_by(|&a, &b| probs[b as usize].total_cmp(&probs[a as usize]));
+        let cands = nucleus_prefix(order, &probs, cfg.top_p, cfg.top_k);
+        let cand_probs: Vec<f32> = cands.iter().map(|&i| probs[i as usize]).collect();
+        let nucleus_pick = cands[draw(&cand_probs, rng)];
+        let rep_num = repetition_count(history, nucleus_pick, cfg.win_size);
+        if !ras_triggers(rep_num, cfg) {
+            return RasTrace { nucleus_pick, rep_num, resampled: false, returned: nucleus_pick };
+        }
+        let full = fallback_distribution(scores, nucleus_pick);
+        RasTrace { nucleus_pick, rep_num, resampled: true, returned: draw(&full, rng) as u32 }
+    }
+
+    /// The fallback's reused exponentials and the one-pass candidate search give upstream's
+    /// choices and leave the scores as upstream does, through both fallback paths (the pick the
+    /// only maximum, or not) and with ties at the maximum and at the `top_k`-th place.
+    #[test]
+    fn ras_sampling_matches_the_reference_through_the_fallback() {
+        let cfg = SamplingConfig::default();
+        let mut rng = segment_rng(23);
+        let (mut fallbacks, mut reused, mut fresh) = (0, 0, 0);
+        for case in 0..600 {
+            let n = [6761, 40, 3][case % 3];
+            let coarse = case % 4 == 0; // many ties
+            let mut scores: Vec<f32> = (0..n)
+                .map(|_| {
+                    let u: f32 = rng.r#gen();
+                    let s = u * u * 12.0 - 12.0;
+                    if coarse { s.round() } else { s }
+                })
+                .collect();
+            if case % 7 == 0 {
+                let top = argmax(&scores) as usize;
+                scores[(top + 1) % n] = scores[top]; // a second maximum
+            }
+            // A history holding likely picks, so the fallback fires on most cases.
+            let mut by_score: Vec<u32> = (0..n as u32).collect();
+            by_score.sort_by(|&a, &b| scores[b as usize].total_cmp(&scores[a as usize]));
+            let history: Vec<u32> = by_score.iter().take(case % 12).copied().collect();
+            let seed = rng.r#gen::<u64>();
+            let (mut ours, mut theirs) = (scores.clone(), scores.clone());
+            let got = ras_sampling(&mut ours, &history, &cfg, &mut segment_rng(seed));
+            let want = reference_ras(&mut theirs, &history, &cfg, &mut segment_rng(seed));
+            assert_eq!(got, want, "case {case}");
+            assert_eq!(
+                ours.iter().map(|s| s.to_bits()).collect::<Vec<_>>(),
+                theirs.iter().map(|s| s.to_bits()).collect::<Vec<_>>(),
+                "case {case}: scores left differently"
+            );
+            if got.resampled {
+                fallbacks += 1;
+                let only_max =
+                    scores.iter().filter(|&&s| s == scores[got.nucleus_pick as usize]).count() == 1
+                        && argmax(&scores) == got.nucleus_pick;
+                if only_max { fresh += 1 } else { reused += 1 }
+            }
+        }
+        assert!(fallbacks > 200 && reused > 50 && fresh > 50, "{fallbacks} {reused} {fresh}");
     }
 
     #[test]
