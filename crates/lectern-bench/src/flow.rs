@@ -26,6 +26,7 @@ use serde_json::json;
 
 use crate::{BenchOptions, sync, time};
 use lectern_kernels::attention;
+use lectern_kernels::cuda::flow as cuda_flow;
 use lectern_model::config::{DitConfig, FlowConfig, ModelConfig};
 use lectern_model::flow::cfm::{Estimator, FlowCond};
 use lectern_model::flow::dit::{
@@ -136,6 +137,9 @@ struct CallInputs {
     t: Tensor,
     cond: FlowCond,
 }
+
+/// One of the CUDA attention kernels: `None` where it does not apply.
+type AttentionKernel = fn(&Tensor, &Tensor, &Tensor) -> candle::Result<Option<Tensor>>;
 
 fn call_inputs(rng: &mut ChaCha8Rng, n_frames: usize, dev: &Device) -> anyhow::Result<CallInputs> {
     let mut randn = |shape: &[usize]| uniform(rng, shape, 1, dev);
@@ -349,6 +353,27 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
     } else {
         None
     };
+    // On CUDA both attention kernels in one process, each against the materialised f32 path:
+    // the f32 one on CUDA cores and the 3xTF32 one on tensor cores (where the GPU has them).
+    let cuda_cores = if dev.is_cuda() {
+        let plain = attend_materialised(&q, &k, &v, FlowMatmul::F32, opts.flow_kernels)?;
+        let deviation = |o: &Tensor| -> anyhow::Result<f32> {
+            Ok((o - &plain)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?)
+        };
+        let mut kernels = Vec::new();
+        for (name, kernel) in [
+            ("CUDA cores, f32", cuda_flow::attention as AttentionKernel),
+            ("tensor cores, 3xTF32", cuda_flow::attention_tf32x3),
+        ] {
+            if let Some(o) = kernel(&q, &k, &v)? {
+                let s = time(dev, reps, || Ok(kernel(&q, &k, &v)?))?;
+                kernels.push((name, s, deviation(&o)?));
+            }
+        }
+        kernels
+    } else {
+        Vec::new()
+    };
     // On the CPU in f32, where `attend` runs the AVX-512 core: the portable core beside it.
     let core = attention::f32_core(cfg.dit.dim_head);
     let portable = if matmul == FlowMatmul::F32 && dev.is_cpu() && core != "portable" {
@@ -400,6 +425,9 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
             m * 1e3,
             m / scores
         );
+    }
+    for (name, s, deviation) in &cuda_cores {
+        println!("    (the {name} kernel: {:.2} ms, largest difference {deviation:.2e})", s * 1e3);
     }
     if let Some(p) = portable {
         println!(

@@ -8,7 +8,7 @@
 //!   ride in the next kernel (candle's broadcast adds are a pass each);
 //! * [`attention`]: softmax attention flash style (tiles of keys, online softmax, the output
 //!   rows in registers); the materialised path writes and re-reads `2 × 16 × t²` scores
-//!   (322 MB at 1588 frames);
+//!   (322 MB at 1588 frames); [`attention_tf32x3`] the same on tensor cores (`attention_tc.cu`);
 //! * [`GroupConvWeights`]: the position embedding's causal grouped conv in one kernel;
 //! * [`tf32x3_lhs`]: the left operand of a 3xTF32 product in one pass.
 //!
@@ -129,16 +129,38 @@ pub const ATTENTION_HEAD_DIMS: [usize; 3] = [16, 32, 64];
 /// Softmax attention over all frames: q (pre-scaled), k, v `(b, h, t, dh)` contiguous →
 /// `(b, t, h·dh)`, as `lectern_model::flow::dit::attend_materialised` computes it (the sums in another
 /// order: within the f32 gates, checked by `lectern parity` and `bench --stage flow`).
+/// CUDA cores, f32 multiply-adds.
 pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Option<Tensor>> {
-    let Ok((_, _, _, dh)) = q.dims4() else { return Ok(None) };
-    let same = |x: &Tensor| x.dims() == q.dims() && x.dtype() == q.dtype();
-    if !applies(q)
-        || !ATTENTION_HEAD_DIMS.contains(&dh)
-        || ![k, v].iter().all(|x| same(x) && x.is_contiguous())
-    {
+    if !attention_applies(q, k, v) {
         return Ok(None);
     }
-    imp::attention(q, k, v)
+    imp::attention(q, k, v, Cores::Simt)
+}
+
+/// [`attention`] with both products on tensor cores in 3xTF32 (f32-accurate, as the flow's
+/// 3xTF32 projections are), on GPUs of compute capability 8.0 and later; `None` elsewhere.
+pub fn attention_tf32x3(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Option<Tensor>> {
+    if !attention_applies(q, k, v) {
+        return Ok(None);
+    }
+    imp::attention(q, k, v, Cores::TensorTf32x3)
+}
+
+fn attention_applies(q: &Tensor, k: &Tensor, v: &Tensor) -> bool {
+    let Ok((_, _, _, dh)) = q.dims4() else { return false };
+    let same = |x: &Tensor| x.dims() == q.dims() && x.dtype() == q.dtype();
+    applies(q)
+        && ATTENTION_HEAD_DIMS.contains(&dh)
+        && [k, v].iter().all(|x| same(x) && x.is_contiguous())
+}
+
+/// Which units an attention kernel computes its products on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cores {
+    /// `flash_attention_f32_d*` (flow.cu): f32 fused multiply-adds.
+    Simt,
+    /// `flash_attention_tc_f32_d*` (attention_tc.cu): `mma.sync` m16n8k8 TF32, three per product.
+    TensorTf32x3,
 }
 
 /// Output channels and frames per block of `causal_group_conv_mish_f32`.
@@ -242,7 +264,12 @@ mod imp {
         Ok(None)
     }
 
-    pub fn attention(_q: &Tensor, _k: &Tensor, _v: &Tensor) -> candle::Result<Option<Tensor>> {
+    pub fn attention(
+        _q: &Tensor,
+        _k: &Tensor,
+        _v: &Tensor,
+        _cores: super::Cores,
+    ) -> candle::Result<Option<Tensor>> {
         Ok(None)
     }
 
@@ -257,7 +284,7 @@ mod imp {
 }
 
 #[cfg(feature = "cuda")]
-pub(crate) use imp::KERNELS;
+pub(crate) use imp::{KERNELS, TENSOR_CORE_KERNELS};
 
 #[cfg(feature = "cuda")]
 mod imp {
@@ -266,11 +293,16 @@ mod imp {
     use candle::cuda_backend::{CudaStorage, WrapErr};
     use candle::{Layout, Shape, Tensor};
 
+    use super::Cores;
     use crate::cuda::nvrtc::{
-        CudaOp, Module, Op, aligned_contiguous, elementwise_grid, output, view, with_dynamic_shared,
+        CudaOp, Module, Op, aligned_contiguous, compute_capability, elementwise_grid, output, view,
+        with_dynamic_shared,
     };
 
     pub static KERNELS: Module = Module::new("lectern_flow_kernels", include_str!("flow.cu"));
+    /// The tensor-core attention: `mma.sync` with TF32 operands needs compute_80.
+    pub static TENSOR_CORE_KERNELS: Module =
+        Module::for_arch("lectern_flow_tc_kernels", include_str!("attention_tc.cu"), "compute_80");
     /// Threads per block (`THREADS` in kernels.cu).
     const THREADS: u32 = 256;
 
@@ -529,11 +561,35 @@ mod imp {
     }
 
     /// Inputs: q, k, v `(b, h, t, dh)`; output `(b, t, h·dh)`.
-    struct Attention;
+    struct Attention {
+        cores: Cores,
+    }
 
-    /// Query rows and keys per tile, threads per block (`FA_BR`, `FA_BC`, `FA_THREADS`).
+    /// Query rows and keys per tile, threads per block (`FA_BR`, `FA_BC`, `FA_THREADS` in
+    /// flow.cu; `TC_BR`, `TC_BC`, `TC_THREADS` in attention_tc.cu).
     const FA_ROWS: usize = 64;
     const FA_THREADS: u32 = 128;
+
+    impl Attention {
+        /// The kernel's module and name, and the bytes of shared memory it lays out.
+        fn kernel(&self, dh: usize) -> (&'static Module, String, usize) {
+            match self.cores {
+                // q and k tiles transposed, the v tile, the probabilities (rows padded by 4).
+                Cores::Simt => (
+                    &KERNELS,
+                    format!("flash_attention_f32_d{dh}"),
+                    4 * (3 * dh * FA_ROWS + FA_ROWS * (FA_ROWS + 4)),
+                ),
+                // The k tile (rows padded by 4), the v tile (by 8), each of the 4 warps' 16
+                // rows of probabilities (by 4).
+                Cores::TensorTf32x3 => (
+                    &TENSOR_CORE_KERNELS,
+                    format!("flash_attention_tc_f32_d{dh}"),
+                    4 * (FA_ROWS * (dh + 4) + FA_ROWS * (dh + 8) + 4 * 16 * (FA_ROWS + 4)),
+                ),
+            }
+        }
+    }
 
     impl CudaOp for Attention {
         const NAME: &'static str = "dit-attention";
@@ -549,9 +605,8 @@ mod imp {
             let (q, k, v) =
                 (view(Self::NAME, qs, ql)?, view(Self::NAME, ks, kl)?, view(Self::NAME, vs, vl)?);
             let dev = qs.device();
-            let func = KERNELS.function(dev, &format!("flash_attention_f32_d{dh}"))?;
-            // q and k tiles transposed, the v tile, the probabilities (rows padded by 4).
-            let shared = 4 * (3 * dh * FA_ROWS + FA_ROWS * (FA_ROWS + 4));
+            let (module, name, shared) = self.kernel(dh);
+            let func = module.function(dev, &name)?;
             let grid = (t.div_ceil(FA_ROWS) as u32, h as u32, b as u32);
             let cfg = with_dynamic_shared(&func, grid, (FA_THREADS, 1, 1), shared)?;
             let out = output(dev, b * t * h * dh)?;
@@ -559,28 +614,45 @@ mod imp {
             let stream = dev.cuda_stream();
             let mut builder = stream.launch_builder(&func);
             builder.arg(&q).arg(&k).arg(&v).arg(&out).arg(&t_i).arg(&h_i);
-            // SAFETY: six arguments in the order and types of `flash_attention_f32_d{dh}(const
-            // float* q, const float* k, const float* v, float* out, int t, int heads)`; dh is one
-            // of ATTENTION_HEAD_DIMS (checked by `attention`; another name fails to load). q, k
-            // and v are (b, h, t, dh), contiguous and 16-byte aligned (`attention`, `view`): the
-            // block of head (bi, hi) reads float4s of that head's rows < t only and writes rows
-            // < t of its dh columns of `out` (b·t·h·dh). 128 threads = FA_THREADS, its launch
-            // bound; `shared` is the 3·dh·64 + 64·68 floats it lays out, allowed by
-            // `with_dynamic_shared`.
+            // SAFETY: six arguments in the order and types of both kernels' `(const float* q,
+            // const float* k, const float* v, float* out, int t, int heads)`; dh is one of
+            // ATTENTION_HEAD_DIMS (checked by `attention_applies`; another name fails to load).
+            // q, k and v are (b, h, t, dh), contiguous and 16-byte aligned (`attention`,
+            // `view`): the block of head (bi, hi) reads that head's rows < t only (float4s of k
+            // and v, floats of q) and writes rows < t of its dh columns of `out` (b·t·h·dh).
+            // 128 threads = FA_THREADS = TC_THREADS, the launch bound of both; `shared` is the
+            // memory the chosen kernel lays out (`Attention::kernel`), allowed by
+            // `with_dynamic_shared`. The tensor-core kernel runs only on compute capability
+            // 8.0 or later (`attention`), which its `mma.sync` TF32 needs.
             unsafe { builder.launch(cfg) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), Shape::from((b, t, h * dh))))
         }
     }
 
-    pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Option<Tensor>> {
-        if !KERNELS.available()
+    pub fn attention(
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        cores: Cores,
+    ) -> candle::Result<Option<Tensor>> {
+        let module = match cores {
+            Cores::Simt => &KERNELS,
+            Cores::TensorTf32x3 => {
+                let candle::Device::Cuda(dev) = q.device() else { return Ok(None) };
+                if compute_capability(dev)?.0 < 8 {
+                    return Ok(None);
+                }
+                &TENSOR_CORE_KERNELS
+            }
+        };
+        if !module.available()
             || !aligned_contiguous(q)
             || !aligned_contiguous(k)
             || !aligned_contiguous(v)
         {
             return Ok(None);
         }
-        Ok(Some(q.apply_op3_no_bwd(k, v, &Op(Attention))?))
+        Ok(Some(q.apply_op3_no_bwd(k, v, &Op(Attention { cores }))?))
     }
 
     /// Inputs: x `(b, t, dim)`, the joined tap-major weight and bias `(cg·k + 1, dim)`, and

@@ -29,10 +29,15 @@ pub const MAX_ROWS: usize = 8;
 pub fn compile_failures() -> Vec<String> {
     #[cfg(feature = "cuda")]
     {
-        [&imp::KERNELS, &crate::cuda::flow::KERNELS, &crate::cuda::hift::KERNELS]
-            .into_iter()
-            .filter_map(|m| m.failure())
-            .collect()
+        [
+            &imp::KERNELS,
+            &crate::cuda::flow::KERNELS,
+            &crate::cuda::flow::TENSOR_CORE_KERNELS,
+            &crate::cuda::hift::KERNELS,
+        ]
+        .into_iter()
+        .filter_map(|m| m.failure())
+        .collect()
     }
     #[cfg(not(feature = "cuda"))]
     {

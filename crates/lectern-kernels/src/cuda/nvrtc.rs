@@ -17,17 +17,28 @@ use candle::{CpuStorage, Layout, Shape, Tensor};
 pub struct Module {
     name: &'static str,
     source: &'static str,
+    /// The virtual architecture the PTX is made for (`compute_80`, say) when the source needs
+    /// instructions NVRTC's default target lacks; `None`: NVRTC's default.
+    arch: Option<&'static str>,
     ptx: OnceLock<Result<&'static str, String>>,
 }
 
 impl Module {
     pub const fn new(name: &'static str, source: &'static str) -> Self {
-        Self { name, source, ptx: OnceLock::new() }
+        Self { name, source, arch: None, ptx: OnceLock::new() }
+    }
+
+    /// A module whose PTX targets `arch` (`compute_80`): it loads only on GPUs of that
+    /// compute capability or later, so its callers check [`compute_capability`] first.
+    pub const fn for_arch(name: &'static str, source: &'static str, arch: &'static str) -> Self {
+        Self { name, source, arch: Some(arch), ptx: OnceLock::new() }
     }
 
     fn compiled(&self) -> &Result<&'static str, String> {
+        use candle::cuda_backend::cudarc::nvrtc::{CompileOptions, compile_ptx_with_opts};
         self.ptx.get_or_init(|| {
-            candle::cuda_backend::cudarc::nvrtc::compile_ptx(self.source)
+            let opts = CompileOptions { arch: self.arch, ..Default::default() };
+            compile_ptx_with_opts(self.source, opts)
                 // Leaked once per module: every later launch borrows it instead of copying it.
                 .map(|p| &*Box::leak(p.to_src().into_boxed_str()))
                 .map_err(|e| format!("compiling the CUDA kernels `{}`: {e:?}", self.name))
@@ -52,6 +63,11 @@ impl Module {
         let ptx = self.compiled().as_ref().map_err(|e| candle::Error::Msg(e.clone()))?;
         Ok(dev.get_or_load_custom_func(name, self.name, ptx)?.into_cuda_function())
     }
+}
+
+/// The GPU's compute capability, `(major, minor)`.
+pub fn compute_capability(dev: &CudaDevice) -> candle::Result<(i32, i32)> {
+    dev.cuda_stream().context().compute_capability().w()
 }
 
 /// A CUDA-only op: one kernel launch over its inputs' storages and layouts, returning the

@@ -388,7 +388,7 @@ impl Attention {
 }
 
 /// Softmax attention over all frames: q (pre-scaled), k, v (b, h, t, dh) → (b, t, h·dh).
-/// A fused kernel on CUDA ([`kernels::attention`]) and, in plain f32, on the CPU
+/// A fused kernel on CUDA ([`kernels::attention`], [`kernels::attention_tf32x3`]) and, in plain f32, on the CPU
 /// ([`lectern_kernels::attention`]); elsewhere, or on CUDA without `use_kernels`,
 /// [`attend_materialised`].
 pub fn attend(
@@ -406,8 +406,15 @@ pub fn attend(
             FlowMatmul::Tf32x3 => {}
         }
     }
-    // The CUDA kernel computes the scores in f32 whatever `matmul` says (3xTF32 is an f32
-    // product too), so it serves both.
+    // On CUDA with 3xTF32 products (the default there) the attention's products are 3xTF32
+    // on tensor cores too, where the GPU has them (compute capability 8.0 on). Otherwise the
+    // f32 kernel, whatever `matmul` says: 3xTF32 is an f32-accurate product too.
+    if use_kernels
+        && matmul == FlowMatmul::Tf32x3
+        && let Some(o) = kernels::attention_tf32x3(q, k, v)?
+    {
+        return Ok(o);
+    }
     if use_kernels && let Some(o) = kernels::attention(q, k, v)? {
         return Ok(o);
     }
