@@ -138,12 +138,23 @@ pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Option<Te
 }
 
 /// [`attention`] with both products on tensor cores in 3xTF32 (f32-accurate, as the flow's
-/// 3xTF32 projections are), on GPUs of compute capability 8.0 and later; `None` elsewhere.
+/// 3xTF32 projections are), on GPUs of compute capability 8.0 and later; `None` elsewhere and
+/// when [`TENSOR_CORE_ATTENTION_ENV`] is `0`.
 pub fn attention_tf32x3(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Option<Tensor>> {
-    if !attention_applies(q, k, v) {
+    if !tensor_core_attention() || !attention_applies(q, k, v) {
         return Ok(None);
     }
     imp::attention(q, k, v, Cores::TensorTf32x3)
+}
+
+/// `LECTERN_TC_ATTENTION=0` keeps the 3xTF32 flow's attention on the f32 kernel, for a
+/// same-binary comparison; the take records it (`FlowMatmul::label`: `tf32x3+f32-attention`).
+pub const TENSOR_CORE_ATTENTION_ENV: &str = "LECTERN_TC_ATTENTION";
+
+/// Whether [`attention_tf32x3`] may run (read once per process).
+pub fn tensor_core_attention() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var(TENSOR_CORE_ATTENTION_ENV).map_or(true, |v| v != "0"))
 }
 
 fn attention_applies(q: &Tensor, k: &Tensor, v: &Tensor) -> bool {

@@ -617,6 +617,7 @@ pub struct DiT {
     proj_out: Linear,
     cfg: DitConfig,
     use_kernels: bool,
+    device: Device,
 }
 
 impl DiT {
@@ -635,6 +636,7 @@ impl DiT {
             proj_out: linear(&w.pp("proj_out"), cfg.out_channels, cfg.dim)?,
             cfg: cfg.clone(),
             use_kernels: true,
+            device: w.device(),
         };
         dit.set_f32_gemm(F32Gemm::for_flow());
         Ok(dit)
@@ -656,12 +658,13 @@ impl DiT {
         }
     }
 
-    /// What a take records for this estimator's matmuls: [`FlowMatmul::name`], or
+    /// What a take records for this estimator's matmuls: [`FlowMatmul::label`], or
     /// [`F32Gemm::label`] (`f32+openblas`, `f32+avx2`) where the blocks' f32 projections run
     /// there.
     pub fn matmul_label(&self) -> String {
         match self.transformer_blocks.first().and_then(|b| b.attn.to_qkv.f32_gemm()) {
             Some(gemm) => gemm.label().to_string(),
+            None if self.device.is_cuda() => self.matmul().label(&self.device),
             None => self.matmul().name().to_string(),
         }
     }

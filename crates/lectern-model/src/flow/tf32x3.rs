@@ -51,9 +51,16 @@ impl FlowMatmul {
     /// [`Self::name`], and for f32 on a CPU whose flow runs on the system's OpenBLAS or on
     /// Lectern's AVX2 GEMM ([`lectern_kernels::gemm::sgemm::F32Gemm`]) `f32+openblas` or `f32+avx2` (the same
     /// math, other last bits).
+    /// On CUDA, 3xTF32 with its attention kept on the f32 kernel
+    /// (`lectern_kernels::cuda::flow::TENSOR_CORE_ATTENTION_ENV`) is `tf32x3+f32-attention`.
     pub fn label(self, device: &candle::Device) -> String {
         match (self, lectern_kernels::gemm::sgemm::F32Gemm::for_flow()) {
             (Self::F32, Some(gemm)) if device.is_cpu() => gemm.label().to_string(),
+            (Self::Tf32x3, _)
+                if device.is_cuda() && !lectern_kernels::cuda::flow::tensor_core_attention() =>
+            {
+                "tf32x3+f32-attention".to_string()
+            }
             (m, _) => m.name().to_string(),
         }
     }
