@@ -110,7 +110,7 @@ impl Exps {
     /// The same numerators with `scores[masked]` set to −∞, when that leaves the max as it
     /// was: every other term is the same number and the masked one an exact 0, so the f64 sum
     /// over the same order is the same as a fresh [`Exps::of`]'s, bit for bit. `None` when the
-    /// masked score was the only maximum (every term changes then).
+    /// masked score was the only maximum (every term changes then) or the max is not finite.
     fn masked(mut self, scores: &[f32], masked: usize) -> Option<Self> {
         let max_after = scores
             .iter()
@@ -118,7 +118,8 @@ impl Exps {
             .filter(|&(i, _)| i != masked)
             .map(|(_, &s)| s)
             .fold(f32::NEG_INFINITY, f32::max);
-        if max_after.to_bits() != self.max.to_bits() {
+        // A non-finite max (every score −∞) makes every term NaN, the masked one too.
+        if max_after.to_bits() != self.max.to_bits() || !self.max.is_finite() {
             return None;
         }
         self.exps[masked] = 0.0;
