@@ -167,6 +167,22 @@ impl Linear {
         self.bias.as_ref()
     }
 
+    /// The weight Lectern's decode rows kernel multiplies by, where [`Module::forward`] would
+    /// run it (an LM layer with kernels on and a dense f32 or bf16 weight): callers that fold
+    /// their neighbours into that kernel ([`lm_kernels::rows_matmul_fused`]) take it from here.
+    pub fn decode_kernel_weight(&self) -> Option<&Tensor> {
+        match &self.product {
+            Product::Dense(w)
+                if self.decode_rows
+                    && self.kernels
+                    && matches!(w.dtype(), DType::F32 | DType::BF16) =>
+            {
+                Some(w)
+            }
+            _ => None,
+        }
+    }
+
     /// `xs · Wᵀ` without the bias, for callers that fold the bias into their next kernel.
     pub fn product(&self, xs: &Tensor) -> candle::Result<Tensor> {
         let (flat, out_dims) = self.flatten(xs)?;
@@ -212,10 +228,7 @@ impl Linear {
 
 impl Module for Linear {
     fn forward(&self, xs: &Tensor) -> candle::Result<Tensor> {
-        if self.decode_rows
-            && self.kernels
-            && let Product::Dense(w) = &self.product
-            && matches!(w.dtype(), DType::F32 | DType::BF16)
+        if let Some(w) = self.decode_kernel_weight()
             && xs.rank() == 2
             && let Some(y) = lm_kernels::rows_matmul(xs, w, self.bias.as_ref())?
         {

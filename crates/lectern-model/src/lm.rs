@@ -74,20 +74,73 @@ struct Mlp {
 }
 
 impl Mlp {
-    fn forward(&self, h: &Tensor) -> Result<Tensor> {
-        let gate_up = self.gate_up_proj.forward(h)?;
+    /// `residual + down(silu(gate)·up)` of `gate_up` = `[gate | up]` (the projection of the
+    /// normed rows): in one kernel where Lectern's decode rows kernel runs the down projection
+    /// ([`kernels::Fused::SwigluAdded`], the same bits), else SwiGLU, projection and add apart.
+    fn down_added(&self, gate_up: &Tensor, residual: &Tensor) -> Result<Tensor> {
+        let fused = kernels::Fused::SwigluAdded { residual };
+        if let Some(w) = self.down_proj.decode_kernel_weight()
+            && let Some(y) = kernels::rows_matmul_fused(gate_up, w, fused)?
+        {
+            return Ok(y);
+        }
         let i = self.intermediate;
         let gate = candle_nn::ops::silu(&gate_up.narrow(1, 0, i)?)?;
-        Ok(self.down_proj.forward(&(gate * gate_up.narrow(1, i, i)?)?)?)
+        Ok((residual + self.down_proj.forward(&(gate * gate_up.narrow(1, i, i)?)?)?)?)
     }
+}
+
+/// An RMSNorm and the projection of its output: the norm's weight, and for the fused decode
+/// kernel ([`kernels::Fused::Normed`]) that weight followed by the projection's bias.
+#[derive(Debug, Clone)]
+struct NormedProjection {
+    alpha: Tensor,
+    alpha_bias: Tensor,
+    has_bias: bool,
+}
+
+impl NormedProjection {
+    fn new(alpha: Tensor, projection: &Linear) -> Result<Self> {
+        let (alpha_bias, has_bias) = match projection.bias() {
+            Some(b) => (Tensor::cat(&[&alpha, b], 0)?, true),
+            None => (alpha.clone(), false),
+        };
+        Ok(Self { alpha, alpha_bias, has_bias })
+    }
+
+    /// `projection(RMSNorm(x))`: in one kernel where Lectern's decode rows kernel runs the
+    /// projection (the same bits as the two apart), else the norm then the projection.
+    fn apply(&self, x: &Tensor, projection: &Linear, eps: f32, kernels: bool) -> Result<Tensor> {
+        let fused =
+            kernels::Fused::Normed { alpha_bias: &self.alpha_bias, has_bias: self.has_bias, eps };
+        if let Some(w) = projection.decode_kernel_weight()
+            && let Some(y) = kernels::rows_matmul_fused(x, w, fused)?
+        {
+            return Ok(y);
+        }
+        Ok(projection.forward(&rms_norm(x, &self.alpha, eps, kernels)?)?)
+    }
+}
+
+/// `residual + projection(x)`: in one kernel where Lectern's decode rows kernel runs the
+/// projection (the same bits), else the projection then the add.
+fn projection_added(projection: &Linear, x: &Tensor, residual: &Tensor) -> Result<Tensor> {
+    if let Some(w) = projection.decode_kernel_weight()
+        && let Some(y) = kernels::rows_matmul_fused(x, w, kernels::Fused::Added { residual })?
+    {
+        return Ok(y);
+    }
+    Ok((residual + projection.forward(x)?)?)
 }
 
 #[derive(Debug, Clone)]
 struct DecoderLayer {
     self_attn: Attention,
     mlp: Mlp,
-    input_layernorm: Tensor,
-    post_attention_layernorm: Tensor,
+    /// `input_layernorm` before the q|k|v projection.
+    input_norm: NormedProjection,
+    /// `post_attention_layernorm` before the gate|up projection.
+    post_attention_norm: NormedProjection,
 }
 
 /// One lane of a decode step: its cache and the number of new rows it contributes.
@@ -105,7 +158,8 @@ pub struct SpeechLm {
     embed_tokens: Tensor,     // (vocab, H)
     speech_embedding: Tensor, // (6761, H)
     layers: Vec<DecoderLayer>,
-    norm: Tensor,
+    /// The final norm before the speech head.
+    norm: NormedProjection,
     llm_decoder: Linear,
     inv_freq: Vec<f32>,
     /// Joined decode steps through CUDA graphs (see [`graph`]); only on CUDA.
@@ -157,25 +211,34 @@ impl SpeechLm {
                 Linear::load(&p.pp("gate_proj"), inter, h, false)?,
                 Linear::load(&p.pp("up_proj"), inter, h, false)?,
             ];
+            let qkv_proj = Linear::stacked(&qkv)?.for_lm(precision)?;
+            let gate_up_proj = Linear::stacked(&gate_up)?.for_lm(precision)?;
             layers.push(DecoderLayer {
+                input_norm: NormedProjection::new(
+                    l.get("input_layernorm.weight", &[h])?,
+                    &qkv_proj,
+                )?,
+                post_attention_norm: NormedProjection::new(
+                    l.get("post_attention_layernorm.weight", &[h])?,
+                    &gate_up_proj,
+                )?,
                 self_attn: Attention {
-                    qkv_proj: Linear::stacked(&qkv)?.for_lm(precision)?,
+                    qkv_proj,
                     o_proj: Linear::load(&a.pp("o_proj"), h, h, false)?.for_lm(precision)?,
                 },
                 mlp: Mlp {
-                    gate_up_proj: Linear::stacked(&gate_up)?.for_lm(precision)?,
+                    gate_up_proj,
                     down_proj: Linear::load(&p.pp("down_proj"), h, inter, false)?
                         .for_lm(precision)?,
                     intermediate: inter,
                 },
-                input_layernorm: l.get("input_layernorm.weight", &[h])?,
-                post_attention_layernorm: l.get("post_attention_layernorm.weight", &[h])?,
             });
         }
         let sv = cfg.speech_vocab();
         let inv_freq = (0..hd / 2)
             .map(|i| 1.0 / (q.rope_theta as f32).powf((2 * i) as f32 / hd as f32))
             .collect();
+        let llm_decoder = Linear::load(&w.pp("llm_decoder"), sv, h, false)?.for_lm(precision)?;
         Ok(Self {
             cfg: cfg.clone(),
             precision,
@@ -183,8 +246,8 @@ impl SpeechLm {
             embed_tokens: m.get("embed_tokens.weight", &[q.vocab_size, h])?,
             speech_embedding: w.get("speech_embedding.weight", &[sv, h])?,
             layers,
-            norm: m.get("norm.weight", &[h])?,
-            llm_decoder: Linear::load(&w.pp("llm_decoder"), sv, h, false)?.for_lm(precision)?,
+            norm: NormedProjection::new(m.get("norm.weight", &[h])?, &llm_decoder)?,
+            llm_decoder,
             inv_freq,
             decode_graphs: true,
             kernels: true,
@@ -473,14 +536,15 @@ impl SpeechLm {
         let mut x = x.clone();
         let _params_on_device = cache_layout_params(&self.device);
         for (li, layer) in self.layers.iter().enumerate() {
-            let h = rms_norm(&x, &layer.input_layernorm, eps, self.kernels)?;
             let a = &layer.self_attn;
-            let qkv = a.qkv_proj.forward(&h)?; // (rows, (nh + 2·nkv)·d)
+            // (rows, (nh + 2·nkv)·d)
+            let qkv = layer.input_norm.apply(&x, &a.qkv_proj, eps, self.kernels)?;
             let qkv = rope_heads(&qkv, nh + 2 * nkv, d, &cos, &sin)?; // (rows, nh + 2·nkv, d)
             let attn = attend(li, &qkv)?;
-            x = (x + a.o_proj.forward(&attn)?)?;
-            let h = rms_norm(&x, &layer.post_attention_layernorm, eps, self.kernels)?;
-            x = (&x + layer.mlp.forward(&h)?)?;
+            x = projection_added(&a.o_proj, &attn, &x)?;
+            let gate_up =
+                layer.post_attention_norm.apply(&x, &layer.mlp.gate_up_proj, eps, self.kernels)?;
+            x = layer.mlp.down_added(&gate_up, &x)?;
         }
         Ok(x)
     }
@@ -488,8 +552,7 @@ impl SpeechLm {
     /// Final norm, speech head and log-softmax of one row per lane `(lanes, H)`.
     fn head(&self, y: &Tensor) -> Result<Tensor> {
         let eps = self.cfg.qwen.rms_norm_eps as f32;
-        let y = rms_norm(y, &self.norm, eps, self.kernels)?; // (lanes, H)
-        let logits = self.llm_decoder.forward(&y)?; // (lanes, V)
+        let logits = self.norm.apply(y, &self.llm_decoder, eps, self.kernels)?; // (lanes, V)
         log_softmax_rows(&logits)
     }
 

@@ -33,20 +33,104 @@ struct Bf16Weights {
     }
 };
 
-// y[r][n] = sum_k x[r][k] * w[n][k] (+ bias[n]) for r < ROWS <= 8 (MAX_ROWS in kernels.rs): the product of a few
-// rows with a weight stored (out, in), as a decode step's projections need it. Reading the
-// weight once at full bandwidth is all that matters: each warp streams COLS weight rows (or
+// Where rows_matmul's input rows come from: `load(r, i, out)` gives the PER values of row r
+// at chunk i (columns i·PER …), `prepare` runs first with every thread of the block. Each
+// fused input computes exactly what the separate kernels it replaces would have written (the
+// same operations in the same order), so a fused step gives the same bits as an unfused one.
+
+// The rows as they are: x (rows, k).
+template <int ROWS, int PER>
+struct PlainRows {
+    const float* __restrict__ x;
+    int k;
+    __device__ __forceinline__ void prepare() {}
+    __device__ __forceinline__ void load(int r, int i, float* out) const {
+        const float4* xs = reinterpret_cast<const float4*>(x + (size_t)r * k) + i * (PER / 4);
+#pragma unroll
+        for (int q = 0; q < PER / 4; q++) {
+            const float4 v = __ldg(xs + q);
+            out[4 * q] = v.x; out[4 * q + 1] = v.y; out[4 * q + 2] = v.z; out[4 * q + 3] = v.w;
+        }
+    }
+};
+
+// RMSNorm of x (rows, k) by alpha (k), as rms_norm_f32 computes it: each row's sum of squares
+// reduced by the block's 256 threads in rms_norm_f32's order, then x · scale · alpha.
+template <int ROWS, int PER>
+struct NormRows {
+    const float* __restrict__ x;
+    const float* __restrict__ alpha;
+    int k;
+    float eps;
+    float* scale;  // shared, ROWS entries
+    __device__ __forceinline__ void prepare() {
+        __shared__ float sums[8];
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        for (int r = 0; r < ROWS; r++) {
+            const float* row = x + (size_t)r * k;
+            float s = 0.f;
+            for (int i = threadIdx.x; i < k; i += blockDim.x) s = fmaf(row[i], row[i], s);
+            s = warp_sum(s);
+            if (lane == 0) sums[warp] = s;
+            __syncthreads();
+            if (warp == 0) {
+                float t = lane < (int)(blockDim.x / 32) ? sums[lane] : 0.f;
+                t = warp_sum(t);
+                if (lane == 0) scale[r] = rsqrtf(t / (float)k + eps);
+            }
+            __syncthreads();
+        }
+    }
+    __device__ __forceinline__ void load(int r, int i, float* out) const {
+        const float4* xs = reinterpret_cast<const float4*>(x + (size_t)r * k) + i * (PER / 4);
+        const float4* as = reinterpret_cast<const float4*>(alpha) + i * (PER / 4);
+        const float sc = scale[r];
+#pragma unroll
+        for (int q = 0; q < PER / 4; q++) {
+            const float4 v = __ldg(xs + q), a = __ldg(as + q);
+            out[4 * q] = v.x * sc * a.x; out[4 * q + 1] = v.y * sc * a.y;
+            out[4 * q + 2] = v.z * sc * a.z; out[4 * q + 3] = v.w * sc * a.w;
+        }
+    }
+};
+
+// The MLP's SwiGLU of gate_up (rows, 2k) = [gate | up]: silu(gate) · up, with candle's silu
+// (x / (1 + exp(−x))) and then its product, as the unfused step computes them.
+template <int ROWS, int PER>
+struct SwigluRows {
+    const float* __restrict__ gate_up;
+    int k;
+    __device__ __forceinline__ void prepare() {}
+    __device__ __forceinline__ void load(int r, int i, float* out) const {
+        const float* row = gate_up + (size_t)r * 2 * k;
+        const float4* gs = reinterpret_cast<const float4*>(row) + i * (PER / 4);
+        const float4* us = reinterpret_cast<const float4*>(row + k) + i * (PER / 4);
+#pragma unroll
+        for (int q = 0; q < PER / 4; q++) {
+            const float4 g = __ldg(gs + q), u = __ldg(us + q);
+            const float gv[4] = {g.x, g.y, g.z, g.w}, uv[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+            for (int e = 0; e < 4; e++) out[4 * q + e] = gv[e] / (1.0f + expf(-gv[e])) * uv[e];
+        }
+    }
+};
+
+// y[r][n] = sum_k x[r][k] * w[n][k] (+ bias[n]) (+ residual[r][n]) for r < ROWS <= 8 (MAX_ROWS
+// in lm.rs): the product of a few rows with a weight stored (out, in), as a decode step's
+// projections need it, the rows from `In` (plain, RMS-normed, or SwiGLU of gate|up). Reading
+// the weight once at full bandwidth is all that matters: each warp streams COLS weight rows (or
 // a 1/ksplit share of them, for layers with few output columns) with 16-byte loads, holding
 // the matching slice of every input row in registers, so each x load serves COLS weight
 // loads; the ksplit partial sums are added in a fixed order.
 // Block: WARPS warps = (WARPS / ksplit) column groups x ksplit shares. k % W::PER == 0, aligned.
 #define COLS 4
-template <int ROWS, typename W>
+template <int ROWS, typename W, typename In>
 __device__ void rows_matmul(
-    const float* __restrict__ x, const void* __restrict__ w, const float* __restrict__ bias,
-    float* __restrict__ y, int n, int k, int ksplit) {
+    In in, const void* __restrict__ w, const float* __restrict__ bias,
+    const float* __restrict__ residual, float* __restrict__ y, int n, int k, int ksplit) {
     constexpr int PER = W::PER;
     __shared__ float partial[WARPS][COLS][ROWS];
+    in.prepare();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int groups_per_block = WARPS / ksplit;
     const int col0 = (blockIdx.x * groups_per_block + warp / ksplit) * COLS;
@@ -60,17 +144,10 @@ __device__ void rows_matmul(
     for (int c = 0; c < COLS; c++)
 #pragma unroll
         for (int r = 0; r < ROWS; r++) acc[c][r] = 0.f;
-    const float4* xs = reinterpret_cast<const float4*>(x);
     for (int i = begin + lane; i < end; i += 32) {
         float xv[ROWS][PER];
 #pragma unroll
-        for (int r = 0; r < ROWS; r++)
-#pragma unroll
-            for (int q = 0; q < PER / 4; q++) {
-                const float4 v = __ldg(xs + ((size_t)r * chunks + i) * (PER / 4) + q);
-                xv[r][4 * q] = v.x; xv[r][4 * q + 1] = v.y;
-                xv[r][4 * q + 2] = v.z; xv[r][4 * q + 3] = v.w;
-            }
+        for (int r = 0; r < ROWS; r++) in.load(r, i, xv[r]);
         float wv[COLS][PER];
 #pragma unroll
         for (int c = 0; c < COLS; c++) {
@@ -105,22 +182,47 @@ __device__ void rows_matmul(
             float s = 0.f;
             for (int j = 0; j < ksplit; j++) s += partial[g * ksplit + j][c][r];
             if (bias != nullptr) s += bias[col];
+            if (residual != nullptr) s = residual[(size_t)r * n + col] + s;
             y[(size_t)r * n + col] = s;
         }
     }
 }
 
-#define ROWS_MATMUL(R)                                                                        \
-    extern "C" __global__ void rows_matmul_f32_##R(                                           \
-        const float* __restrict__ x, const float* __restrict__ w,                             \
+// Per row count R and weight type T (f32: float, bf16: unsigned short):
+//   rows_matmul_T_R(x, w, bias, y, n, k, ksplit)                      x·Wᵀ (+ bias)
+//   rows_matmul_norm_T_R(x, w, alpha_bias, has_bias, y, n, k, ksplit, eps)
+//       RMSNorm(x)·Wᵀ (+ bias); alpha_bias = [alpha (k) | bias (n) when has_bias]
+//   rows_matmul_swiglu_T_R(gate_up, w, residual, y, n, k, ksplit)     residual + SwiGLU·Wᵀ
+//   rows_matmul_residual_T_R(x, w, residual, y, n, k, ksplit)         residual + x·Wᵀ
+#define ROWS_MATMUL_OF(R, T, WT)                                                              \
+    extern "C" __global__ void rows_matmul_##T##_##R(                                         \
+        const float* __restrict__ x, const WT* __restrict__ w,                                \
         const float* __restrict__ bias, float* __restrict__ y, int n, int k, int ksplit) {    \
-        rows_matmul<R, F32Weights>(x, w, bias, y, n, k, ksplit);                              \
+        rows_matmul<R, T##_W>(PlainRows<R, T##_W::PER>{x, k}, w, bias, nullptr, y, n, k, ksplit); \
     }                                                                                         \
-    extern "C" __global__ void rows_matmul_bf16_##R(                                          \
-        const float* __restrict__ x, const unsigned short* __restrict__ w,                    \
-        const float* __restrict__ bias, float* __restrict__ y, int n, int k, int ksplit) {    \
-        rows_matmul<R, Bf16Weights>(x, w, bias, y, n, k, ksplit);                             \
+    extern "C" __global__ void rows_matmul_norm_##T##_##R(                                    \
+        const float* __restrict__ x, const WT* __restrict__ w,                                \
+        const float* __restrict__ alpha_bias, int has_bias, float* __restrict__ y, int n,     \
+        int k, int ksplit, float eps) {                                                       \
+        __shared__ float scale[R];                                                            \
+        rows_matmul<R, T##_W>(NormRows<R, T##_W::PER>{x, alpha_bias, k, eps, scale}, w,       \
+                              has_bias ? alpha_bias + k : nullptr, nullptr, y, n, k, ksplit); \
+    }                                                                                         \
+    extern "C" __global__ void rows_matmul_swiglu_##T##_##R(                                  \
+        const float* __restrict__ gate_up, const WT* __restrict__ w,                          \
+        const float* __restrict__ residual, float* __restrict__ y, int n, int k, int ksplit) { \
+        rows_matmul<R, T##_W>(SwigluRows<R, T##_W::PER>{gate_up, k}, w, nullptr, residual, y, \
+                              n, k, ksplit);                                                  \
+    }                                                                                         \
+    extern "C" __global__ void rows_matmul_residual_##T##_##R(                                \
+        const float* __restrict__ x, const WT* __restrict__ w,                                \
+        const float* __restrict__ residual, float* __restrict__ y, int n, int k, int ksplit) { \
+        rows_matmul<R, T##_W>(PlainRows<R, T##_W::PER>{x, k}, w, nullptr, residual, y, n, k,  \
+                              ksplit);                                                        \
     }
+typedef F32Weights f32_W;
+typedef Bf16Weights bf16_W;
+#define ROWS_MATMUL(R) ROWS_MATMUL_OF(R, f32, float) ROWS_MATMUL_OF(R, bf16, unsigned short)
 ROWS_MATMUL(1)
 ROWS_MATMUL(2)
 ROWS_MATMUL(3)

@@ -9,6 +9,12 @@
 //! [`softmax_values`] fuses the softmax with the product by the values. All plain f32 with
 //! sums in a fixed order.
 //!
+//! A step is bound by its kernels' count more than by their work (each costs a few
+//! microseconds however little it does), so [`rows_matmul_fused`] folds the projections'
+//! neighbours into them ([`Fused`]): the RMSNorm before q|k|v, gate|up and the speech head, the
+//! SwiGLU before the down projection, the residual adds after it and the output projection,
+//! six kernels fewer per layer, each computed as the separate kernels did (the same bits).
+//!
 //! Each function returns `None` where it does not apply (not CUDA, not f32, more than
 //! [`MAX_ROWS`] rows, unaligned or strided inputs); the caller then runs candle's op, as it
 //! does when the LM's kernels are off ([`super::SpeechLm::set_kernels`]).
@@ -67,6 +73,44 @@ pub fn rows_matmul(
     imp::rows_matmul(x, w, bias)
 }
 
+/// What [`rows_matmul_fused`] folds into the product: the kernels that would run before or after
+/// it in a decode step, computed inside it with the same operations in the same order, so the
+/// result has the same bits as the separate kernels' and the step launches fewer of them.
+#[derive(Debug, Clone, Copy)]
+pub enum Fused<'a> {
+    /// `RMSNorm(x)·Wᵀ (+ bias)` as [`rms_norm`] then [`rows_matmul`] compute it:
+    /// `alpha_bias` is the norm's `alpha` (k), followed by the bias (n) when `has_bias`.
+    Normed { alpha_bias: &'a Tensor, has_bias: bool, eps: f32 },
+    /// `residual + (silu(gate)·up)·Wᵀ` for `x` = `[gate | up]` `(rows, 2k)`: the MLP's
+    /// SwiGLU (candle's silu, then the product) and the residual add after its down projection.
+    SwigluAdded { residual: &'a Tensor },
+    /// `residual + x·Wᵀ`: a projection and the residual add after it.
+    Added { residual: &'a Tensor },
+}
+
+/// [`rows_matmul`] with `fused`'s neighbours inside it (see [`Fused`]); `None` where it does
+/// not apply (then the caller runs them apart). `w` `(n, k)` f32 or bf16.
+pub fn rows_matmul_fused(x: &Tensor, w: &Tensor, fused: Fused) -> candle::Result<Option<Tensor>> {
+    let chunk = match w.dtype() {
+        DType::F32 => 4,
+        DType::BF16 => 8,
+        _ => return Ok(None),
+    };
+    let (Ok((rows, x_cols)), Ok((n, k))) = (x.dims2(), w.dims2()) else { return Ok(None) };
+    let f32_shaped = |t: &Tensor, dims: &[usize]| on_cuda_f32(t) && t.dims() == dims;
+    let fits = match fused {
+        Fused::Normed { alpha_bias, has_bias, .. } => {
+            x_cols == k && f32_shaped(alpha_bias, &[k + if has_bias { n } else { 0 }])
+        }
+        Fused::SwigluAdded { residual } => x_cols == 2 * k && f32_shaped(residual, &[rows, n]),
+        Fused::Added { residual } => x_cols == k && f32_shaped(residual, &[rows, n]),
+    };
+    if !applies(x) || !fits || !(1..=MAX_ROWS).contains(&rows) || k % chunk != 0 {
+        return Ok(None);
+    }
+    imp::rows_matmul_fused(x, w, fused)
+}
+
 /// RMSNorm over the last dimension of a contiguous f32 `x`, scaled by `alpha`.
 pub fn rms_norm(x: &Tensor, alpha: &Tensor, eps: f32) -> candle::Result<Option<Tensor>> {
     if !applies(x) {
@@ -112,6 +156,14 @@ mod imp {
     }
 
     pub fn rms_norm(_x: &Tensor, _alpha: &Tensor, _eps: f32) -> candle::Result<Option<Tensor>> {
+        Ok(None)
+    }
+
+    pub fn rows_matmul_fused(
+        _x: &Tensor,
+        _w: &Tensor,
+        _fused: super::Fused,
+    ) -> candle::Result<Option<Tensor>> {
         Ok(None)
     }
 
@@ -168,8 +220,34 @@ mod imp {
         }
     }
 
-    /// Inputs: x `(rows, k)`, w `(n, k)`, optionally bias `(n,)`.
-    struct RowsMatmul;
+    /// What a [`RowsMatmul`] launch folds in (the tensor operands are the op's inputs).
+    #[derive(Debug, Clone, Copy)]
+    enum Folded {
+        /// Inputs: x `(rows, k)`, w `(n, k)`, optionally bias `(n,)`.
+        Nothing,
+        /// Inputs: x `(rows, k)`, w, `[alpha (k) | bias (n) when has_bias]`.
+        Norm { has_bias: bool, eps: f32 },
+        /// Inputs: gate|up `(rows, 2k)`, w, the residual `(rows, n)`.
+        SwigluResidual,
+        /// Inputs: x `(rows, k)`, w, the residual `(rows, n)`.
+        Residual,
+    }
+
+    impl Folded {
+        /// The kernel family's name (`rows_matmul[_norm|_swiglu|_residual]_T_R` in lm.cu).
+        fn family(self) -> &'static str {
+            match self {
+                Self::Nothing => "rows_matmul",
+                Self::Norm { .. } => "rows_matmul_norm",
+                Self::SwigluResidual => "rows_matmul_swiglu",
+                Self::Residual => "rows_matmul_residual",
+            }
+        }
+    }
+
+    struct RowsMatmul {
+        folded: Folded,
+    }
 
     impl CudaOp for RowsMatmul {
         const NAME: &'static str = "lm-rows-matmul";
@@ -178,21 +256,27 @@ mod imp {
             &self,
             inputs: &[(&CudaStorage, &Layout)],
         ) -> candle::Result<(CudaStorage, Shape)> {
-            let (&(xs, xl), &(ws, wl), bias) = match inputs {
+            let (&(xs, xl), &(ws, wl), third) = match inputs {
                 [x, w] => (x, w, None),
-                [x, w, b] => (x, w, Some(b)),
-                _ => candle::bail!("{}: x, w and an optional bias", Self::NAME),
+                [x, w, t] => (x, w, Some(t)),
+                _ => candle::bail!("{}: x, w and an optional third operand", Self::NAME),
             };
-            let (rows, k) = xl.shape().dims2()?;
-            let (n, wk) = wl.shape().dims2()?;
-            if wk != k {
-                candle::bail!("{}: x has {k} columns, w {wk}", Self::NAME);
+            let (rows, x_cols) = xl.shape().dims2()?;
+            let (n, k) = wl.shape().dims2()?;
+            let (want_cols, third_len) = match self.folded {
+                Folded::Nothing => (k, third.map(|_| n)),
+                Folded::Norm { has_bias, .. } => (k, Some(k + if has_bias { n } else { 0 })),
+                Folded::SwigluResidual => (2 * k, Some(rows * n)),
+                Folded::Residual => (k, Some(rows * n)),
+            };
+            if x_cols != want_cols {
+                candle::bail!("{}: x has {x_cols} columns for a weight of {k}", Self::NAME);
             }
             let x = view(Self::NAME, xs, xl)?;
             let w = WeightView::of(Self::NAME, ws, wl)?;
-            let bias = bias.map(|&(s, l)| view(Self::NAME, s, l)).transpose()?;
-            if bias.as_ref().is_some_and(|b| b.len() != n) {
-                candle::bail!("{}: the bias must have {n} entries", Self::NAME);
+            let third = third.map(|&(s, l)| view(Self::NAME, s, l)).transpose()?;
+            if third.as_ref().map(|t| t.len()) != third_len {
+                candle::bail!("{}: the third operand must hold {third_len:?} values", Self::NAME);
             }
             let dev = xs.device();
             // Split each weight row over more warps when there are few output columns.
@@ -207,7 +291,8 @@ mod imp {
                 shared_mem_bytes: 0,
             };
             // One instance per row count (1..=MAX_ROWS), so each keeps its rows in registers.
-            let func = KERNELS.function(dev, &format!("rows_matmul_{}_{rows}", w.name()))?;
+            let name = format!("{}_{}_{rows}", self.folded.family(), w.name());
+            let func = KERNELS.function(dev, &name)?;
             let out = output(dev, rows * n)?;
             let (n_i, k_i, ks_i, null) = (n as i32, k as i32, ksplit as i32, 0u64);
             let stream = dev.cuda_stream();
@@ -217,25 +302,52 @@ mod imp {
                 WeightView::F32(v) => b.arg(v),
                 WeightView::Bf16(v) => b.arg(v),
             };
-            match &bias {
+            match &third {
                 Some(v) => b.arg(v),
                 None => b.arg(&null),
             };
+            // The norm family's two extra arguments: has_bias after the third operand, eps last.
+            let norm = match self.folded {
+                Folded::Norm { has_bias, eps } => Some((i32::from(has_bias), eps)),
+                _ => None,
+            };
+            if let Some((has_bias, _)) = &norm {
+                b.arg(has_bias);
+            }
             b.arg(&out).arg(&n_i).arg(&k_i).arg(&ks_i);
-            // SAFETY: seven arguments in the order and types of `rows_matmul_T_R(const float* x,
-            // const T* w, const float* bias, float* y, int n, int k, int ksplit)` with T = float
-            // for an f32 view and unsigned short for a bf16 one (the kernel named after the
-            // view), the bias a null pointer (`0u64`) when absent. The instance R = rows
-            // (1..=MAX_ROWS, checked by `rows_matmul`; another name fails to load) reads 16-byte
-            // chunks of x rows r < rows and of w rows c < n only, up to column k: both views are
-            // contiguous and 16-byte aligned (`view`, `WeightView::of`), w is (n, k) (checked
-            // above) and k is a whole number of chunks (4 f32 or 8 bf16: `rows_matmul`); it reads
-            // the bias (n long, checked above) at c < n and writes y[r·n + c] for r < rows, c < n:
-            // `out` holds rows·n. 256 threads are the WARPS = 8 warps its shared `partial` is
-            // sized for, and ksplit (1, 2, 4 or 8) divides WARPS.
+            if let Some((_, eps)) = &norm {
+                b.arg(eps);
+            }
+            // SAFETY: the arguments in the order and types of lm.cu's family (`Folded::family`)
+            // for weight type T (float for an f32 view, unsigned short for a bf16 one: the kernel
+            // named after the view) and R = rows (1..=MAX_ROWS, checked by the public functions;
+            // another name fails to load):
+            //   rows_matmul_T_R(const float* x, const T* w, const float* bias, float* y, int n,
+            //     int k, int ksplit), the bias a null pointer (`0u64`) when absent;
+            //   rows_matmul_norm_T_R(const float* x, const T* w, const float* alpha_bias,
+            //     int has_bias, float* y, int n, int k, int ksplit, float eps);
+            //   rows_matmul_swiglu_T_R / rows_matmul_residual_T_R(const float* x, const T* w,
+            //     const float* residual, float* y, int n, int k, int ksplit).
+            // The instance reads 16-byte chunks of w rows c < n up to column k and of the x rows
+            // r < rows up to their width (k, or 2k for gate|up: checked above), all views
+            // contiguous and 16-byte aligned (`view`, `WeightView::of`), k a whole number of
+            // chunks (4 f32 or 8 bf16: the public functions); the third operand holds what its
+            // family reads (checked above: the bias at c < n; alpha at [0, k) and the bias at
+            // k + c; the residual at r·n + c); it writes y[r·n + c] for r < rows, c < n: `out`
+            // holds rows·n. 256 threads are the WARPS = 8 warps its shared arrays are sized
+            // for (and rms_norm_f32's reduction, which the norm family repeats), and ksplit
+            // (1, 2, 4 or 8) divides WARPS.
             unsafe { b.launch(cfg) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), Shape::from((rows, n))))
         }
+    }
+
+    /// The checks every rows kernel needs of its weight and input: 16-byte chunks.
+    fn rows_operands_fit(x: &Tensor, w: &Tensor) -> bool {
+        // A bf16 weight's 16-byte chunks start at multiples of 8 elements.
+        let w_aligned = aligned_contiguous(w)
+            && (w.dtype() != DType::BF16 || w.layout().start_offset() % 8 == 0);
+        KERNELS.available() && aligned_contiguous(x) && w_aligned && w.rank() == 2
     }
 
     pub fn rows_matmul(
@@ -243,17 +355,34 @@ mod imp {
         w: &Tensor,
         bias: Option<&Tensor>,
     ) -> candle::Result<Option<Tensor>> {
-        // A bf16 weight's 16-byte chunks start at multiples of 8 elements.
-        let w_aligned = aligned_contiguous(w)
-            && (w.dtype() != DType::BF16 || w.layout().start_offset() % 8 == 0);
-        if !KERNELS.available() || !aligned_contiguous(x) || !w_aligned || w.rank() != 2 {
+        if !rows_operands_fit(x, w) {
             return Ok(None);
         }
+        let op = Op(RowsMatmul { folded: Folded::Nothing });
         Ok(Some(match bias {
-            Some(b) if aligned_contiguous(b) => x.apply_op3_no_bwd(w, b, &Op(RowsMatmul))?,
+            Some(b) if aligned_contiguous(b) => x.apply_op3_no_bwd(w, b, &op)?,
             Some(_) => return Ok(None),
-            None => x.apply_op2_no_bwd(w, &Op(RowsMatmul))?,
+            None => x.apply_op2_no_bwd(w, &op)?,
         }))
+    }
+
+    pub fn rows_matmul_fused(
+        x: &Tensor,
+        w: &Tensor,
+        fused: super::Fused,
+    ) -> candle::Result<Option<Tensor>> {
+        use super::Fused;
+        let (third, folded) = match fused {
+            Fused::Normed { alpha_bias, has_bias, eps } => {
+                (alpha_bias, Folded::Norm { has_bias, eps })
+            }
+            Fused::SwigluAdded { residual } => (residual, Folded::SwigluResidual),
+            Fused::Added { residual } => (residual, Folded::Residual),
+        };
+        if !rows_operands_fit(x, w) || !aligned_contiguous(third) {
+            return Ok(None);
+        }
+        Ok(Some(x.apply_op3_no_bwd(w, third, &Op(RowsMatmul { folded }))?))
     }
 
     /// Inputs: x `(…, cols)`, alpha `(cols,)`.
