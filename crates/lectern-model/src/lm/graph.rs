@@ -26,17 +26,24 @@ use super::{DType, Device, ModelError, cache_layout_params};
 use super::{JoinedStep, LaneBatch, Result, SpeechLm};
 
 /// Counts of this process, for benchmarks: steps captured, steps replayed, captures that
-/// failed, and the last failure.
+/// failed, the last failure, and the nodes (kernels and copies) of the last captured step, which
+/// is what fusing kernels changes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GraphStats {
     pub captured: u64,
     pub replayed: u64,
     pub failed: u64,
     pub last_failure: Option<String>,
+    pub last_step_nodes: Option<usize>,
 }
 
-static STATS: std::sync::Mutex<GraphStats> =
-    std::sync::Mutex::new(GraphStats { captured: 0, replayed: 0, failed: 0, last_failure: None });
+static STATS: std::sync::Mutex<GraphStats> = std::sync::Mutex::new(GraphStats {
+    captured: 0,
+    replayed: 0,
+    failed: 0,
+    last_failure: None,
+    last_step_nodes: None,
+});
 
 /// This process's [`GraphStats`] so far.
 pub fn graph_stats() -> GraphStats {
@@ -190,7 +197,11 @@ impl SpeechLm {
         let logp = self.fixed_shape_step(batch, &inputs)?;
         match self.capture(batch, &inputs) {
             Ok((graph, out)) => {
-                count(|s| s.captured += 1);
+                let nodes = lectern_kernels::cuda::graph_nodes(&graph);
+                count(|s| {
+                    s.captured += 1;
+                    s.last_step_nodes = nodes;
+                });
                 slot.captured = Some(Captured { key, inputs, out, graph });
             }
             Err(e) => {
