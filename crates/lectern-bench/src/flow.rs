@@ -364,6 +364,7 @@ pub fn run(opts: &BenchOptions) -> anyhow::Result<serde_json::Value> {
         for (name, kernel) in [
             ("CUDA cores, f32", cuda_flow::attention as AttentionKernel),
             ("tensor cores, 3xTF32", cuda_flow::attention_tf32x3),
+            ("tensor cores, bf16", cuda_flow::attention_bf16),
         ] {
             if let Some(o) = kernel(&q, &k, &v)? {
                 let s = time(dev, reps, || Ok(kernel(&q, &k, &v)?))?;

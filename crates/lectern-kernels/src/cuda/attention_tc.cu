@@ -224,3 +224,194 @@ __device__ __forceinline__ void flash_attention_tc(const float* __restrict__ q,
 FLASH_ATTENTION_TC(16)
 FLASH_ATTENTION_TC(32)
 FLASH_ATTENTION_TC(64)
+
+// The same attention with bf16 operands (the flow's `--flow-matmul bf16`, a recorded reduced
+// precision): q, k, v rounded to bf16 (round to nearest even), S = Q·Kᵀ and O = P·V as
+// mma.sync m16n8k16 bf16 with f32 accumulators, the softmax in f32 and P rounded to bf16 for
+// its product. Fragment layouts (PTX ISA, m16n8k16 .bf16; a register holds two consecutive k):
+// A r0 (g, 2c…2c+1), r1 (g + 8, 2c…), r2 (g, 2c + 8…), r3 (g + 8, 2c + 8…); B r0 (k 2c…2c+1,
+// n g), r1 (k 2c + 8…, n g); C as above. The S accumulators of two neighbouring column tiles
+// are exactly P's A fragment for 16 keys, so P stays in registers. Shared memory (dynamic): the
+// k tile (64, DH + 8) and the v tile transposed (DH, 64 + 8), bf16, so that each B register is
+// one 32-bit load on its own bank.
+
+// Two floats rounded to bf16 (nearest even) in one register, `lo` in the lower half (the lower
+// address, the first of a fragment's pair). cvt's first source goes to the upper half.
+__device__ __forceinline__ unsigned tc_pack_bf16(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+__device__ __forceinline__ unsigned short tc_bf16(float x) {
+    unsigned short r;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
+    return r;
+}
+
+__device__ __forceinline__ void tc_mma_bf16(float (&d)[4], const unsigned (&a)[4],
+                                            const unsigned (&b)[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <int DH>
+__device__ __forceinline__ void flash_attention_bf16(const float* __restrict__ q,
+                                                     const float* __restrict__ k,
+                                                     const float* __restrict__ v,
+                                                     float* __restrict__ out, int t, int heads) {
+    constexpr int KS = DH / 16;    // k16 steps over the head width for S
+    constexpr int NT = TC_BC / 8;  // column tiles of S (8 keys each)
+    constexpr int ON = DH / 8;     // column tiles of O
+    constexpr int KSTRIDE = DH + 8, VSTRIDE = TC_BC + 8;  // in bf16 elements
+    extern __shared__ float4 tc_smem[];
+    unsigned short* ks = reinterpret_cast<unsigned short*>(tc_smem);  // (BC, KSTRIDE)
+    unsigned short* vt = ks + TC_BC * KSTRIDE;                         // (DH, VSTRIDE)
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, c = lane & 3;
+    const int h = blockIdx.y, b = blockIdx.z;
+    const size_t head = ((size_t)b * heads + h) * (size_t)t * DH;
+    const int r0 = blockIdx.x * TC_BR + warp * 16 + g, r1 = r0 + 8;
+
+    unsigned qa[KS][4];
+#pragma unroll
+    for (int s = 0; s < KS; s++) {
+        const int d = s * 16 + 2 * c;
+        const float* q0 = q + head + (size_t)r0 * DH + d;
+        const float* q1 = q + head + (size_t)r1 * DH + d;
+        const bool in0 = r0 < t, in1 = r1 < t;
+        qa[s][0] = tc_pack_bf16(in0 ? q0[0] : 0.f, in0 ? q0[1] : 0.f);
+        qa[s][1] = tc_pack_bf16(in1 ? q1[0] : 0.f, in1 ? q1[1] : 0.f);
+        qa[s][2] = tc_pack_bf16(in0 ? q0[8] : 0.f, in0 ? q0[9] : 0.f);
+        qa[s][3] = tc_pack_bf16(in1 ? q1[8] : 0.f, in1 ? q1[9] : 0.f);
+    }
+
+    float o[ON][4];
+#pragma unroll
+    for (int n = 0; n < ON; n++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) o[n][i] = 0.f;
+    float m0 = -TC_INF, m1 = -TC_INF, l0 = 0.f, l1 = 0.f;
+
+    for (int k0 = 0; k0 < t; k0 += TC_BC) {
+        __syncthreads();  // every warp is done with the previous tile
+        for (int i = threadIdx.x; i < TC_BC * DH / 4; i += TC_THREADS) {
+            const int r = i / (DH / 4), d4 = (i % (DH / 4)) * 4;
+            float4 kx = make_float4(0.f, 0.f, 0.f, 0.f), vx = kx;
+            if (k0 + r < t) {
+                kx = *reinterpret_cast<const float4*>(k + head + (size_t)(k0 + r) * DH + d4);
+                vx = *reinterpret_cast<const float4*>(v + head + (size_t)(k0 + r) * DH + d4);
+            }
+            unsigned* kd = reinterpret_cast<unsigned*>(ks + r * KSTRIDE + d4);
+            kd[0] = tc_pack_bf16(kx.x, kx.y);
+            kd[1] = tc_pack_bf16(kx.z, kx.w);
+            vt[(d4 + 0) * VSTRIDE + r] = tc_bf16(vx.x);
+            vt[(d4 + 1) * VSTRIDE + r] = tc_bf16(vx.y);
+            vt[(d4 + 2) * VSTRIDE + r] = tc_bf16(vx.z);
+            vt[(d4 + 3) * VSTRIDE + r] = tc_bf16(vx.w);
+        }
+        __syncthreads();
+
+        float sc[NT][4];
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) sc[n][i] = 0.f;
+            const unsigned short* kr = ks + (n * 8 + g) * KSTRIDE + 2 * c;
+#pragma unroll
+            for (int s = 0; s < KS; s++) {
+                const unsigned bk[2] = {*reinterpret_cast<const unsigned*>(kr + s * 16),
+                                        *reinterpret_cast<const unsigned*>(kr + s * 16 + 8)};
+                tc_mma_bf16(sc[n], qa[s], bk);
+            }
+        }
+        if (k0 + TC_BC > t) {
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    if (k0 + n * 8 + 2 * c + (i & 1) >= t) sc[n][i] = -TC_INF;
+        }
+
+        float mx0 = m0, mx1 = m1;
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            mx0 = fmaxf(mx0, fmaxf(sc[n][0], sc[n][1]));
+            mx1 = fmaxf(mx1, fmaxf(sc[n][2], sc[n][3]));
+        }
+#pragma unroll
+        for (int o2 = 1; o2 < 4; o2 <<= 1) {
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, o2));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, o2));
+        }
+        const float alpha0 = expf(m0 - mx0), alpha1 = expf(m1 - mx1);
+        float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            sc[n][0] = expf(sc[n][0] - mx0);
+            sc[n][1] = expf(sc[n][1] - mx0);
+            sc[n][2] = expf(sc[n][2] - mx1);
+            sc[n][3] = expf(sc[n][3] - mx1);
+            sum0 += sc[n][0] + sc[n][1];
+            sum1 += sc[n][2] + sc[n][3];
+        }
+#pragma unroll
+        for (int o2 = 1; o2 < 4; o2 <<= 1) {
+            sum0 += __shfl_xor_sync(0xffffffffu, sum0, o2);
+            sum1 += __shfl_xor_sync(0xffffffffu, sum1, o2);
+        }
+        l0 = fmaf(l0, alpha0, sum0);
+        l1 = fmaf(l1, alpha1, sum1);
+        m0 = mx0;
+        m1 = mx1;
+#pragma unroll
+        for (int n = 0; n < ON; n++) {
+            o[n][0] *= alpha0;
+            o[n][1] *= alpha0;
+            o[n][2] *= alpha1;
+            o[n][3] *= alpha1;
+        }
+
+        // O += P·V over 16 keys a step: P's A fragment from the tiles 2j and 2j + 1.
+#pragma unroll
+        for (int j = 0; j < NT / 2; j++) {
+            const unsigned pa[4] = {tc_pack_bf16(sc[2 * j][0], sc[2 * j][1]),
+                                    tc_pack_bf16(sc[2 * j][2], sc[2 * j][3]),
+                                    tc_pack_bf16(sc[2 * j + 1][0], sc[2 * j + 1][1]),
+                                    tc_pack_bf16(sc[2 * j + 1][2], sc[2 * j + 1][3])};
+#pragma unroll
+            for (int n = 0; n < ON; n++) {
+                const unsigned short* vr = vt + (n * 8 + g) * VSTRIDE + j * 16 + 2 * c;
+                const unsigned bv[2] = {*reinterpret_cast<const unsigned*>(vr),
+                                        *reinterpret_cast<const unsigned*>(vr + 8)};
+                tc_mma_bf16(o[n], pa, bv);
+            }
+        }
+    }
+
+    const size_t row_stride = (size_t)heads * DH;
+    const float inv0 = 1.f / l0, inv1 = 1.f / l1;
+#pragma unroll
+    for (int n = 0; n < ON; n++) {
+        const int d = h * DH + n * 8 + 2 * c;
+        if (r0 < t)
+            *reinterpret_cast<float2*>(out + ((size_t)b * t + r0) * row_stride + d) =
+                make_float2(o[n][0] * inv0, o[n][1] * inv0);
+        if (r1 < t)
+            *reinterpret_cast<float2*>(out + ((size_t)b * t + r1) * row_stride + d) =
+                make_float2(o[n][2] * inv1, o[n][3] * inv1);
+    }
+}
+
+#define FLASH_ATTENTION_BF16(DH)                                                              \
+    extern "C" __global__ void __launch_bounds__(TC_THREADS) flash_attention_tc_bf16_d##DH(   \
+        const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v, \
+        float* __restrict__ out, int t, int heads) {                                          \
+        flash_attention_bf16<DH>(q, k, v, out, t, heads);                                     \
+    }
+FLASH_ATTENTION_BF16(16)
+FLASH_ATTENTION_BF16(32)
+FLASH_ATTENTION_BF16(64)

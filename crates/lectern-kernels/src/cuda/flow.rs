@@ -8,7 +8,8 @@
 //!   ride in the next kernel (candle's broadcast adds are a pass each);
 //! * [`attention`]: softmax attention flash style (tiles of keys, online softmax, the output
 //!   rows in registers); the materialised path writes and re-reads `2 × 16 × t²` scores
-//!   (322 MB at 1588 frames); [`attention_tf32x3`] the same on tensor cores (`attention_tc.cu`);
+//!   (322 MB at 1588 frames); [`attention_tf32x3`] and [`attention_bf16`] the same on tensor
+//!   cores (`attention_tc.cu`);
 //! * [`GroupConvWeights`]: the position embedding's causal grouped conv in one kernel;
 //! * [`tf32x3_lhs`]: the left operand of a 3xTF32 product in one pass.
 //!
@@ -147,6 +148,16 @@ pub fn attention_tf32x3(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Op
     imp::attention(q, k, v, Cores::TensorTf32x3)
 }
 
+/// [`attention`] on tensor cores in bf16: q, k, v and the probabilities rounded to bf16, the
+/// sums in f32 (the flow's `--flow-matmul bf16`, a recorded reduced precision), on GPUs of
+/// compute capability 8.0 and later; `None` elsewhere.
+pub fn attention_bf16(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Option<Tensor>> {
+    if !attention_applies(q, k, v) {
+        return Ok(None);
+    }
+    imp::attention(q, k, v, Cores::TensorBf16)
+}
+
 /// `LECTERN_TC_ATTENTION=0` keeps the 3xTF32 flow's attention on the f32 kernel, for a
 /// same-binary comparison; the take records it (`FlowMatmul::label`: `tf32x3+f32-attention`).
 pub const TENSOR_CORE_ATTENTION_ENV: &str = "LECTERN_TC_ATTENTION";
@@ -172,6 +183,8 @@ enum Cores {
     Simt,
     /// `flash_attention_tc_f32_d*` (attention_tc.cu): `mma.sync` m16n8k8 TF32, three per product.
     TensorTf32x3,
+    /// `flash_attention_tc_bf16_d*` (attention_tc.cu): `mma.sync` m16n8k16 bf16, one per product.
+    TensorBf16,
 }
 
 /// Output channels and frames per block of `causal_group_conv_mish_f32`.
@@ -598,6 +611,12 @@ mod imp {
                     format!("flash_attention_tc_f32_d{dh}"),
                     4 * (FA_ROWS * (dh + 4) + FA_ROWS * (dh + 8) + 4 * 16 * (FA_ROWS + 4)),
                 ),
+                // bf16: the k tile (rows padded by 8) and the v tile transposed (by 8).
+                Cores::TensorBf16 => (
+                    &TENSOR_CORE_KERNELS,
+                    format!("flash_attention_tc_bf16_d{dh}"),
+                    2 * (FA_ROWS * (dh + 8) + dh * (FA_ROWS + 8)),
+                ),
             }
         }
     }
@@ -633,8 +652,8 @@ mod imp {
             // and v, floats of q) and writes rows < t of its dh columns of `out` (b·t·h·dh).
             // 128 threads = FA_THREADS = TC_THREADS, the launch bound of both; `shared` is the
             // memory the chosen kernel lays out (`Attention::kernel`), allowed by
-            // `with_dynamic_shared`. The tensor-core kernel runs only on compute capability
-            // 8.0 or later (`attention`), which its `mma.sync` TF32 needs.
+            // `with_dynamic_shared`. The tensor-core kernels run only on compute capability
+            // 8.0 or later (`attention`), which their `mma.sync` TF32 and bf16 need.
             unsafe { builder.launch(cfg) }.w()?;
             Ok((CudaStorage::wrap_cuda_slice(out, dev.clone()), Shape::from((b, t, h * dh))))
         }
@@ -648,7 +667,7 @@ mod imp {
     ) -> candle::Result<Option<Tensor>> {
         let module = match cores {
             Cores::Simt => &KERNELS,
-            Cores::TensorTf32x3 => {
+            Cores::TensorTf32x3 | Cores::TensorBf16 => {
                 let candle::Device::Cuda(dev) = q.device() else { return Ok(None) };
                 if compute_capability(dev)?.0 < 8 {
                     return Ok(None);

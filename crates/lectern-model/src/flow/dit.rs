@@ -388,7 +388,8 @@ impl Attention {
 }
 
 /// Softmax attention over all frames: q (pre-scaled), k, v (b, h, t, dh) → (b, t, h·dh).
-/// A fused kernel on CUDA ([`kernels::attention`], [`kernels::attention_tf32x3`]) and, in plain f32, on the CPU
+/// A fused kernel on CUDA ([`kernels::attention`], [`kernels::attention_tf32x3`],
+/// [`kernels::attention_bf16`]) and, in plain f32, on the CPU
 /// ([`lectern_kernels::attention`]); elsewhere, or on CUDA without `use_kernels`,
 /// [`attend_materialised`].
 pub fn attend(
@@ -406,14 +407,19 @@ pub fn attend(
             FlowMatmul::Tf32x3 => {}
         }
     }
-    // On CUDA with 3xTF32 products (the default there) the attention's products are 3xTF32
-    // on tensor cores too, where the GPU has them (compute capability 8.0 on). Otherwise the
-    // f32 kernel, whatever `matmul` says: 3xTF32 is an f32-accurate product too.
-    if use_kernels
-        && matmul == FlowMatmul::Tf32x3
-        && let Some(o) = kernels::attention_tf32x3(q, k, v)?
-    {
-        return Ok(o);
+    // On CUDA the attention's products run as the projections' do, on tensor cores where the
+    // GPU has them (compute capability 8.0 on): 3xTF32 (the default there) or bf16. Otherwise
+    // the f32 kernel, whatever `matmul` says.
+    if use_kernels {
+        let tensor_cores = match matmul {
+            FlowMatmul::Tf32x3 => kernels::attention_tf32x3(q, k, v)?,
+            // bf16 products: the attention's too, on tensor cores (a recorded reduced precision).
+            FlowMatmul::Bf16 => kernels::attention_bf16(q, k, v)?,
+            FlowMatmul::F32 => None,
+        };
+        if let Some(o) = tensor_cores {
+            return Ok(o);
+        }
     }
     if use_kernels && let Some(o) = kernels::attention(q, k, v)? {
         return Ok(o);
