@@ -53,6 +53,87 @@ __device__ __forceinline__ void tc_mma3(float (&d)[4], const unsigned (&ah)[4],
     tc_mma(d, ah, bh);
 }
 
+// What both kernels do with a tile's scores, in the C fragment layout (rows r0 = g and
+// r1 = g + 8 of the warp's 16; sc[n][0..2] row r0, sc[n][2..4] row r1, keys k0 + 8n + 2c …).
+
+// Keys past t take no weight.
+template <int NT>
+__device__ __forceinline__ void tc_mask_past(float (&sc)[NT][4], int k0, int t, int c) {
+    if (k0 + TC_BC > t) {
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                if (k0 + n * 8 + 2 * c + (i & 1) >= t) sc[n][i] = -TC_INF;
+    }
+}
+
+// Online softmax over one tile: the scores become exp(s − running max), the running max m and
+// sum l of each row move on, and O's accumulators are rescaled to the new max. A row's 64
+// scores are spread over the 4 threads of its group.
+template <int NT, int ON>
+__device__ __forceinline__ void tc_online_softmax(float (&sc)[NT][4], float (&o)[ON][4],
+                                                  float& m0, float& m1, float& l0, float& l1) {
+    float mx0 = m0, mx1 = m1;
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        mx0 = fmaxf(mx0, fmaxf(sc[n][0], sc[n][1]));
+        mx1 = fmaxf(mx1, fmaxf(sc[n][2], sc[n][3]));
+    }
+#pragma unroll
+    for (int o2 = 1; o2 < 4; o2 <<= 1) {
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, o2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, o2));
+    }
+    // mx0, mx1 finite: every tile has a key below t.
+    const float alpha0 = expf(m0 - mx0), alpha1 = expf(m1 - mx1);
+    float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+    for (int n = 0; n < NT; n++) {
+        sc[n][0] = expf(sc[n][0] - mx0);
+        sc[n][1] = expf(sc[n][1] - mx0);
+        sc[n][2] = expf(sc[n][2] - mx1);
+        sc[n][3] = expf(sc[n][3] - mx1);
+        sum0 += sc[n][0] + sc[n][1];
+        sum1 += sc[n][2] + sc[n][3];
+    }
+#pragma unroll
+    for (int o2 = 1; o2 < 4; o2 <<= 1) {
+        sum0 += __shfl_xor_sync(0xffffffffu, sum0, o2);
+        sum1 += __shfl_xor_sync(0xffffffffu, sum1, o2);
+    }
+    l0 = fmaf(l0, alpha0, sum0);
+    l1 = fmaf(l1, alpha1, sum1);
+    m0 = mx0;
+    m1 = mx1;
+#pragma unroll
+    for (int n = 0; n < ON; n++) {
+        o[n][0] *= alpha0;
+        o[n][1] *= alpha0;
+        o[n][2] *= alpha1;
+        o[n][3] *= alpha1;
+    }
+}
+
+// O / l into out (b, t, h·DH) for the thread's rows r0, r1 (rows past t: not written).
+template <int DH, int ON>
+__device__ __forceinline__ void tc_store(const float (&o)[ON][4], float l0, float l1,
+                                         float* __restrict__ out, int b, int h, int heads, int t,
+                                         int r0, int r1, int c) {
+    const size_t row_stride = (size_t)heads * DH;
+    const float inv0 = 1.f / l0, inv1 = 1.f / l1;
+#pragma unroll
+    for (int n = 0; n < ON; n++) {
+        const int d = h * DH + n * 8 + 2 * c;
+        if (r0 < t)
+            *reinterpret_cast<float2*>(out + ((size_t)b * t + r0) * row_stride + d) =
+                make_float2(o[n][0] * inv0, o[n][1] * inv0);
+        if (r1 < t)
+            *reinterpret_cast<float2*>(out + ((size_t)b * t + r1) * row_stride + d) =
+                make_float2(o[n][2] * inv1, o[n][3] * inv1);
+    }
+}
+
 template <int DH>
 __device__ __forceinline__ void flash_attention_tc(const float* __restrict__ q,
                                                    const float* __restrict__ k,
@@ -122,54 +203,8 @@ __device__ __forceinline__ void flash_attention_tc(const float* __restrict__ q,
                 tc_mma3(sc[n], qh[s], ql[s], bh, bl);
             }
         }
-        if (k0 + TC_BC > t) {  // keys past t take no weight
-#pragma unroll
-            for (int n = 0; n < NT; n++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    if (k0 + n * 8 + 2 * c + (i & 1) >= t) sc[n][i] = -TC_INF;
-        }
-
-        // Online softmax: a row's 64 scores are spread over the 4 threads of its group.
-        float mx0 = m0, mx1 = m1;
-#pragma unroll
-        for (int n = 0; n < NT; n++) {
-            mx0 = fmaxf(mx0, fmaxf(sc[n][0], sc[n][1]));
-            mx1 = fmaxf(mx1, fmaxf(sc[n][2], sc[n][3]));
-        }
-#pragma unroll
-        for (int o2 = 1; o2 < 4; o2 <<= 1) {
-            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, o2));
-            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, o2));
-        }
-        // mx0, mx1 finite: every tile has a key below t.
-        const float alpha0 = expf(m0 - mx0), alpha1 = expf(m1 - mx1);
-        float sum0 = 0.f, sum1 = 0.f;
-#pragma unroll
-        for (int n = 0; n < NT; n++) {
-            sc[n][0] = expf(sc[n][0] - mx0);
-            sc[n][1] = expf(sc[n][1] - mx0);
-            sc[n][2] = expf(sc[n][2] - mx1);
-            sc[n][3] = expf(sc[n][3] - mx1);
-            sum0 += sc[n][0] + sc[n][1];
-            sum1 += sc[n][2] + sc[n][3];
-        }
-#pragma unroll
-        for (int o2 = 1; o2 < 4; o2 <<= 1) {
-            sum0 += __shfl_xor_sync(0xffffffffu, sum0, o2);
-            sum1 += __shfl_xor_sync(0xffffffffu, sum1, o2);
-        }
-        l0 = fmaf(l0, alpha0, sum0);
-        l1 = fmaf(l1, alpha1, sum1);
-        m0 = mx0;
-        m1 = mx1;
-#pragma unroll
-        for (int n = 0; n < KS; n++) {
-            o[n][0] *= alpha0;
-            o[n][1] *= alpha0;
-            o[n][2] *= alpha1;
-            o[n][3] *= alpha1;
-        }
+        tc_mask_past(sc, k0, t, c);
+        tc_online_softmax(sc, o, m0, m1, l0, l1);
 
         // P from the accumulator layout into the A operand's, through this warp's shared rows.
         __syncwarp();  // the warp's reads of the previous tile's P are done
@@ -201,18 +236,7 @@ __device__ __forceinline__ void flash_attention_tc(const float* __restrict__ q,
         }
     }
 
-    const size_t row_stride = (size_t)heads * DH;
-    const float inv0 = 1.f / l0, inv1 = 1.f / l1;
-#pragma unroll
-    for (int n = 0; n < KS; n++) {
-        const int d = h * DH + n * 8 + 2 * c;
-        if (r0 < t)
-            *reinterpret_cast<float2*>(out + ((size_t)b * t + r0) * row_stride + d) =
-                make_float2(o[n][0] * inv0, o[n][1] * inv0);
-        if (r1 < t)
-            *reinterpret_cast<float2*>(out + ((size_t)b * t + r1) * row_stride + d) =
-                make_float2(o[n][2] * inv1, o[n][3] * inv1);
-    }
+    tc_store<DH>(o, l0, l1, out, b, h, heads, t, r0, r1, c);
 }
 
 #define FLASH_ATTENTION_TC(DH)                                                                \
@@ -328,52 +352,8 @@ __device__ __forceinline__ void flash_attention_bf16(const float* __restrict__ q
                 tc_mma_bf16(sc[n], qa[s], bk);
             }
         }
-        if (k0 + TC_BC > t) {
-#pragma unroll
-            for (int n = 0; n < NT; n++)
-#pragma unroll
-                for (int i = 0; i < 4; i++)
-                    if (k0 + n * 8 + 2 * c + (i & 1) >= t) sc[n][i] = -TC_INF;
-        }
-
-        float mx0 = m0, mx1 = m1;
-#pragma unroll
-        for (int n = 0; n < NT; n++) {
-            mx0 = fmaxf(mx0, fmaxf(sc[n][0], sc[n][1]));
-            mx1 = fmaxf(mx1, fmaxf(sc[n][2], sc[n][3]));
-        }
-#pragma unroll
-        for (int o2 = 1; o2 < 4; o2 <<= 1) {
-            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, o2));
-            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, o2));
-        }
-        const float alpha0 = expf(m0 - mx0), alpha1 = expf(m1 - mx1);
-        float sum0 = 0.f, sum1 = 0.f;
-#pragma unroll
-        for (int n = 0; n < NT; n++) {
-            sc[n][0] = expf(sc[n][0] - mx0);
-            sc[n][1] = expf(sc[n][1] - mx0);
-            sc[n][2] = expf(sc[n][2] - mx1);
-            sc[n][3] = expf(sc[n][3] - mx1);
-            sum0 += sc[n][0] + sc[n][1];
-            sum1 += sc[n][2] + sc[n][3];
-        }
-#pragma unroll
-        for (int o2 = 1; o2 < 4; o2 <<= 1) {
-            sum0 += __shfl_xor_sync(0xffffffffu, sum0, o2);
-            sum1 += __shfl_xor_sync(0xffffffffu, sum1, o2);
-        }
-        l0 = fmaf(l0, alpha0, sum0);
-        l1 = fmaf(l1, alpha1, sum1);
-        m0 = mx0;
-        m1 = mx1;
-#pragma unroll
-        for (int n = 0; n < ON; n++) {
-            o[n][0] *= alpha0;
-            o[n][1] *= alpha0;
-            o[n][2] *= alpha1;
-            o[n][3] *= alpha1;
-        }
+        tc_mask_past(sc, k0, t, c);
+        tc_online_softmax(sc, o, m0, m1, l0, l1);
 
         // O += P·V over 16 keys a step: P's A fragment from the tiles 2j and 2j + 1.
 #pragma unroll
@@ -392,18 +372,7 @@ __device__ __forceinline__ void flash_attention_bf16(const float* __restrict__ q
         }
     }
 
-    const size_t row_stride = (size_t)heads * DH;
-    const float inv0 = 1.f / l0, inv1 = 1.f / l1;
-#pragma unroll
-    for (int n = 0; n < ON; n++) {
-        const int d = h * DH + n * 8 + 2 * c;
-        if (r0 < t)
-            *reinterpret_cast<float2*>(out + ((size_t)b * t + r0) * row_stride + d) =
-                make_float2(o[n][0] * inv0, o[n][1] * inv0);
-        if (r1 < t)
-            *reinterpret_cast<float2*>(out + ((size_t)b * t + r1) * row_stride + d) =
-                make_float2(o[n][2] * inv1, o[n][3] * inv1);
-    }
+    tc_store<DH>(o, l0, l1, out, b, h, heads, t, r0, r1, c);
 }
 
 #define FLASH_ATTENTION_BF16(DH)                                                              \
