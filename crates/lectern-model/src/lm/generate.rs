@@ -224,6 +224,22 @@ pub struct Generated {
     pub kv_allocated_bytes: usize,
 }
 
+impl Generated {
+    /// Nothing generated yet, the lane's stop `MaxLen` until a stop id comes.
+    fn empty(prompt_len: usize, kv_capacity: usize, kv_allocated_bytes: usize) -> Self {
+        Self {
+            tokens: Vec::new(),
+            lm_tokens: Vec::new(),
+            step_choice: Vec::new(),
+            stop: StopReason::MaxLen,
+            step_logp: Vec::new(),
+            prompt_len,
+            kv_capacity,
+            kv_allocated_bytes,
+        }
+    }
+}
+
 /// A lane in flight inside [`SpeechLm::generate`].
 struct LaneState {
     index: usize,
@@ -251,16 +267,7 @@ impl LaneState {
             logp,
             rng: segment_rng(req.seed),
             filter: SilentFilter::default(),
-            out: Generated {
-                tokens: Vec::new(),
-                lm_tokens: Vec::new(),
-                step_choice: Vec::new(),
-                stop: StopReason::MaxLen,
-                step_logp: Vec::new(),
-                prompt_len,
-                kv_capacity: capacity,
-                kv_allocated_bytes,
-            },
+            out: Generated::empty(prompt_len, capacity, kv_allocated_bytes),
         })
     }
 
@@ -313,16 +320,7 @@ mod tests {
             logp: Vec::new(),
             rng: segment_rng(seed),
             filter: SilentFilter::default(),
-            out: Generated {
-                tokens: Vec::new(),
-                lm_tokens: Vec::new(),
-                step_choice: Vec::new(),
-                stop: StopReason::MaxLen,
-                step_logp: Vec::new(),
-                prompt_len: 0,
-                kv_capacity: 0,
-                kv_allocated_bytes: 0,
-            },
+            out: Generated::empty(0, 0, 0),
         }
     }
 
