@@ -45,7 +45,7 @@ impl SpeechLm {
                 break;
             }
             // Sample every lane from its pending log-probs; finished lanes leave.
-            let picks = sample_lanes(&mut active, requests, &self.cfg, !self.device.is_cpu());
+            let picks = sample_lanes(&mut active, requests, &self.cfg);
             let mut tokens = Vec::with_capacity(active.len());
             let mut lanes = Vec::with_capacity(active.len());
             for (lane, pick) in active.drain(..).zip(picks) {
@@ -92,26 +92,19 @@ impl SpeechLm {
     }
 }
 
-/// Each lane's token of this step, `None` for a lane that is done. Lanes are independent (each
-/// its own log-probs, history and random stream), so with `parallel` they are sampled at once:
-/// the same tokens in any order, and on a GPU the host's share of a step no longer grows with
-/// the lanes. On the CPU the cores are the flow's and the LM's own while it decodes, and a
-/// sampling task queued behind the flow's work would stall the LM: sampled in turn there.
+/// Each lane's token of this step, `None` for a lane that is done, the lanes sampled in turn.
+/// Sampling them at once on a thread pool was measured on a GPU: the LM's step got shorter but
+/// the pool's threads slowed the flow running beside it, and a long book was slower as a whole.
 fn sample_lanes(
     active: &mut [LaneState],
     requests: &[LaneRequest],
     cfg: &LmConfig,
-    parallel: bool,
 ) -> Vec<Option<u32>> {
-    use rayon::prelude::*;
     let sample = |lane: &mut LaneState| {
         let req = &requests[lane.index];
         lane.sample(cfg, req).filter(|_| lane.out.step_choice.len() < req.max_len)
     };
-    if !parallel || active.len() < 2 {
-        return active.iter_mut().map(sample).collect();
-    }
-    active.par_iter_mut().with_max_len(1).map(sample).collect()
+    active.iter_mut().map(sample).collect()
 }
 
 /// Brings the joined batch in line with `active` (lanes only ever leave from anywhere and join
@@ -303,84 +296,5 @@ impl LaneState {
 
     fn finish(self) -> Generated {
         self.out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::ModelConfig;
-    use rand::Rng;
-
-    /// A lane with no cache, whose log-prob rows come from the test.
-    fn lane(index: usize, seed: u64) -> LaneState {
-        LaneState {
-            index,
-            cache: None,
-            logp: Vec::new(),
-            rng: segment_rng(seed),
-            filter: SilentFilter::default(),
-            out: Generated::empty(0, 0, 0),
-        }
-    }
-
-    /// Sampling the lanes at once chooses what sampling them in turn does, step after step,
-    /// lanes finishing on a stop id or at their length limit on the way.
-    #[test]
-    fn lanes_sampled_at_once_choose_what_they_choose_in_turn() {
-        let cfg = ModelConfig::full_size().lm;
-        let vocab = cfg.speech_vocab();
-        let requests: Vec<LaneRequest> = (0..6)
-            .map(|i| {
-                let mut r = LaneRequest::new(vec![], vec![1; 4], vec![], 100 + i as u64);
-                r.max_len = 20 + 7 * i;
-                r.min_len = 5;
-                r
-            })
-            .collect();
-        let mut rows = segment_rng(9);
-        let (mut in_turn, mut at_once): (Vec<LaneState>, Vec<LaneState>) = (
-            (0..requests.len()).map(|i| lane(i, requests[i].seed)).collect(),
-            (0..requests.len()).map(|i| lane(i, requests[i].seed)).collect(),
-        );
-        let mut ends = Vec::new();
-        for _step in 0..80 {
-            for (a, b) in in_turn.iter_mut().zip(at_once.iter_mut()) {
-                // Peaked rows over a few ids, stop ids now and then likely.
-                let row: Vec<f32> = (0..vocab)
-                    .map(|id| {
-                        let boost = if id % 97 == 0 || (id == cfg.speech_token_size + 1) {
-                            8.0
-                        } else {
-                            0.0
-                        };
-                        rows.r#gen::<f32>() * 4.0 - 16.0 + boost
-                    })
-                    .collect();
-                a.logp = row.clone();
-                b.logp = row;
-            }
-            let want = sample_lanes(&mut in_turn, &requests, &cfg, false);
-            let got = sample_lanes(&mut at_once, &requests, &cfg, true);
-            assert_eq!(got, want);
-            for ((a, b), p) in in_turn.iter().zip(&at_once).zip(&want) {
-                assert_eq!(a.out.step_choice, b.out.step_choice);
-                assert_eq!(a.out.tokens, b.out.tokens);
-                if p.is_none() {
-                    ends.push(a.out.stop);
-                }
-            }
-            let keep = |lanes: Vec<LaneState>| -> Vec<LaneState> {
-                lanes.into_iter().zip(&want).filter(|(_, p)| p.is_some()).map(|(l, _)| l).collect()
-            };
-            in_turn = keep(in_turn);
-            at_once = keep(at_once);
-            if in_turn.is_empty() {
-                break;
-            }
-        }
-        assert_eq!(ends.len(), requests.len(), "every lane finished");
-        assert!(ends.contains(&StopReason::MaxLen), "{ends:?}");
-        assert!(ends.iter().any(|e| matches!(e, StopReason::StopToken(_))), "{ends:?}");
     }
 }
