@@ -35,7 +35,7 @@ pub const TEMPLATE: &str = "\
 # nfe = 10
 # Target mel frames per flow group: 0 (one segment per group) or 50-8000.
 # group_target = 2000
-# LM lanes decoded together, 1-32.
+# LM lanes decoded together, 1-32 (default 8; 32 on cuda).
 # lanes = 8
 # LM weight precision: f32, f16, bf16 or q8_0.
 # precision = \"f32\"

@@ -20,13 +20,15 @@ impl SynthArgs {
         let f = &cfg.settings;
         let p = cfg.path.as_deref();
         let defaults = RenderParams::default();
+        let device = pick(self.device.clone(), f.device.clone(), p, "cpu".into());
+        let cuda = device.value.starts_with("cuda");
         Effective {
             model: pick(self.model.clone().map(Some), f.model.clone().map(Some), p, None),
             voice: pick(self.voice.clone().map(Some), f.voice.clone().map(Some), p, None),
-            device: pick(self.device.clone(), f.device.clone(), p, "cpu".into()),
+            device,
             nfe: pick(self.nfe, f.nfe, p, defaults.nfe),
             group_target: pick(self.group_target, f.group_target, p, defaults.group_target_frames),
-            lanes: pick(self.lanes, f.lanes, p, defaults.lanes),
+            lanes: pick(self.lanes, f.lanes, p, RenderParams::default_lanes(cuda)),
             precision: pick(self.precision.map(Into::into), f.precision, p, Precision::F32),
             theme: pick(extra.theme.clone(), f.theme.clone(), p, "dark".into()),
             playback_device: pick(
@@ -158,5 +160,24 @@ mod tests {
         assert_eq!((eff.group_target.value, &eff.group_target.source), (2000, &Source::Default));
         let p = eff.params(&w.synth);
         assert_eq!((p.nfe, p.lanes, p.precision), (4, 3, Precision::F16));
+    }
+
+    #[test]
+    fn lanes_default_by_device_unless_set() {
+        let lanes = |args: &[&str], text: &str| {
+            let path = std::path::Path::new("/c/config.toml");
+            let (settings, _) = crate::config::parse(text, path);
+            let cfg = Config { path: Some(path.into()), exists: true, settings, errors: vec![] };
+            let cli = Cli::try_parse_from([&["lectern"], args].concat()).unwrap();
+            let w = &cli.workstation;
+            let eff = w.synth.effective(&cfg, &w.ui.extra());
+            (eff.lanes.value, eff.lanes.source)
+        };
+        assert_eq!(lanes(&[], ""), (8, Source::Default));
+        assert_eq!(lanes(&["--device", "cuda"], ""), (32, Source::Default));
+        assert_eq!(lanes(&[], "device = \"cuda:1\"\n"), (32, Source::Default));
+        assert_eq!(lanes(&["--device", "cuda", "--lanes", "8"], "").0, 8);
+        assert_eq!(lanes(&["--device", "cuda"], "lanes = 16\n").0, 16);
+        assert_eq!(lanes(&["--device", "metal"], "").0, 8);
     }
 }

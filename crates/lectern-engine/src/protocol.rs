@@ -55,6 +55,18 @@ fn overlap_default() -> bool {
     true
 }
 
+impl RenderParams {
+    /// The lanes a render decodes together unless told, by device: on CUDA more, since a long
+    /// book renders faster with them for a little more device memory (docs/benchmarks.md,
+    /// "H100, issue 50"); elsewhere [`Self::default`]'s, the CPU's cores being the flow's too.
+    #[must_use]
+    pub fn default_lanes(cuda: bool) -> usize {
+        /// A decode step's batch on CUDA: the most the settings allow.
+        const CUDA_LANES: usize = 32;
+        if cuda { CUDA_LANES } else { Self::default().lanes }
+    }
+}
+
 impl Default for RenderParams {
     fn default() -> Self {
         Self {

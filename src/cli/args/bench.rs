@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use lectern_engine::protocol::Precision;
+use lectern_engine::protocol::{Precision, RenderParams};
 use lectern_parity as parity;
 
 use super::{FlowMatmulArg, PrecisionArg};
@@ -33,8 +33,8 @@ pub struct BenchArgs {
 /// `lectern bench --workload`'s options.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WorkloadArgs {
-    /// LM lanes; several (`1,4`) run one after another on the same weights (default 8;
-    /// `--stage lm`: 1,2,4,8).
+    /// LM lanes; several (`1,4`) run one after another on the same weights (default 8, on CUDA
+    /// 32; `--stage lm`: 1,2,4,8).
     #[arg(
         long,
         value_delimiter = ',',
@@ -110,12 +110,12 @@ impl WorkloadArgs {
         json: bool,
     ) -> bench::WorkloadOptions {
         let mut o = bench::WorkloadOptions::new(w);
-        o.device = device;
         o.lanes = if self.lanes.is_empty() {
-            vec![8]
+            vec![RenderParams::default_lanes(device.is_cuda())]
         } else {
             self.lanes.iter().map(|&l| l.max(1)).collect()
         };
+        o.device = device;
         o.group_target_frames = self.group_target;
         o.nfe = self.nfe.max(1);
         o.precision = self.precision.map_or(Precision::F32, Into::into);

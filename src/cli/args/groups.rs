@@ -224,7 +224,7 @@ pub struct SynthArgs {
     /// [default: 2000]
     #[arg(long, value_parser = limits::parse_group_target, allow_negative_numbers = true)]
     pub group_target: Option<usize>,
-    /// LM lanes decoded together, 1–32 [default: 8]
+    /// LM lanes decoded together, 1–32 [default: 8; on CUDA 32]
     #[arg(long, value_parser = limits::parse_lanes, allow_negative_numbers = true)]
     pub lanes: Option<usize>,
     /// LM weight precision [default: f32]
