@@ -2,7 +2,6 @@
 //! and results, and each lane's sampling state.
 
 use super::{DEFAULT_MAX_LANES, KvCache, LaneBatch, LaneMode, SpeechLm, graph};
-use crate::config::LmConfig;
 use crate::error::{ModelError, Result};
 use crate::sampling::{SamplingConfig, SilentFilter, sampling_ids, segment_rng};
 
@@ -44,25 +43,26 @@ impl SpeechLm {
             if active.is_empty() {
                 break;
             }
-            // Sample every lane from its pending log-probs; finished lanes leave.
-            let picks = sample_lanes(&mut active, requests, &self.cfg);
+            // Sample every lane from its pending log-probs, in turn (on a thread pool they slowed
+            // the flow beside them: docs/refutations.md); finished lanes leave.
             let mut tokens = Vec::with_capacity(active.len());
-            let mut lanes = Vec::with_capacity(active.len());
-            for (lane, pick) in active.drain(..).zip(picks) {
-                match pick {
-                    Some(tok) => {
+            let mut i = 0;
+            while i < active.len() {
+                let req = &requests[active[i].index];
+                match active[i].sample(self, req) {
+                    Some(tok) if active[i].out.step_choice.len() < req.max_len => {
                         tokens.push(tok);
-                        lanes.push(lane);
+                        i += 1;
                     }
-                    None => {
-                        let index = lane.index;
-                        let generated = lane.finish();
+                    _ => {
+                        let done = active.remove(i);
+                        let index = done.index;
+                        let generated = done.finish();
                         on_done(index, &generated);
                         results[index] = Some(generated);
                     }
                 }
             }
-            active = lanes;
             if active.is_empty() {
                 continue;
             }
@@ -90,21 +90,6 @@ impl SpeechLm {
             })
             .collect()
     }
-}
-
-/// Each lane's token of this step, `None` for a lane that is done, the lanes sampled in turn.
-/// Sampling them at once on a thread pool was measured on a GPU: the LM's step got shorter but
-/// the pool's threads slowed the flow running beside it, and a long book was slower as a whole.
-fn sample_lanes(
-    active: &mut [LaneState],
-    requests: &[LaneRequest],
-    cfg: &LmConfig,
-) -> Vec<Option<u32>> {
-    let sample = |lane: &mut LaneState| {
-        let req = &requests[lane.index];
-        lane.sample(cfg, req).filter(|_| lane.out.step_choice.len() < req.max_len)
-    };
-    active.iter_mut().map(sample).collect()
 }
 
 /// Brings the joined batch in line with `active` (lanes only ever leave from anywhere and join
@@ -217,22 +202,6 @@ pub struct Generated {
     pub kv_allocated_bytes: usize,
 }
 
-impl Generated {
-    /// Nothing generated yet, the lane's stop `MaxLen` until a stop id comes.
-    fn empty(prompt_len: usize, kv_capacity: usize, kv_allocated_bytes: usize) -> Self {
-        Self {
-            tokens: Vec::new(),
-            lm_tokens: Vec::new(),
-            step_choice: Vec::new(),
-            stop: StopReason::MaxLen,
-            step_logp: Vec::new(),
-            prompt_len,
-            kv_capacity,
-            kv_allocated_bytes,
-        }
-    }
-}
-
 /// A lane in flight inside [`SpeechLm::generate`].
 struct LaneState {
     index: usize,
@@ -260,12 +229,21 @@ impl LaneState {
             logp,
             rng: segment_rng(req.seed),
             filter: SilentFilter::default(),
-            out: Generated::empty(prompt_len, capacity, kv_allocated_bytes),
+            out: Generated {
+                tokens: Vec::new(),
+                lm_tokens: Vec::new(),
+                step_choice: Vec::new(),
+                stop: StopReason::MaxLen,
+                step_logp: Vec::new(),
+                prompt_len,
+                kv_capacity: capacity,
+                kv_allocated_bytes,
+            },
         })
     }
 
     /// Chooses this step's token from `self.logp`; `None` when the lane is done.
-    fn sample(&mut self, cfg: &LmConfig, req: &LaneRequest) -> Option<u32> {
+    fn sample(&mut self, lm: &SpeechLm, req: &LaneRequest) -> Option<u32> {
         let step = self.out.step_choice.len();
         if step >= req.max_len {
             return None; // stop stays MaxLen
@@ -279,11 +257,11 @@ impl LaneState {
             &self.out.lm_tokens,
             &req.sampling,
             ignore_eos,
-            cfg.speech_token_size,
+            lm.cfg.speech_token_size,
             &mut self.rng,
         );
         self.out.step_choice.push(tok);
-        if cfg.is_stop(tok) && !req.ignore_stop {
+        if lm.cfg.is_stop(tok) && !req.ignore_stop {
             self.out.stop = StopReason::StopToken(tok);
             return None;
         }
