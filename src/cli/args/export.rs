@@ -212,20 +212,6 @@ pub struct DeliveryArgs {
     pub captions: Option<CaptionsArg>,
 }
 
-/// The flags a master takes too: its tags (WAV `INFO`, FLAC Vorbis comments and picture), cue
-/// sheet and cover.
-const MASTER_METADATA_FLAGS: [&str; 9] = [
-    "--title",
-    "--author",
-    "--narrator",
-    "--cover",
-    "--publisher",
-    "--rights",
-    "--isbn",
-    "--description",
-    "--date",
-];
-
 impl DeliveryArgs {
     /// The book's metadata as the flags give it (each wins over the manuscript and config).
     #[must_use]
@@ -247,26 +233,13 @@ impl DeliveryArgs {
     /// refuses them rather than leave them unused. The metadata flags tag every format.
     #[must_use]
     pub fn given_for_delivery_only(&self) -> Vec<&'static str> {
-        self.flags()
-            .into_iter()
-            .filter(|(name, given)| *given && !MASTER_METADATA_FLAGS.contains(name))
-            .map(|(name, _)| name)
-            .collect()
+        self.delivery_only_flags().into_iter().filter(|(_, given)| *given).map(|(n, _)| n).collect()
     }
 
-    /// Every flag by its name, with whether it was given (a test keeps the names in step with
-    /// the struct's fields).
-    fn flags(&self) -> [(&'static str, bool); 22] {
+    /// The flags that shape a delivery only, by name, with whether each was given (a test
+    /// keeps the list in step with the struct's fields; the others are [`Self::meta_flags`]).
+    fn delivery_only_flags(&self) -> [(&'static str, bool); 13] {
         [
-            ("--title", self.title.is_some()),
-            ("--author", self.author.is_some()),
-            ("--narrator", self.narrator.is_some()),
-            ("--cover", self.cover.is_some()),
-            ("--publisher", self.publisher.is_some()),
-            ("--rights", self.rights.is_some()),
-            ("--isbn", self.isbn.is_some()),
-            ("--description", self.description.is_some()),
-            ("--date", self.date.is_some()),
             ("--room-tone", self.room_tone.is_some()),
             ("--room-tone-db", self.room_tone_db.is_some()),
             ("--opening-credits", self.opening_credits.is_some()),
@@ -329,8 +302,21 @@ mod tests {
         let cmd = DeliveryArgs::augment_args(clap::Command::new("export"));
         let mut defined: Vec<String> =
             cmd.get_arguments().filter_map(|a| a.get_long()).map(|l| format!("--{l}")).collect();
+        // What `meta_flags` holds; every other flag must be on the delivery-only list.
+        let metadata = [
+            "--title",
+            "--author",
+            "--narrator",
+            "--cover",
+            "--publisher",
+            "--rights",
+            "--isbn",
+            "--description",
+            "--date",
+        ];
+        let delivery = DeliveryArgs::default().delivery_only_flags();
         let mut listed: Vec<String> =
-            DeliveryArgs::default().flags().iter().map(|(name, _)| name.to_string()).collect();
+            metadata.into_iter().chain(delivery.map(|(name, _)| name)).map(String::from).collect();
         defined.sort();
         listed.sort();
         assert_eq!(listed, defined);
