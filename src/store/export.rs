@@ -301,7 +301,7 @@ pub(crate) fn write_atomically(path: &Path, write: impl FnOnce(&Path) -> Result<
 pub(crate) struct MasterTags {
     book: crate::audio::tags::BookFields,
     disclosure: crate::audio::tags::Disclosure,
-    /// The cover as a FLAC `PICTURE` block's body (none: no cover, or one too large).
+    /// The cover as a FLAC `PICTURE` block's body (none: no cover, a WAV, or one too large).
     flac_picture: Option<Vec<u8>>,
 }
 
@@ -537,9 +537,11 @@ pub fn export(project: &Project, opts: &ExportOptions) -> Result<ExportReport> {
     let fields = opts.book.clone().unwrap_or_else(|| book_fields(&book.info));
     // Read before any audio is written: a bad cover is refused with nothing written.
     let cover = cover_of(project, &book, opts.cover.as_deref())?;
-    let tags = MasterTags::of(project, fields, cover.as_ref(), &chapters)?;
+    // Only a FLAC embeds the cover; a WAV's tags have no picture to build.
+    let embedded = cover.as_ref().filter(|_| opts.format == ExportFormat::Flac);
+    let tags = MasterTags::of(project, fields, embedded, &chapters)?;
     let mut notes = Vec::new();
-    if opts.format == ExportFormat::Flac && cover.is_some() && tags.flac_picture.is_none() {
+    if embedded.is_some() && tags.flac_picture.is_none() {
         notes.push(format!(
             "the cover is larger than a FLAC metadata block holds ({} MiB): it is beside the \
              export, not embedded",
