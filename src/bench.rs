@@ -31,7 +31,7 @@ use lectern_engine::Engine;
 use lectern_engine::backend::{BackendInfo, LmJob, LmStage, Mel, SynthBackend};
 use lectern_engine::cosyvoice::{CosyVoiceBackend, LmHandle, PreparedVoice, lm_device};
 use lectern_engine::protocol::{
-    EngineEvent, LaneMemory, MinLenRule, Precision, RenderParams, Request, SegmentSpec,
+    EngineEvent, LaneMemory, MinLenRule, Precision, RenderParams, Request, SegmentId, SegmentSpec,
     SegmentState,
 };
 use lectern_engine::telemetry::probe_memory;
@@ -674,6 +674,7 @@ fn run_engine(
     // Mel frames of each flow group (keyed by its segments), for the flow's FLOP count.
     let mut group_frames: std::collections::BTreeMap<Vec<_>, usize> = Default::default();
     let mut seg_figs = Vec::new();
+    let mut outputs = OutputDigest::default();
     let mut kv: Vec<LaneMemory> = Vec::new();
     let mut peak_sampled = 0u64;
     // Per flow group, in order: process RSS and device memory in use (CUDA), to see whether
@@ -695,6 +696,7 @@ fn run_engine(
                 flow_s += r.timings.flow_s;
                 vocoder_s += r.timings.vocoder_s;
                 samples_total += take.samples.len();
+                outputs.add(r.segment_id, &r.tokens, &take.samples);
                 *group_frames.entry(r.group.segment_ids.clone()).or_default() +=
                     r.tokens.len() * TOKEN_MEL_RATIO;
                 seg_figs.push(json!({
@@ -773,6 +775,7 @@ fn run_engine(
         "kv_bytes_per_lane": kv_used,
         "kv_capacity_bytes_per_lane": kv_cap,
         "segments": seg_figs,
+        "output_digest": outputs.hex(),
         "cuda_graph_stats": format!("{:?}", lectern_model::lm::graph_stats()),
         "stage_share": {
             "lm": lm_s / busy_s,
@@ -781,6 +784,31 @@ fn run_engine(
         },
         "limits": gap.map(|g| g.to_json()),
     }))
+}
+
+/// A digest of every segment's tokens and samples, in segment order: two binaries, lane
+/// counts or kernel paths that give the same digest on a workload gave the same bits, which is
+/// what a speed-up must show before its figures count.
+#[derive(Default)]
+struct OutputDigest {
+    /// Segment id → the FNV-1a of its tokens' and samples' little-endian bytes.
+    segments: std::collections::BTreeMap<SegmentId, u64>,
+}
+
+impl OutputDigest {
+    fn add(&mut self, segment_id: SegmentId, tokens: &[u32], samples: &[f32]) {
+        let bytes: Vec<u8> = tokens
+            .iter()
+            .flat_map(|t| t.to_le_bytes())
+            .chain(samples.iter().flat_map(|s| s.to_le_bytes()))
+            .collect();
+        self.segments.insert(segment_id, fnv1a(&bytes));
+    }
+
+    fn hex(&self) -> String {
+        let all: Vec<u8> = self.segments.values().flat_map(|h| h.to_le_bytes()).collect();
+        format!("{:016x}", fnv1a(&all))
+    }
 }
 
 /// The run's distance from the GPU's limits (`lectern_bench::roofline`), where the GPU's peaks
@@ -800,4 +828,29 @@ fn roofline_gap<'a>(
     let flow_flops = per_call * opts.nfe as f64;
     let step_bytes = roofline::lm_step_weight_bytes(&opts.config, opts.precision);
     Some(roofline::gap(peaks, step_bytes, decode_steps, flow_flops, lm_s, flow_s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OutputDigest;
+
+    #[test]
+    fn output_digest_follows_segment_order_and_every_bit() {
+        let digest = |takes: &[(u64, &[u32], &[f32])]| {
+            let mut d = OutputDigest::default();
+            for &(id, tokens, samples) in takes {
+                d.add(id, tokens, samples);
+            }
+            d.hex()
+        };
+        let (a, b): (&[u32], &[f32]) = (&[1, 2, 3], &[0.25, -0.5]);
+        let in_order = digest(&[(1, a, b), (2, a, b)]);
+        // Takes arrive as groups finish: the digest is the same in any arrival order.
+        assert_eq!(digest(&[(2, a, b), (1, a, b)]), in_order);
+        // One sample's last bit, or a token, changes it.
+        let nudged = f32::from_bits(0.25f32.to_bits() + 1);
+        assert_ne!(digest(&[(1, a, &[nudged, -0.5]), (2, a, b)]), in_order);
+        assert_ne!(digest(&[(1, &[1, 2, 4], b), (2, a, b)]), in_order);
+        assert_eq!(in_order.len(), 16);
+    }
 }
