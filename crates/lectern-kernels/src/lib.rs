@@ -9,6 +9,7 @@
 //! | [`conv`] | the vocoder's direct convolutions and its elementwise passes ([`conv::direct`], [`conv::vocoder`]), the DiT's grouped position convolution ([`conv::grouped`]), the tap-major reference ([`conv::tap_major`]) |
 //! | [`elementwise`] | the DiT's fused elementwise CPU passes (modulate, gated residual, bias + GELU, Mish, q/k/v bias + rotary) |
 //! | [`cuda`] | the LM's, DiT's and vocoder's CUDA kernels (NVRTC-compiled sources, `cuda` feature), each with the CPU fallback its caller routes to |
+//! | [`sampling`] | the host loops of speech-token sampling (softmax exponentials and sums, the vocabulary-wide draw), vectorised with the plain loops' results |
 //! | [`simd`] | the CPU features the kernels choose by, detected once |
 //! | [`checks`] | the checks callers make before handing tensors to a kernel |
 //!
@@ -26,5 +27,6 @@ mod cpu_slice;
 pub mod cuda;
 pub mod elementwise;
 pub mod gemm;
+pub mod sampling;
 mod shared_out;
 pub mod simd;

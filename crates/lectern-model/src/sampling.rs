@@ -16,8 +16,11 @@
 //! keeps 2 candidates, we keep 3); every other candidate list is identical.
 //!
 //! All functions work on host slices: the LM moves each step's log-prob row to the host once,
-//! so nothing here touches a device.
+//! so nothing here touches a device. The vocabulary-wide loops (maximum, exponentials, sums,
+//! the fallback's draw) run in `lectern_kernels::sampling`, vectorised with the plain loops'
+//! results bit for bit (the tests below compare with plain loops).
 
+use lectern_kernels::sampling as fast;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -100,10 +103,11 @@ struct Exps {
 
 impl Exps {
     fn of(scores: &[f32]) -> Self {
-        let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let max = fast::max(scores);
         // exp evaluated in f64 and rounded: the correctly rounded f32 result, as torch's
         // vectorised exp gives on the fixture cases (libm's expf is off by an ulp on some).
-        let exps: Vec<f32> = scores.iter().map(|&s| ((s - max) as f64).exp() as f32).collect();
+        let mut exps = vec![0f32; scores.len()];
+        fast::exps_below(scores, max, &mut exps);
         Self { max, sum: f64_sum(&exps), exps }
     }
 
@@ -112,12 +116,7 @@ impl Exps {
     /// over the same order is the same as a fresh [`Exps::of`]'s, bit for bit. `None` when the
     /// masked score was the only maximum (every term changes then) or the max is not finite.
     fn masked(mut self, scores: &[f32], masked: usize) -> Option<Self> {
-        let max_after = scores
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| i != masked)
-            .map(|(_, &s)| s)
-            .fold(f32::NEG_INFINITY, f32::max);
+        let max_after = fast::max(&scores[..masked]).max(fast::max(&scores[masked + 1..]));
         // A non-finite max (every score −∞) makes every term NaN, the masked one too.
         if max_after.to_bits() != self.max.to_bits() || !self.max.is_finite() {
             return None;
@@ -139,11 +138,12 @@ impl Exps {
     }
 }
 
-/// The sum accumulated in f64: torch's vectorised (multi-lane) f32 sum is far closer to the
-/// exact sum than a sequential f32 loop, which drifts when one term dominates
-/// (docs/refutations.md).
+/// The sum accumulated in f64, in order, rounded to f32: torch's vectorised (multi-lane) f32
+/// sum is far closer to the exact sum than a sequential f32 loop, which drifts when one term
+/// dominates (docs/refutations.md). Computed by `lectern_kernels::sampling`, which gives the
+/// in-order loop's bits without its dependency chain.
 fn f64_sum(values: &[f32]) -> f32 {
-    values.iter().map(|&p| p as f64).sum::<f64>() as f32
+    fast::f64_sum_as_f32(values)
 }
 
 /// Upstream `nucleus_sampling`'s candidate list, in sampling order: probabilities sorted
@@ -152,20 +152,50 @@ fn f64_sum(values: &[f32]) -> f32 {
 /// included and the first item always is.
 ///
 /// Only the first `top_k` of that order can be kept, so only they are found and sorted: the
-/// `top_k`-th largest probability is found in one pass ([`kth_largest_key`]), the ids at or
-/// above it are sorted descending by probability, ties by ascending id, which is exactly the
+/// `top_k`-th largest probability is found among the few ids that can be among the largest
+/// ([`top_k_superset`]), the ids at or above it are sorted descending by probability, ties by ascending id, which is exactly the
 /// stable sort's order, without sorting or selecting over all 6761 ids per lane and step.
 pub fn nucleus_candidates(probs: &[f32], top_p: f32, top_k: usize) -> Vec<u32> {
-    let Some(threshold) = kth_largest_key(probs, top_k) else {
+    let ids = top_k_superset(probs, top_k);
+    let keys = ids.iter().map(|&id| order_key(probs[id as usize]));
+    let Some(threshold) = kth_largest(keys, top_k) else {
         return Vec::new();
     };
     let mut order: Vec<u32> =
-        (0..probs.len() as u32).filter(|&id| order_key(probs[id as usize]) >= threshold).collect();
+        ids.into_iter().filter(|&id| order_key(probs[id as usize]) >= threshold).collect();
     order.sort_unstable_by(|&a, &b| {
         order_key(probs[b as usize]).cmp(&order_key(probs[a as usize])).then(a.cmp(&b))
     });
     order.truncate(top_k);
     nucleus_prefix(order, probs, top_p, top_k)
+}
+
+/// Probabilities per chunk whose largest key [`top_k_superset`] looks at.
+const KEY_CHUNK: usize = 32;
+
+/// Ascending ids that include the `top_k` largest probabilities (and a few more): the `top_k`-th
+/// largest of the chunks' maxima is a floor under the `top_k`-th largest probability (those
+/// maxima are `top_k` distinct entries at or above it), so only entries at or above that floor,
+/// in chunks whose maximum reaches it, can be among the largest. All ids when there are fewer
+/// chunks than `top_k`.
+fn top_k_superset(probs: &[f32], top_k: usize) -> Vec<u32> {
+    let chunk_max: Vec<i32> = probs
+        .chunks(KEY_CHUNK)
+        .map(|c| c.iter().map(|&p| order_key(p)).fold(i32::MIN, i32::max))
+        .collect();
+    if top_k == 0 || chunk_max.len() < top_k {
+        return (0..probs.len() as u32).collect();
+    }
+    let floor = kth_largest(chunk_max.iter().copied(), top_k).unwrap_or(i32::MIN);
+    let mut ids = Vec::new();
+    for (c, _) in chunk_max.iter().enumerate().filter(|&(_, &m)| m >= floor) {
+        let start = c * KEY_CHUNK;
+        let chunk = &probs[start..(start + KEY_CHUNK).min(probs.len())];
+        ids.extend(
+            (start as u32..).zip(chunk).filter(|&(_, &p)| order_key(p) >= floor).map(|(id, _)| id),
+        );
+    }
+    ids
 }
 
 /// `f32::total_cmp`'s order as an integer: a sort on this key is a sort on `total_cmp`.
@@ -174,19 +204,18 @@ fn order_key(p: f32) -> i32 {
     bits ^ (((bits >> 31) as u32) >> 1) as i32
 }
 
-/// The [`order_key`] of the `k`-th largest probability (counting equal values separately);
-/// `None` when `k` is 0 or there are no probabilities. Fewer than `k`: the smallest's.
-fn kth_largest_key(probs: &[f32], k: usize) -> Option<i32> {
+/// The `k`-th largest of `keys` (counting equal keys separately); `None` when `k` is 0 or
+/// there are no keys. Fewer than `k`: the smallest.
+fn kth_largest(keys: impl IntoIterator<Item = i32>, k: usize) -> Option<i32> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-    if k == 0 || probs.is_empty() {
+    if k == 0 {
         return None;
     }
     // A min-heap of the k largest so far: after the first k, most keys lose to its top in
     // one comparison.
     let mut largest: BinaryHeap<Reverse<i32>> = BinaryHeap::with_capacity(k + 1);
-    for &p in probs {
-        let key = order_key(p);
+    for key in keys {
         if largest.len() < k {
             largest.push(Reverse(key));
         } else if largest.peek().is_some_and(|&Reverse(min)| key > min) {
@@ -216,21 +245,7 @@ fn nucleus_prefix(order: Vec<u32>, probs: &[f32], top_p: f32, top_k: usize) -> V
 /// One multinomial draw over non-negative `weights` (not necessarily normalised). Consumes one
 /// `f64` from `rng`; never returns an index of weight 0.
 pub fn draw(weights: &[f32], rng: &mut ChaCha8Rng) -> usize {
-    let total: f64 = weights.iter().map(|&w| w as f64).sum();
-    let target = rng.r#gen::<f64>() * total;
-    let mut cum = 0f64;
-    let mut last_positive = 0;
-    for (i, &w) in weights.iter().enumerate() {
-        if w <= 0.0 {
-            continue;
-        }
-        cum += w as f64;
-        last_positive = i;
-        if target < cum {
-            return i;
-        }
-    }
-    last_positive
+    fast::draw_at(weights, rng.r#gen::<f64>())
 }
 
 /// How many times `pick` occurs in the last `win_size` tokens of `history`.
@@ -399,26 +414,68 @@ mod tests {
         }
     }
 
-    /// `ras_sampling` as upstream writes it: a fresh softmax for the nucleus, a stable full
-    /// sort, and a fresh softmax over the masked scores when the fallback fires.
+    /// The softmax as plain loops: libm's exp per entry, the f64 sum in order.
+    fn plain_softmax(scores: &[f32]) -> Vec<f32> {
+        let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let exps: Vec<f32> = scores.iter().map(|&s| ((s - max) as f64).exp() as f32).collect();
+        let sum = exps.iter().map(|&e| e as f64).sum::<f64>() as f32;
+        exps.iter().map(|&e| e / sum).collect()
+    }
+
+    fn plain_draw(weights: &[f32], rng: &mut ChaCha8Rng) -> usize {
+        fast::draw_at_in_order(weights, rng.r#gen::<f64>())
+    }
+
+    /// The largest probabilities gathered in one chunk, spread one per chunk, or all equal:
+    /// the chunk-maximum floor still finds the stable sort's candidates.
+    #[test]
+    fn nucleus_candidates_wherever_the_largest_lie() {
+        let reference = |probs: &[f32], top_k: usize| {
+            let mut order: Vec<u32> = (0..probs.len() as u32).collect();
+            order.sort_by(|&a, &b| probs[b as usize].total_cmp(&probs[a as usize]));
+            nucleus_prefix(order, probs, 1.0, top_k)
+        };
+        let n = 6761;
+        let layouts: [Box<dyn Fn(usize) -> f32>; 5] = [
+            Box::new(|i| if i < 40 { 1.0 + i as f32 } else { 0.5 }), // all in the first chunk
+            Box::new(|i| if i % KEY_CHUNK == 7 { 2.0 } else { 1.0 }), // one per chunk, tied
+            Box::new(|_| 1.0),                                       // every id tied
+            Box::new(|i| -(i as f32)),                               // descending ids
+            Box::new(|i| if i >= n - 30 { 3.0 } else { (i % 5) as f32 }), // the tail chunk
+        ];
+        for (l, layout) in layouts.iter().enumerate() {
+            let probs = softmax(&(0..n).map(layout).collect::<Vec<f32>>());
+            for top_k in [1, 25, 212, 213, 400] {
+                assert_eq!(
+                    nucleus_candidates(&probs, 1.0, top_k),
+                    reference(&probs, top_k),
+                    "layout {l}, top_k {top_k}"
+                );
+            }
+        }
+    }
+
+    /// `ras_sampling` as upstream writes it, in plain loops: a fresh softmax for the nucleus, a
+    /// stable full sort, and a fresh softmax over the masked scores when the fallback fires.
     fn reference_ras(
         scores: &mut [f32],
         history: &[u32],
         cfg: &SamplingConfig,
         rng: &mut ChaCha8Rng,
     ) -> RasTrace {
-        let probs = softmax(scores);
+        let probs = plain_softmax(scores);
         let mut order: Vec<u32> = (0..probs.len() as u32).collect();
         order.sort_by(|&a, &b| probs[b as usize].total_cmp(&probs[a as usize]));
         let cands = nucleus_prefix(order, &probs, cfg.top_p, cfg.top_k);
         let cand_probs: Vec<f32> = cands.iter().map(|&i| probs[i as usize]).collect();
-        let nucleus_pick = cands[draw(&cand_probs, rng)];
+        let nucleus_pick = cands[plain_draw(&cand_probs, rng)];
         let rep_num = repetition_count(history, nucleus_pick, cfg.win_size);
         if !ras_triggers(rep_num, cfg) {
             return RasTrace { nucleus_pick, rep_num, resampled: false, returned: nucleus_pick };
         }
-        let full = fallback_distribution(scores, nucleus_pick);
-        RasTrace { nucleus_pick, rep_num, resampled: true, returned: draw(&full, rng) as u32 }
+        scores[nucleus_pick as usize] = f32::NEG_INFINITY;
+        let full = plain_softmax(scores);
+        RasTrace { nucleus_pick, rep_num, resampled: true, returned: plain_draw(&full, rng) as u32 }
     }
 
     /// The fallback's reused exponentials and the one-pass candidate search give upstream's
