@@ -2,6 +2,7 @@
 //! feature) and the routing each stage's caller uses, CPU fallbacks included.
 
 pub mod flow;
+pub mod gemm;
 pub mod hift;
 pub mod lm;
 #[cfg(feature = "cuda")]

@@ -3,17 +3,19 @@
 //! core's f32 FMA rate, and AVX512-BF16 (`VDPBF16PS`) at twice the f32 FMA's multiplies on
 //! AMD Zen 5.
 //!
-//! Two ways to the same numbers:
+//! Three ways to the same numbers:
 //! * on a CPU with AMX, or an AMD CPU with AVX512-BF16, Lectern's bf16 kernels
 //!   ([`crate::gemm::bf16`]), weights packed to bf16 once, at load;
+//! * on CUDA, the weight stored as bf16 and the input rounded to it, the product on bf16 tensor
+//!   cores with f32 sums and an f32 result (cuBLAS: [`crate::cuda::gemm::bf16_product`]);
 //! * elsewhere, the same rounding (round to nearest even) applied to both operands and an f32
 //!   product. A product of two bf16 values is exact in f32, so this differs from the kernels'
 //!   only in the order of the f32 sums: the fixture tests measure the option's deviation on any
 //!   machine. It is not faster than f32 there.
 //!
 //! On the CPU the attention's two products take bf16 inputs too (q, k, v and the softmax's
-//! weights: [`crate::attention::attend_bf16`]), as PyTorch's bf16 autocast does; on other
-//! devices the attention core stays f32. The position embedding's two grouped convs round
+//! weights: [`crate::attention::attend_bf16`]), as PyTorch's bf16 autocast does, and on CUDA
+//! on bf16 tensor cores ([`crate::cuda::flow::attention_bf16`]). The position embedding's two grouped convs round
 //! their inputs and weights to bf16 on every device (on a bf16 kernel as window products:
 //! [`GroupConvWindows`]), as autocast does too. The softmax itself, the AdaLN projection and
 //! everything else outside the blocks stay f32. A reduced precision, so an option recorded per take
@@ -30,14 +32,19 @@ use crate::shared_out::OutPtr;
 pub enum Bf16Weight {
     /// Packed for a bf16 kernel ([`bf16_gemm::kernel`]): `B = Wᵀ`.
     Packed(PackedB),
+    /// Stored as bf16 on a CUDA device, for bf16 tensor-core products with f32 sums
+    /// ([`crate::cuda::gemm::bf16_product`]).
+    Cuda(Tensor),
     /// Rounded to bf16 and kept as f32 (anywhere else).
     Rounded(Tensor),
 }
 
-/// How bf16 products run on `device`: "amx", "avx512-bf16" or "rounded f32".
+/// How bf16 products run on `device`: "amx", "avx512-bf16", "cuda bf16 tensor cores" or
+/// "rounded f32".
 pub fn backend(device: &candle::Device) -> &'static str {
     match bf16_gemm::kernel() {
         Some(kernel) if device.is_cpu() => kernel.name(),
+        _ if cfg!(feature = "cuda") && device.is_cuda() => "cuda bf16 tensor cores",
         _ => "rounded f32",
     }
 }
@@ -54,13 +61,17 @@ impl Bf16Weight {
             let w = weight.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
             return Ok(Self::Packed(PackedB::from_weight(&w, out, inp)));
         }
+        if cfg!(feature = "cuda") && weight.device().is_cuda() {
+            return Ok(Self::Cuda(weight.to_dtype(DType::BF16)?));
+        }
         Ok(Self::Rounded(round(weight)?))
     }
 
-    /// Bytes the weight holds: bf16 elements when packed, f32 ones when rounded.
+    /// Bytes the weight holds: bf16 elements when packed or on CUDA, f32 ones when rounded.
     pub fn bytes(&self) -> usize {
         match self {
             Self::Packed(p) => p.bytes(),
+            Self::Cuda(w) => w.elem_count() * 2,
             Self::Rounded(w) => w.elem_count() * 4,
         }
     }
@@ -69,6 +80,11 @@ impl Bf16Weight {
     pub fn matmul_t(&self, xs: &Tensor) -> candle::Result<Tensor> {
         match self {
             Self::Rounded(w) => round(xs)?.matmul(&w.t()?),
+            Self::Cuda(w) => match crate::cuda::gemm::bf16_product(xs, w)? {
+                Some(y) => Ok(y),
+                // A layout the kernel does not take: the same rounding before an f32 product.
+                None => round(xs)?.matmul(&w.to_dtype(DType::F32)?.t()?),
+            },
             Self::Packed(p) => {
                 let (rows, inp) = xs.dims2()?;
                 if inp != p.k() {

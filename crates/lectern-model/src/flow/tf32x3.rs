@@ -32,9 +32,9 @@ pub enum FlowMatmul {
     /// Lectern's kernels the GEMMs weigh most in a block, and 3xTF32 speeds them up
     /// (docs/benchmarks.md), for the split weights' device memory.
     Tf32x3,
-    /// The blocks' projections (and, on the CPU, the attention's products) with bf16 inputs
-    /// and f32 accumulation ([`lectern_kernels::gemm::bf16_weight`]): Intel AMX on CPUs that have it, the same
-    /// rounding before an f32 product elsewhere. A reduced
+    /// The blocks' projections and the attention's products with bf16 inputs and f32
+    /// accumulation ([`lectern_kernels::gemm::bf16_weight`]): Intel AMX on CPUs that have it,
+    /// bf16 tensor cores on CUDA, the same rounding before an f32 product elsewhere. A reduced
     /// precision, recorded per take; never a default (its deviation from f32:
     /// docs/benchmarks.md).
     Bf16,
