@@ -614,12 +614,15 @@ fn the_waveform_and_its_playhead_move_while_a_take_plays() {
         }
         tmux.keys("r");
         let mut seen = watch_playhead(&tmux);
-        // A mark left at its last place may be seen once before `r` restarts the play.
-        if seen.len() >= 2 && seen[0] > seen[1] {
-            seen.remove(0);
+        // A mark going back is a play starting over: the mark left at its last place seen
+        // before `r` restarts the play, or a play the render started itself (seen on a busy
+        // CI machine: [74, 77, 74, 81, …]), once; within a play it only moves forward.
+        let restarts = seen.windows(2).filter(|w| w[0] > w[1]).count();
+        assert!(restarts <= 1, "it moves forward: {seen:?}");
+        if let Some(restart) = seen.windows(2).rposition(|w| w[0] > w[1]) {
+            seen.drain(..=restart);
         }
         if seen.len() >= 2 {
-            assert!(seen.windows(2).all(|w| w[0] < w[1]), "it moves forward: {seen:?}");
             break;
         }
         plays.push(seen);
