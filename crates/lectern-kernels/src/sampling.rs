@@ -284,21 +284,13 @@ crate::simd::multiversioned! {
 
 #[cfg(test)]
 mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
     use super::*;
 
-    /// A small deterministic generator (xorshift), so the tests need no crate of their own.
-    struct Xorshift(u64);
-
-    impl Xorshift {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn unit(&mut self) -> f64 {
-            (self.next() >> 11) as f64 / (1u64 << 53) as f64
-        }
+    fn seeded(seed: u64) -> ChaCha8Rng {
+        ChaCha8Rng::seed_from_u64(seed)
     }
 
     fn plain_exps(scores: &[f32], max: f32) -> Vec<f32> {
@@ -311,14 +303,15 @@ mod tests {
 
     /// Log-prob-like rows: spreads from narrow to wider than f32's exponent range, with −∞
     /// (masked ids), ties and exact zeros.
-    fn rows(rng: &mut Xorshift) -> Vec<Vec<f32>> {
+    fn rows(rng: &mut ChaCha8Rng) -> Vec<Vec<f32>> {
         (0..120)
             .map(|case| {
                 let spread = [4.0, 20.0, 60.0, 95.0, 110.0, 300.0][case % 6];
                 let n = [6761, 200, 65, 7, 1][case % 5];
-                let mut row: Vec<f32> = (0..n).map(|_| (-rng.unit() * spread) as f32).collect();
+                let mut row: Vec<f32> =
+                    (0..n).map(|_| (-rng.r#gen::<f64>() * spread) as f32).collect();
                 if case % 4 == 0 {
-                    row[rng.next() as usize % n] = f32::NEG_INFINITY;
+                    row[rng.gen_range(0..n)] = f32::NEG_INFINITY;
                 }
                 if case % 7 == 0 {
                     row.iter_mut().for_each(|s| *s = s.round());
@@ -330,7 +323,7 @@ mod tests {
 
     #[test]
     fn max_is_the_plain_fold() {
-        let mut rng = Xorshift(3);
+        let mut rng = seeded(3);
         for row in rows(&mut rng) {
             let plain = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
             assert_eq!(max(&row).to_bits(), plain.to_bits());
@@ -341,7 +334,7 @@ mod tests {
 
     #[test]
     fn exps_are_libms_rounded_bit_for_bit() {
-        let mut rng = Xorshift(5);
+        let mut rng = seeded(5);
         for row in rows(&mut rng) {
             let m = max(&row);
             let mut out = vec![0f32; row.len()];
@@ -394,7 +387,7 @@ mod tests {
 
     #[test]
     fn sums_are_the_in_order_sum_bit_for_bit() {
-        let mut rng = Xorshift(7);
+        let mut rng = seeded(7);
         for row in rows(&mut rng) {
             let m = max(&row);
             let exps = plain_exps(&row, m);
@@ -412,7 +405,7 @@ mod tests {
     /// targets placed on a running sum's rounding edge, zero and negative weights.
     #[test]
     fn draws_choose_what_the_in_order_loop_chooses() {
-        let mut rng = Xorshift(11);
+        let mut rng = seeded(11);
         let mut decided = 0;
         for (case, row) in rows(&mut rng).into_iter().enumerate() {
             let m = max(&row);
@@ -425,7 +418,7 @@ mod tests {
             // Uniform draws, and ones that put the target on a running sum.
             let total: f64 = weights.iter().map(|&w| f64::from(w)).sum();
             let mut cum = 0.0;
-            let mut us: Vec<f64> = (0..50).map(|_| rng.unit()).collect();
+            let mut us: Vec<f64> = (0..50).map(|_| rng.r#gen::<f64>()).collect();
             for &w in weights.iter().take(300) {
                 cum += f64::from(w.max(0.0));
                 us.push((cum / total).min(0.999_999_999));
