@@ -15,10 +15,10 @@
 //!
 //! On the CPU the attention's two products take bf16 inputs too (q, k, v and the softmax's
 //! weights: [`crate::attention::attend_bf16`]), as PyTorch's bf16 autocast does, and on CUDA
-//! on bf16 tensor cores ([`crate::cuda::flow::attention_bf16`]). The position embedding's two grouped convs round
-//! their inputs and weights to bf16 on every device (on a bf16 kernel as window products:
-//! [`GroupConvWindows`]), as autocast does too. The softmax itself, the AdaLN projection and
-//! everything else outside the blocks stay f32. A reduced precision, so an option recorded per take
+//! on bf16 tensor cores ([`crate::cuda::flow::attention_bf16`]). The position embedding's two
+//! grouped convs round their inputs and weights to bf16 on every device (on a bf16 kernel as
+//! window products: [`GroupConvWindows`]), as autocast does too. The softmax itself, the AdaLN
+//! projection and everything else outside the blocks stay f32. A reduced precision, so an option recorded per take
 //! (like `tf32x3`), never the default; its deviation from f32 is stated in the README and
 //! docs/benchmarks.md.
 
