@@ -153,7 +153,7 @@ fn f64_sum(values: &[f32]) -> f32 {
 ///
 /// Only the first `top_k` of that order can be kept, so only they are found and sorted: the
 /// `top_k`-th largest probability is found among the few ids that can be among the largest
-/// ([`top_k_superset`]), the ids at or above it are sorted descending by probability, ties by
+/// (`top_k_superset`), the ids at or above it are sorted descending by probability, ties by
 /// ascending id, which is exactly the stable sort's order, without sorting or selecting over
 /// all 6761 ids per lane and step.
 pub fn nucleus_candidates(probs: &[f32], top_p: f32, top_k: usize) -> Vec<u32> {
