@@ -693,7 +693,8 @@ fn run_engine(
         match ev {
             EngineEvent::Idle if ready == segs.len() => break,
             EngineEvent::TakeReady(take) => {
-                first_audio_s.get_or_insert(start.elapsed().as_secs_f64());
+                let ready_s = start.elapsed().as_secs_f64();
+                first_audio_s.get_or_insert(ready_s);
                 let r = &take.record;
                 lm_s += r.timings.lm_s;
                 flow_s += r.timings.flow_s;
@@ -707,6 +708,12 @@ fn run_engine(
                     "tokens": r.tokens.len(),
                     "samples": take.samples.len(),
                     "group_size": r.group.segment_ids.len(),
+                    // When the take left the engine: with the stage times, where the flow
+                    // waited for the LM (a timeline of the run).
+                    "ready_s": ready_s,
+                    "lm_s": r.timings.lm_s,
+                    "flow_s": r.timings.flow_s,
+                    "vocoder_s": r.timings.vocoder_s,
                 }));
                 ready += 1;
                 if ready == segs.len() {

@@ -192,7 +192,7 @@ pub fn unused_path(path: &Path) -> PathBuf {
 }
 
 /// The parameters panel's backend: the device, and the flow's matmuls where they are not plain
-/// f32 (`cuda · tf32x3`, `cpu · f32+openblas`), so the narrator sees what renders the takes.
+/// f32 (`cuda · bf16`, `cpu · f32+openblas`), so the narrator sees what renders the takes.
 fn backend_label(device: &Device, flow_matmul: Option<FlowMatmul>) -> String {
     let device_name = lectern_engine::cosyvoice::device_name(device);
     match flow_matmul.unwrap_or_else(|| FlowMatmul::default_for(device)).label(device) {

@@ -10,7 +10,7 @@ pub(super) fn run(args: ParityArgs) -> Result<()> {
     let ParityArgs { model, case, out, stage, device, lanes, flow_matmul, precision } = args;
     crate::model_dir::check(&model, crate::model_dir::ModelUse::Speech)?;
     let device = parse_device(&device)?;
-    let flow_matmul = flow_matmul.map_or(FlowMatmul::default_for(&device), Into::into);
+    let flow_matmul = flow_matmul.map_or(FlowMatmul::f32_accurate_for(&device), Into::into);
     let req = parity::ParityRequest {
         model_dir: model,
         case,

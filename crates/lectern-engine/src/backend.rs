@@ -111,8 +111,9 @@ pub struct BackendInfo {
     pub cfg_rate: f64,
     /// LM weight precision actually loaded.
     pub precision: Precision,
-    /// How the flow's large f32 matmuls run: "f32", or "tf32x3" (three TF32 tensor-core
-    /// products per f32 product, within the fixture tolerances; CUDA's default).
+    /// How the flow's large matmuls run: "f32", "tf32x3" (three TF32 tensor-core products
+    /// per f32 product, within the fixture tolerances) or "bf16" (CUDA's default), as
+    /// `FlowMatmul::label` names them.
     pub flow_matmul: String,
 }
 

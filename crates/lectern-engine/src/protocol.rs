@@ -343,8 +343,8 @@ pub struct TakeRecord {
     pub min_len_rule: MinLenRule,
     /// e.g. "cpu", "cuda:0".
     pub backend: String,
-    /// How the flow's large matmuls ran ("f32" or "tf32x3"; records written before this field
-    /// existed ran plain f32).
+    /// How the flow's large matmuls ran ("f32", "tf32x3", "bf16", …: `FlowMatmul::label`;
+    /// records written before this field existed ran plain f32).
     #[serde(default = "plain_f32")]
     pub flow_matmul: String,
     pub group: GroupInfo,

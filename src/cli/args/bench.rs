@@ -64,7 +64,7 @@ pub struct WorkloadArgs {
     /// `--stage lm`: forced decode steps per run (default 8).
     #[arg(long)]
     pub steps: Option<usize>,
-    /// How the flow's large matmuls run [default: tf32x3 on CUDA, f32 elsewhere]
+    /// How the flow's large matmuls run [default: bf16 on CUDA, f32 elsewhere]
     #[arg(long, value_enum)]
     pub flow_matmul: Option<FlowMatmulArg>,
     /// Only the first N segments (quick runs).
@@ -174,8 +174,9 @@ pub struct ParityArgs {
     /// Stage lm: decode the cases' greedy runs together, as lanes of one batch.
     #[arg(long)]
     pub lanes: bool,
-    /// Stages dit, flow, e2e: how the flow's large matmuls run (default: tf32x3 on CUDA,
-    /// f32 elsewhere).
+    /// Stages dit, flow, e2e: how the flow's large matmuls run (default: the f32-accurate
+    /// way, tf32x3 on CUDA and f32 elsewhere, as the tolerances are f32's; bf16 is the CUDA
+    /// engine's default, checked here with `--flow-matmul bf16`).
     #[arg(long, value_enum)]
     pub flow_matmul: Option<FlowMatmulArg>,
     /// Stages lm, e2e: the LM's storage precision (a reduced one shows its deviation from the

@@ -245,8 +245,8 @@ pub struct SynthArgs {
     /// Decode the LM and run the flow one after the other instead of at the same time.
     #[arg(long)]
     pub no_overlap: bool,
-    /// How the flow's large matmuls run; tf32x3 is three TF32 tensor-core products, as exact
-    /// as f32. Each take records which ran [default: tf32x3 on CUDA, f32 elsewhere]
+    /// How the flow's large matmuls run. Each take records which ran [default: bf16 on CUDA,
+    /// f32 elsewhere]
     #[arg(long, value_enum)]
     pub flow_matmul: Option<FlowMatmulArg>,
     /// Speak the book's voice in cross-lingual mode (text in another language than its
@@ -258,8 +258,11 @@ pub struct SynthArgs {
 /// `--flow-matmul`.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum FlowMatmulArg {
+    /// Plain f32 products
     F32,
+    /// Three TF32 tensor-core products per f32 product, as exact as f32 (CUDA)
     Tf32x3,
+    /// bf16 inputs and f32 sums: a reduced precision, its deviation published
     Bf16,
 }
 

@@ -18,9 +18,9 @@
 //! on bf16 tensor cores ([`crate::cuda::flow::attention_bf16`]). The position embedding's two
 //! grouped convs round their inputs and weights to bf16 on every device (on a bf16 kernel as
 //! window products: [`GroupConvWindows`]), as autocast does too. The softmax itself, the AdaLN
-//! projection and everything else outside the blocks stay f32. A reduced precision, so an option recorded per take
-//! (like `tf32x3`), never the default; its deviation from f32 is stated in the README and
-//! docs/benchmarks.md.
+//! projection and everything else outside the blocks stay f32. A reduced precision, recorded per
+//! take (like `tf32x3`): the default on CUDA only, an option elsewhere; its deviation from f32
+//! is stated in the user guide and docs/benchmarks.md.
 
 use candle::{DType, Storage, Tensor};
 
@@ -80,11 +80,18 @@ impl Bf16Weight {
     pub fn matmul_t(&self, xs: &Tensor) -> candle::Result<Tensor> {
         match self {
             Self::Rounded(w) => round(xs)?.matmul(&w.t()?),
-            Self::Cuda(w) => match crate::cuda::gemm::bf16_product(xs, w)? {
-                Some(y) => Ok(y),
-                // A layout the kernel does not take: the same rounding before an f32 product.
-                None => round(xs)?.matmul(&w.to_dtype(DType::F32)?.t()?),
-            },
+            // Every projection input of the flow is a CUDA f32 matrix of the weight's width;
+            // anything else is a caller's bug, better told than run on a silent f32 copy of
+            // the weight.
+            Self::Cuda(w) => crate::cuda::gemm::bf16_product(xs, w)?.ok_or_else(|| {
+                candle::Error::Msg(format!(
+                    "bf16 product on CUDA: input {:?} {:?} on {:?} for a weight {:?}",
+                    xs.dims(),
+                    xs.dtype(),
+                    xs.device().location(),
+                    w.dims()
+                ))
+            }),
             Self::Packed(p) => {
                 let (rows, inp) = xs.dims2()?;
                 if inp != p.k() {
