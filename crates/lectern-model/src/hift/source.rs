@@ -38,6 +38,16 @@ enum NoiseBuffer {
     Explicit(Vec<f32>),
 }
 
+/// Mel frames per parallel task of the source: one second of audio (24 000 samples of nine
+/// harmonics), worth a task; calls of a second or less stay on one thread.
+const FRAMES_PER_TASK: usize = 50;
+
+/// One frame's share of the parity taps: its `(spf, harmonics)` sine waves and `spf` flags.
+struct FrameTaps<'a> {
+    sine_waves: &'a mut [f32],
+    uv: &'a mut [f32],
+}
+
 /// What one source call produced. `sine_waves` is only kept when asked for (parity taps).
 #[derive(Debug, Clone)]
 pub struct SourceOutput {
@@ -146,39 +156,67 @@ impl SourceModuleHnNsf {
         }
     }
 
-    /// The source given the noise rows `(L, harmonics)`.
+    /// The source given the noise rows `(L, harmonics)`. Frames are independent once their
+    /// phases are known (the cumulative sum runs first, in order), so without taps they run in
+    /// parallel, [`FRAMES_PER_TASK`] a task: each sample's arithmetic is the serial loop's, so
+    /// the bits do not depend on the split or the thread count.
     pub fn forward_with_noise(&self, f0: &[f32], noise: &[f32], keep_taps: bool) -> SourceOutput {
-        let hn = self.harmonics;
-        let spf = self.samples_per_frame;
+        use rayon::prelude::*;
+        let (hn, spf) = (self.harmonics, self.samples_per_frame);
         let phases = self.phases(f0);
-        let unvoiced_amp = self.sine_amp / 3.0;
-        let mut sine_waves = keep_taps.then(|| Vec::with_capacity(f0.len() * spf * hn));
-        let mut uv_out = keep_taps.then(|| Vec::with_capacity(f0.len() * spf));
-        let mut source = Vec::with_capacity(f0.len() * spf);
-        let mut sines = vec![0f32; hn];
-        let mut e = vec![0f32; hn];
+        let mut source = vec![0f32; f0.len() * spf];
+        if !keep_taps {
+            source.par_chunks_mut(spf * FRAMES_PER_TASK).enumerate().for_each(|(task, out)| {
+                let first = task * FRAMES_PER_TASK;
+                for (j, out) in out.chunks_exact_mut(spf).enumerate() {
+                    let i = first + j;
+                    let noise = &noise[i * spf * hn..(i + 1) * spf * hn];
+                    self.frame(f0[i], &phases[i * hn..(i + 1) * hn], noise, out, None);
+                }
+            });
+            return SourceOutput { sine_waves: None, uv: None, source };
+        }
+        let mut sine_waves = vec![0f32; f0.len() * spf * hn];
+        let mut uv = vec![0f32; f0.len() * spf];
         for (i, &f) in f0.iter().enumerate() {
-            for (s, &p) in sines.iter_mut().zip(&phases[i * hn..(i + 1) * hn]) {
-                *s = self.sine_amp * p.sin();
+            let samples = i * spf..(i + 1) * spf;
+            let taps = FrameTaps {
+                sine_waves: &mut sine_waves[i * spf * hn..(i + 1) * spf * hn],
+                uv: &mut uv[samples.clone()],
+            };
+            let noise = &noise[i * spf * hn..(i + 1) * spf * hn];
+            self.frame(f, &phases[i * hn..(i + 1) * hn], noise, &mut source[samples], Some(taps));
+        }
+        SourceOutput { sine_waves: Some(sine_waves), uv: Some(uv), source }
+    }
+
+    /// One frame's `spf` source samples from its F0, its harmonics' phases and its noise rows
+    /// `(spf, harmonics)`, optionally with its taps.
+    fn frame(
+        &self,
+        f0: f32,
+        phases: &[f32],
+        noise: &[f32],
+        out: &mut [f32],
+        mut taps: Option<FrameTaps<'_>>,
+    ) {
+        let hn = self.harmonics;
+        let sines: Vec<f32> = phases.iter().map(|p| self.sine_amp * p.sin()).collect();
+        let uv = if f0 > self.voiced_threshold { 1f32 } else { 0f32 };
+        let amp = uv * self.noise_std + (1.0 - uv) * (self.sine_amp / 3.0);
+        let mut e = vec![0f32; hn];
+        for (n, sample) in out.iter_mut().enumerate() {
+            let u = &noise[n * hn..(n + 1) * hn];
+            let mut acc = 0f32;
+            for h in 0..hn {
+                e[h] = sines[h] * uv + amp * u[h];
+                acc += e[h] * self.l_linear_weight[h];
             }
-            let uv = if f > self.voiced_threshold { 1f32 } else { 0f32 };
-            let amp = uv * self.noise_std + (1.0 - uv) * unvoiced_amp;
-            for n in i * spf..(i + 1) * spf {
-                let u = &noise[n * hn..(n + 1) * hn];
-                let mut acc = 0f32;
-                for h in 0..hn {
-                    e[h] = sines[h] * uv + amp * u[h];
-                    acc += e[h] * self.l_linear_weight[h];
-                }
-                source.push((acc + self.l_linear_bias).tanh());
-                if let Some(sw) = sine_waves.as_mut() {
-                    sw.extend_from_slice(&e);
-                }
-                if let Some(v) = uv_out.as_mut() {
-                    v.push(uv);
-                }
+            *sample = (acc + self.l_linear_bias).tanh();
+            if let Some(t) = taps.as_mut() {
+                t.sine_waves[n * hn..(n + 1) * hn].copy_from_slice(&e);
+                t.uv[n] = uv;
             }
         }
-        SourceOutput { sine_waves, uv: uv_out, source }
     }
 }

@@ -72,6 +72,36 @@ fn source_from_recorded_f0_matches() {
     }
 }
 
+/// The source without taps runs its frames in parallel tasks (one second of audio each): the
+/// same bits as the serial path that keeps the taps, over several tasks and a partial one,
+/// voiced and unvoiced frames, and the fixture's own F0 within it.
+#[test]
+fn source_in_parallel_tasks_gives_the_serial_bits() {
+    let (case, hift) = (case(), model());
+    let recorded = flat(&case["final.f0"]);
+    let frames = 3 * 50 + 17;
+    // Uniform noise in [0, 1) (any values serve: both paths read the same rows).
+    let mut state = 0x2545_f491_u32;
+    let noise: Vec<f32> = (0..frames * 480 * 9)
+        .map(|_| {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (state >> 8) as f32 / (1u32 << 24) as f32
+        })
+        .collect();
+    let f0: Vec<f32> = (0..frames)
+        .map(|i| match i % 5 {
+            0 => 0.0,
+            1 => recorded[i % recorded.len()],
+            _ => 80.0 + 3.7 * (i % 40) as f32,
+        })
+        .collect();
+    let parallel = hift.source_with_noise(&f0, &noise, false);
+    assert!(parallel.sine_waves.is_none() && parallel.uv.is_none());
+    let serial = hift.source_with_noise(&f0, &noise, true);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&parallel.source), bits(&serial.source));
+}
+
 #[test]
 fn decoder_from_recorded_source_matches() {
     let (case, hift) = (case(), model());
