@@ -546,7 +546,7 @@ impl DiTBlock {
 
     /// The six modulation vectors, each `(batch, dim)`: shift, scale, gate (attention), then
     /// shift, scale, gate (MLP). `temb_silu` is `(batch, dim)`, or `(1, dim)` when the batch
-    /// shares one time ([`shared_time`]): then each vector is that row broadcast.
+    /// shares one time (`shared_time`): then each vector is that row broadcast.
     pub fn modulation(&self, temb_silu: &Tensor, batch: usize) -> candle::Result<Vec<Tensor>> {
         let m = self.attn_norm.forward(temb_silu)?; // (1 or batch, 6·dim)
         (0..6)

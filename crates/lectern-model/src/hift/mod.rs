@@ -271,8 +271,9 @@ impl Hift {
         }
     }
 
-    /// Runs the stride-1 CPU convs on `kernel` of [`conv_direct`], or (none) on the stacked-tap
-    /// path ([`vocoder::conv1d`]); the default is [`conv_direct::vocoder_default`]. Benchmarks
+    /// Runs the stride-1 CPU convs on `kernel` of [`lectern_kernels::conv::direct`], or (none)
+    /// on the stacked-tap path ([`vocoder::conv1d`]); the default is
+    /// [`lectern_kernels::conv::direct::vocoder_default`]. Benchmarks
     /// compare them; within the fixture gates either way.
     pub fn set_direct_conv(&mut self, kernel: Option<Kernel>) {
         self.convs_mut().for_each(|conv| conv.direct = kernel);

@@ -158,7 +158,7 @@ impl SourceModuleHnNsf {
 
     /// The source given the noise rows `(L, harmonics)`. Frames are independent once their
     /// phases are known (the cumulative sum runs first, in order), so without taps they run in
-    /// parallel, [`FRAMES_PER_TASK`] a task: each sample's arithmetic is the serial loop's, so
+    /// parallel, `FRAMES_PER_TASK` a task: each sample's arithmetic is the serial loop's, so
     /// the bits do not depend on the split or the thread count.
     pub fn forward_with_noise(&self, f0: &[f32], noise: &[f32], keep_taps: bool) -> SourceOutput {
         use rayon::prelude::*;

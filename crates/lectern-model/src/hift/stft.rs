@@ -84,7 +84,7 @@ impl Stft {
     /// row-major. The imaginary parts of the DC and Nyquist bins are ignored (as a real inverse
     /// FFT does); overlap-added frames are divided sample-wise by the squared-window envelope;
     /// returns `hop·(frames − 1)` samples. The output runs in parallel tasks of
-    /// [`FRAMES_PER_TASK`] hops; each task overlap-adds every frame reaching its samples (the
+    /// `FRAMES_PER_TASK` hops; each task overlap-adds every frame reaching its samples (the
     /// few before its range again), in frame order from zero: the same f64 sums, in the same
     /// order, as one loop over the frames.
     pub fn inverse(&self, mag: &[f32], phase: &[f32], frames: usize) -> Vec<f32> {
