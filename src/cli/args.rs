@@ -104,6 +104,8 @@ pub enum ModelCommand {
     /// hub's size and hash; an interrupted download resumes) and record it as `model` in
     /// config.toml. The hub is $HF_ENDPOINT, else https://huggingface.co; $HF_TOKEN is sent
     /// when set.
+    // Help text, shown as written: the hub's address is not made a link.
+    #[allow(rustdoc::bare_urls)]
     Download {
         /// A release name, or a hub repository OWNER/NAME [default: Fun-CosyVoice3-0.5B-2512]
         name: Option<String>,

@@ -1,6 +1,6 @@
 //! Mastering of the 24 kHz master for delivery: pure signal processing, no files.
 //!
-//! A delivery track is built from takes and pauses (see [`super::plan`]); this module owns the
+//! A delivery track is built from takes and pauses (see `super::plan`); this module owns the
 //! steps applied to its samples, each deterministic (no clocks, no threads, seeded noise), so
 //! the same project and options always give the same bytes:
 //!
@@ -487,7 +487,7 @@ impl RoomTone {
 pub enum BedStream<'a> {
     /// Boxed: the generator's state is large beside a loop's few fields.
     Noise(Box<NoiseStream>),
-    /// A recording looped as [`looped`] loops it: its crossfade and the step between
+    /// A recording looped as `looped` loops it: its crossfade and the step between
     /// repeats, samples, and the position of the next sample.
     Loop { tone: &'a [f32], fade: usize, step: usize, pos: usize },
 }
@@ -507,7 +507,7 @@ impl BedStream<'_> {
     }
 }
 
-/// The seeded noise of [`noise_bed`], sample by sample: the generator runs once over the
+/// The seeded noise of `noise_bed`, sample by sample: the generator runs once over the
 /// whole length to measure its RMS, then again from its seed, scaled.
 pub struct NoiseStream {
     rng: rand_chacha::ChaCha8Rng,

@@ -51,7 +51,7 @@ pub fn encode(samples: &[i16]) -> Result<Vec<u8>, String> {
 /// encoder hands over exactly these blocks, so its frames are the one-call encoder's bytes.
 const BLOCK: usize = 1 << 16;
 
-/// A mono CBR MP3 encoder fed in pieces of any size: holds one [`BLOCK`] of samples and LAME's
+/// A mono CBR MP3 encoder fed in pieces of any size: holds one `BLOCK` of samples and LAME's
 /// state, and appends the frames it completes to the caller's buffer.
 pub struct Encoder {
     lame: mp3lame_encoder::Encoder,

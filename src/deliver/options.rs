@@ -30,7 +30,7 @@ pub struct BookMeta {
     /// Publisher, rights, ISBN, description, date and language.
     pub publication: Publication,
     /// That the speech is synthetic, by which voices: every format's tags carry it. Its voices
-    /// are filled from the takes by [`export`] when the caller leaves them empty.
+    /// are filled from the takes by [`super::export`] when the caller leaves them empty.
     pub disclosure: crate::audio::tags::Disclosure,
 }
 
@@ -152,7 +152,7 @@ pub struct DeliveryOptions {
     /// Recordings (WAV) of the opening and closing credits, each delivered as its own file.
     pub opening_credits: Option<PathBuf>,
     pub closing_credits: Option<PathBuf>,
-    /// The credits' text when Lectern spoke them (for [`Heard::Credits`]); `None` for a
+    /// The credits' text when Lectern spoke them (for [`super::Heard::Credits`]); `None` for a
     /// narrator's recording.
     pub opening_credits_text: Option<String>,
     pub closing_credits_text: Option<String>,

@@ -1,6 +1,6 @@
 //! The full check of a project's take files (`lectern check-project`): every take's audio read
 //! and compared with the hash and length its row recorded. Opening a project checks only each
-//! file's size against its header and record ([`super::takes::file_complete`]), which finds
+//! file's size against its header and record (`super::takes::file_complete`), which finds
 //! truncated and lengthened files at the cost of a few header reads; a file whose bytes changed
 //! in place (a bad sector, a tool that rewrote it) is found here, or when its samples are read.
 //!

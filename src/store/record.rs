@@ -4,7 +4,7 @@
 //! identity of its segment (content hash and occurrence, text, place, content key).
 //!
 //! A leaf of the store: the chunk's format, how it is written and read, and the take row it
-//! describes ([`NewRow`]). [`super::takes`] writes it and [`super::rebuild`] reads it; it uses
+//! describes (`NewRow`). [`super::takes`] writes it and [`super::rebuild`] reads it; it uses
 //! neither of them.
 
 use std::fs;

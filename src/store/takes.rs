@@ -207,7 +207,7 @@ fn remove_files(written: &[WrittenFile]) {
     }
 }
 
-/// Where a test can stop the process inside a save (see [`fault_point`]).
+/// Where a test can stop the process inside a save (see `fault_point`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FaultPoint {
     /// Every file of a group is in place, no row is committed yet.

@@ -6,7 +6,7 @@
 //! - [`popups`]: the modals (prompts and pickers), one file each, with their own state;
 //! - [`layout`]: where each panel goes, shared by the app (mouse, page size) and the view;
 //! - [`view`]: draw `&App` into a frame, one module per panel;
-//! - [`run`]: terminal setup/restore and the event loop;
+//! - [`mod@run`]: terminal setup/restore and the event loop;
 //! - [`desk`]: the session as the run loop drives it (saves takes, choices, manuscript reloads);
 //! - [`watch`]: manuscript hot reload (debounced re-parse on save).
 //!

@@ -6,7 +6,7 @@
 //! frame), and draws only when something changed (an engine event, a key, a resize, a reloaded
 //! file or theme, the player's status — the playhead while audio plays). It looks at the engine
 //! at the frame rate while the engine works or just after any event, at the playhead's rate
-//! while audio plays, and every [`IDLE_WAIT`] otherwise. Engine requests go out over an
+//! while audio plays, and every `IDLE_WAIT` otherwise. Engine requests go out over an
 //! unbounded channel, so the UI never waits for the engine.
 
 use std::io;

@@ -2,7 +2,7 @@
 //! the widest x86 vector extension the CPU has.
 //!
 //! A release build targets baseline x86-64, so the compiler vectorises Lectern's own loops with
-//! SSE2 (4 floats a step) even on a CPU with AVX-512 (16). [`multiversioned!`] compiles a
+//! SSE2 (4 floats a step) even on a CPU with AVX-512 (16). `multiversioned!` compiles a
 //! function three times (AVX-512, AVX2 + FMA, baseline) and calls the widest one this CPU has,
 //! detected at run time (std caches the detection). Everything the function calls must be
 //! `#[inline(always)]` to be compiled for those features too. (pulp's `Arch::dispatch`, in the

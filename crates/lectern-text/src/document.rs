@@ -1,7 +1,7 @@
 //! Documents read by a container format (EPUB, in the app): chapters of headings and
 //! paragraphs, already free of markup, plus the book's metadata.
 //!
-//! [`Document::source_text`] lays a document out as plain text (a chapter's blocks one per
+//! `Document::layout` lays a document out as plain text (a chapter's blocks one per
 //! paragraph, blank lines between), and [`super::Manuscript::from_document`] segments that text:
 //! segment spans point into it, so line numbers of an EPUB's segments are lines of this text
 //! (what `render --dry-run` shows), not of the XHTML files.

@@ -3,10 +3,10 @@
 //! phones and the 176 pinyin units are single special tokens).
 //!
 //! * **English** (no language, or a tag starting `en`): CMU phones with lexical stress
-//!   ([`english`]): `/ŋwiən/` → `[N][W][IY1][AH0][N]`. `ˈ` gives the next vowel stress 1,
+//!   (`english`): `/ŋwiən/` → `[N][W][IY1][AH0][N]`. `ˈ` gives the next vowel stress 1,
 //!   `ˌ` stress 2, other vowels 0; a word with no stress mark stresses its first vowel.
 //! * **Mandarin** (a tag starting `zh` or `cmn`): pinyin initials and toned finals
-//!   ([`mandarin`]): `/ʈʂʰʊŋ³⁵ tɕʰiŋ⁵¹/` → `[ch][óng][q][ìng]`.
+//!   (`mandarin`): `/ʈʂʰʊŋ³⁵ tɕʰiŋ⁵¹/` → `[ch][óng][q][ìng]`.
 //! * **X-SAMPA** is first rewritten to IPA ([`xsampa_to_ipa`]).
 //!
 //! Any other language is refused, and so is any symbol the tables do not hold: the error names

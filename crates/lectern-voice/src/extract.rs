@@ -5,14 +5,14 @@
 //! 1. **Prompt mel**: the recording resampled to 24 kHz → the flow's 80-bin log-mel
 //!    ([`lectern_model::mel::log_mel_24k`]), transposed to upstream's (1, T_mel, 80).
 //! 2. **Prompt speech tokens**: resampled to 16 kHz → whisper's 128-bin log-mel
-//!    ([`dsp::whisper::log_mel_128`]) → `speech_tokenizer_v3.onnx`.
+//!    ([`crate::dsp::whisper::log_mel_128`]) → `speech_tokenizer_v3.onnx`.
 //! 3. **Speaker embedding**: the same 16 kHz audio → Kaldi fbank, 80 bins, minus the per-bin mean
-//!    over frames ([`dsp::kaldi`]) → `campplus.onnx` → 192 values, not normalised (upstream
+//!    over frames ([`crate::dsp::kaldi`]) → `campplus.onnx` → 192 values, not normalised (upstream
 //!    does not normalise either).
 //! 4. **Alignment**: P = min(⌊T_mel/2⌋, P0) tokens and 2P mel frames ([`Voice::from_prompt`]).
 //!
 //! The ONNX models live in the model directory under upstream's names. The math here is free
-//! of I/O: [`PromptModels::load`] and [`reference::load_reference`] read the files.
+//! of I/O: [`PromptModels::load`] and [`crate::reference::load_reference`] read the files.
 
 use std::path::{Path, PathBuf};
 

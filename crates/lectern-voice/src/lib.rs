@@ -7,9 +7,9 @@
 //! * `prompt.safetensors` — `prompt_speech_tokens` i64 (1, P), `prompt_mel` f32 (1, 2P, 80),
 //!   `speaker_embedding` f32 (192).
 //!
-//! [`Voice::load`] enforces the alignment rule of spec §5.7 (mel frames = 2 × tokens), the value
-//! ranges, and agreement between manifest and tensors; [`Voice::check_model`] refuses a voice made
-//! for another model size. Every error names the file.
+//! [`Voice::load_dir`] enforces the alignment rule of spec §5.7 (mel frames = 2 × tokens), the
+//! value ranges, and agreement between manifest and tensors; [`Voice::check_model`] refuses a
+//! voice made for another model size. Every error names the file.
 //!
 //! ```no_run
 //! use lectern_voice::{ModelSignature, Voice};

@@ -179,6 +179,8 @@ pub struct DeliveryArgs {
     /// Speak the opening and closing credits in the book's voice (ACX's wording, e.g.
     /// "{title}. Written by {author}. Narrated by {narrator}."; config.toml's [book]
     /// opening_credits / closing_credits change it) where no recording is given.
+    // Help text, shown as written: `[book]` is config.toml's table, not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long)]
     pub credits: bool,
     /// Speak the opening credits from this template ({title}, {author}, {narrator}, {voice}).

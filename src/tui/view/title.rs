@@ -124,7 +124,7 @@ fn width(parts: &[Part]) -> usize {
     parts.iter().map(|p| p.forms[p.at].width()).sum()
 }
 
-/// The bar's text at `columns` columns, its parts abbreviated in [`SHRINK_ORDER`] until it fits.
+/// The bar's text at `columns` columns, its parts abbreviated in `SHRINK_ORDER` until it fits.
 #[must_use]
 pub fn fitted(app: &App, theme: &Theme, columns: usize) -> Line<'static> {
     let mut parts = parts(app, theme);

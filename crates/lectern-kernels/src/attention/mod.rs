@@ -9,10 +9,10 @@
 //! place, and a second gemm writes the output rows straight into the `(b, t, h·dh)` layout
 //! the output projection reads.
 //!
-//! On CPUs with AVX-512 the f32 core is [`crate::attention::avx512`] instead, on other CPUs with
-//! AVX2 and FMA [`crate::attention::avx2`]: the same tasks, the keys packed once per head, on
-//! one register-blocked core ([`crate::attention::blocked`]) written once over an
-//! instruction-set trait ([`crate::attention::lanes`]) and built at the two widths. This
+//! On CPUs with AVX-512 the f32 core is `crate::attention::avx512` instead, on other CPUs with
+//! AVX2 and FMA `crate::attention::avx2`: the same tasks, the keys packed once per head, on
+//! one register-blocked core (`crate::attention::blocked`) written once over an
+//! instruction-set trait (`crate::attention::lanes`) and built at the two widths. This
 //! module's portable core serves the other CPUs, heads wider than 64 values, and the bf16
 //! option's rounded products where the CPU has no bf16 kernel.
 //!
@@ -51,8 +51,8 @@ pub const QUERY_BLOCK: usize = 64;
 /// Softmax attention over all frames on the CPU: q (pre-scaled), k, v `(b, h, t, dh)` f32 →
 /// `(b, t, h·dh)`.
 ///
-/// For heads of up to 64 values, [`crate::attention::avx512`] on AVX-512 CPUs and
-/// [`crate::attention::avx2`] on the other CPUs with AVX2 and FMA; elsewhere
+/// For heads of up to 64 values, `crate::attention::avx512` on AVX-512 CPUs and
+/// `crate::attention::avx2` on the other CPUs with AVX2 and FMA; elsewhere
 /// [`attend_portable`].
 pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor) -> candle::Result<Tensor> {
     let (_, core) = f32_core_for(q.dim(3)?);

@@ -11,7 +11,7 @@
 //!
 //! Each function returns `None` where it does not apply (not CUDA, not f32, other layouts);
 //! the caller then runs candle's ops, as it does when the vocoder's kernels are off
-//! ([`super::Hift::set_kernels`]).
+//! (`lectern_model::hift::Hift::set_kernels`).
 
 // CUDA kernel launches (each with a SAFETY note on its arguments).
 #![allow(unsafe_code)]

@@ -17,7 +17,7 @@
 //!
 //! Each function returns `None` where it does not apply (not CUDA, not f32, more than
 //! [`MAX_ROWS`] rows, unaligned or strided inputs); the caller then runs candle's op, as it
-//! does when the LM's kernels are off ([`super::SpeechLm::set_kernels`]).
+//! does when the LM's kernels are off (`lectern_model::lm::SpeechLm::set_kernels`).
 
 // CUDA kernel launches (each with a SAFETY note on its arguments).
 #![allow(unsafe_code)]

@@ -1,6 +1,6 @@
 //! EPUB 2 and 3 books as manuscripts: the container (`zip`), the package document (metadata,
 //! manifest, spine, guide), the navigation (EPUB 3 nav document, else the EPUB 2 NCX) and the
-//! XHTML content documents ([`xhtml`]), read with `quick-xml`.
+//! XHTML content documents (`xhtml`), read with `quick-xml`.
 //!
 //! Chapters follow the navigation: a table-of-contents entry opens a chapter at its file (or at
 //! the element its `#fragment` names), and every following spine item without an entry of its

@@ -383,7 +383,7 @@ impl Manuscript {
     }
 
     /// Segments a document read from a container (EPUB, DOCX), whose reader already applied
-    /// the reading policy: its plain-text layout ([`Document::layout`]) is the source the spans
+    /// the reading policy: its plain-text layout (`Document::layout`) is the source the spans
     /// point into, and the skipped stretches and marks are placed in it.
     pub fn from_document(doc: &Document, path: &Path, opts: &ParseOptions<'_>) -> Result<Self> {
         let layout = doc.layout();

@@ -10,7 +10,7 @@
 //! tables. Checked against CLDR's spell-out rules on 21, 71, 80, 91, 101, 1000, 1999, 2023,
 //! 1 000 000 and the ordinals 1st/2nd/21st (tests below): French, German, Spanish and Russian
 //! agree (French writes `cent un` where CLDR's 1990 spelling writes `cent-un`, said alike);
-//! Italian drops the accent of compounds in `-tré` (`ventitre`), which [`it`] puts back. The
+//! Italian drops the accent of compounds in `-tré` (`ventitre`), which `it` puts back. The
 //! `n2words` library is npm-only (no crate), and the `num2words` crate knows only English,
 //! French and Ukrainian. The grammar around the number (gender before a noun, the German
 //! ordinal's ending, the Russian date's case, plural units) is this module's, per language.

@@ -60,7 +60,7 @@ pub enum OnnxError {
     Run { path: PathBuf, stage: &'static str, reason: String },
 }
 
-/// Runs `speech_tokenizer_v3.onnx` (inputs `feats` f32 [1, 128, T], `feats_length` int [1];
+/// Runs `speech_tokenizer_v3.onnx` (inputs `feats` f32 `[1, 128, T]`, `feats_length` int `[1]`;
 /// output 0: the token ids, int32 or int64).
 pub struct SpeechTokenizer {
     model: OnnxModel,

@@ -2,7 +2,7 @@
 //! reading system highlights each segment's text while its audio plays.
 //!
 //! The book's own files are kept; each content document that holds narrated text gains a
-//! `<span id>` around each segment's text ([`anchors`]) and a link to a small style sheet for
+//! `<span id>` around each segment's text (`anchors`) and a link to a small style sheet for
 //! the active class, and a SMIL document of `<par>`s pairing those ids with clips of the
 //! audio. The package document gains the audio, overlays and style sheet in its manifest,
 //! `media-overlay` on the documents, and `media:duration` (per overlay and in total),
