@@ -632,6 +632,18 @@ fn print_row(lanes: usize, r: &Value) {
         share("flow"),
         share("vocoder")
     );
+    let first = &r["first_take"];
+    if let Some(ready) = first["ready_s"].as_f64() {
+        let g = |k: &str| first[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "      first take at {ready:.3} s (LM {:.3} s, flow {:.3} s, vocoder {:.3} s), the \
+             second at {:.3} s",
+            g("lm_s"),
+            g("flow_s"),
+            g("vocoder_s"),
+            g("second_ready_s")
+        );
+    }
     let limits = &r["limits"];
     if let Some(device) = limits["device"].as_str() {
         let g = |k: &str| limits[k].as_f64().unwrap_or(f64::NAN);
@@ -785,6 +797,7 @@ fn run_engine(
         "device_used_bytes_peak": device_by_group.iter().flatten().max(),
         "kv_bytes_per_lane": kv_used,
         "kv_capacity_bytes_per_lane": kv_cap,
+        "first_take": first_take(&seg_figs),
         "segments": seg_figs,
         "output_digest": outputs.hex(),
         "cuda_graph_stats": format!("{:?}", lectern_model::lm::graph_stats()),
@@ -795,6 +808,19 @@ fn run_engine(
         },
         "limits": gap.map(|g| g.to_json()),
     }))
+}
+
+/// The run's first take (what first audio was made of: its LM, flow and vocoder seconds) and
+/// when the second one followed, from the segments' figures in the order their takes came.
+fn first_take(segments: &[Value]) -> Value {
+    let Some(first) = segments.first() else { return Value::Null };
+    json!({
+        "ready_s": first["ready_s"],
+        "lm_s": first["lm_s"],
+        "flow_s": first["flow_s"],
+        "vocoder_s": first["vocoder_s"],
+        "second_ready_s": segments.get(1).map(|s| s["ready_s"].clone()),
+    })
 }
 
 /// A digest of every segment's tokens and samples, in segment order: two binaries, lane

@@ -106,6 +106,17 @@ fn tiny_workload_forces_tokens_per_word_through_the_engine() {
         }
         assert_eq!(run["speech_tokens"].as_u64().unwrap(), total);
         assert!(run["flow_groups"].as_u64().unwrap() >= 1, "telemetry of every group collected");
+        // The timeline: takes in the order they came, the first one's stages.
+        let ready: Vec<f64> = segs_out.iter().map(|s| s["ready_s"].as_f64().unwrap()).collect();
+        assert!(ready.windows(2).all(|w| w[0] <= w[1]), "takes in the order they came: {ready:?}");
+        let first = &run["first_take"];
+        assert_eq!(first["ready_s"].as_f64(), Some(ready[0]));
+        assert_eq!(first["second_ready_s"].as_f64(), Some(ready[1]));
+        for key in ["lm_s", "flow_s", "vocoder_s"] {
+            assert_eq!(first[key], segs_out[0][key], "first take's `{key}`");
+            assert!(first[key].as_f64().unwrap() >= 0.0);
+        }
+        assert!(first["flow_s"].as_f64().unwrap() > 0.0, "the first take ran the flow");
         assert!(run["kv_bytes_per_lane"].as_u64().unwrap() > 0);
     }
     // Batches follow the lanes asked for.
